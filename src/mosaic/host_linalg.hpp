@@ -1,0 +1,124 @@
+// Small, plain host linear algebra for the reference implementation, the
+// initialization and the diagnostics. Dense row-major storage, written for
+// clarity rather than speed: these are oracles and O(r^3) helpers, never the
+// hot path of the engine.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+namespace mosaic::host {
+
+// Cholesky A = L L^T of an n x n SPD matrix (lower triangle of A is read).
+// Returns false if A is not numerically positive definite.
+template <class T>
+bool cholesky(const std::vector<T>& A, int n, std::vector<T>& L) {
+  L.assign(std::size_t(n) * n, T(0));
+  for (int j = 0; j < n; ++j) {
+    T diag = A[j * n + j];
+    for (int k = 0; k < j; ++k) diag -= L[j * n + k] * L[j * n + k];
+    if (!(diag > T(0)) || !std::isfinite(diag)) return false;
+    const T ljj = std::sqrt(diag);
+    L[j * n + j] = ljj;
+    for (int i = j + 1; i < n; ++i) {
+      T v = A[i * n + j];
+      for (int k = 0; k < j; ++k) v -= L[i * n + k] * L[j * n + k];
+      L[i * n + j] = v / ljj;
+    }
+  }
+  return true;
+}
+
+// Solves L L^T x = b given the Cholesky factor L.
+template <class T>
+std::vector<T> cholesky_solve(const std::vector<T>& L, int n, const std::vector<T>& b) {
+  std::vector<T> x(b);
+  for (int i = 0; i < n; ++i) {
+    for (int k = 0; k < i; ++k) x[i] -= L[i * n + k] * x[k];
+    x[i] /= L[i * n + i];
+  }
+  for (int i = n - 1; i >= 0; --i) {
+    for (int k = i + 1; k < n; ++k) x[i] -= L[k * n + i] * x[k];
+    x[i] /= L[i * n + i];
+  }
+  return x;
+}
+
+// Eigen-decomposition of a symmetric n x n matrix by cyclic Jacobi rotations.
+// Eigenvalues come out in descending order; column j of `vectors` (row-major
+// n x n) is the eigenvector of values[j]. Accurate to a few ulps of ||A||.
+template <class T>
+void symmetric_eigen(std::vector<T> A, int n, std::vector<T>& values, std::vector<T>& vectors) {
+  vectors.assign(std::size_t(n) * n, T(0));
+  for (int i = 0; i < n; ++i) vectors[i * n + i] = T(1);
+  for (int sweep = 0; sweep < 100; ++sweep) {
+    T off = 0, total = 0;
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        total += A[i * n + j] * A[i * n + j];
+        if (i != j) off += A[i * n + j] * A[i * n + j];
+      }
+    if (off <= total * std::numeric_limits<T>::epsilon() * std::numeric_limits<T>::epsilon())
+      break;
+    for (int p = 0; p < n - 1; ++p)
+      for (int q = p + 1; q < n; ++q) {
+        const T apq = A[p * n + q];
+        if (apq == T(0)) continue;
+        const T tau = (A[q * n + q] - A[p * n + p]) / (2 * apq);
+        const T t = (tau >= 0 ? T(1) : T(-1)) / (std::fabs(tau) + std::sqrt(T(1) + tau * tau));
+        const T c = T(1) / std::sqrt(T(1) + t * t), s = t * c;
+        for (int k = 0; k < n; ++k) {  // A <- A J (columns p, q)
+          const T akp = A[k * n + p], akq = A[k * n + q];
+          A[k * n + p] = c * akp - s * akq;
+          A[k * n + q] = s * akp + c * akq;
+        }
+        for (int k = 0; k < n; ++k) {  // A <- J^T A (rows p, q)
+          const T apk = A[p * n + k], aqk = A[q * n + k];
+          A[p * n + k] = c * apk - s * aqk;
+          A[q * n + k] = s * apk + c * aqk;
+        }
+        for (int k = 0; k < n; ++k) {
+          const T vkp = vectors[k * n + p], vkq = vectors[k * n + q];
+          vectors[k * n + p] = c * vkp - s * vkq;
+          vectors[k * n + q] = s * vkp + c * vkq;
+        }
+      }
+  }
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return A[a * n + a] > A[b * n + b]; });
+  values.resize(n);
+  std::vector<T> sorted(std::size_t(n) * n);
+  for (int j = 0; j < n; ++j) {
+    values[j] = A[order[j] * n + order[j]];
+    for (int i = 0; i < n; ++i) sorted[i * n + j] = vectors[i * n + order[j]];
+  }
+  vectors.swap(sorted);
+}
+
+// Orthonormalizes the k columns of the row-major d x k matrix Q in place by
+// modified Gram-Schmidt, applied twice ("twice is enough") so the result is
+// orthonormal to working precision. Throws if the columns are dependent.
+template <class T>
+void orthonormalize_columns(std::vector<T>& Q, int d, int k) {
+  for (int pass = 0; pass < 2; ++pass)
+    for (int j = 0; j < k; ++j) {
+      for (int i = 0; i < j; ++i) {
+        T dot = 0;
+        for (int a = 0; a < d; ++a) dot += Q[a * k + i] * Q[a * k + j];
+        for (int a = 0; a < d; ++a) Q[a * k + j] -= dot * Q[a * k + i];
+      }
+      T norm = 0;
+      for (int a = 0; a < d; ++a) norm += Q[a * k + j] * Q[a * k + j];
+      norm = std::sqrt(norm);
+      if (!(norm > T(0)) || !std::isfinite(norm))
+        throw std::runtime_error("orthonormalize_columns: linearly dependent columns");
+      for (int a = 0; a < d; ++a) Q[a * k + j] /= norm;
+    }
+}
+
+}  // namespace mosaic::host

@@ -1,0 +1,418 @@
+// The host reference implementation of one MOSAIC stream: ../shared/ALGORITHM.md
+// sections 1-4 written out line by line, templated on the scalar type. It is
+// the project's oracle: the Kokkos engine is tested against it, so it favours
+// being obviously right over being fast.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "counter_rng.hpp"
+#include "host_linalg.hpp"
+#include "params.hpp"
+
+namespace mosaic {
+
+// Raised when a step cannot be completed with finite numbers (S no longer
+// positive definite, non-finite state). The stream's state is left as it was
+// before the step.
+struct NumericalBreakdown : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+template <class T>
+struct ReferenceState {
+  int d = 0, r = 0;
+  std::vector<T> mu;  // d
+  std::vector<T> U;   // d x r, row-major: U[i*r + j]
+  std::vector<T> S;   // r x r, row-major
+  T s2 = 0;
+  std::int64_t steps = 0;            // MOSAIC steps taken (init samples excluded)
+  std::int64_t clamped_steps = 0;    // steps whose covariance step hit max_step
+  std::int64_t reorthonormalizations = 0;
+
+  ReferenceState() = default;
+  ReferenceState(int d_, int r_)
+      : d(d_), r(r_), mu(std::size_t(d_), T(0)), U(std::size_t(d_) * r_, T(0)),
+        S(std::size_t(r_) * r_, T(0)) {}
+  T& u(int i, int j) { return U[std::size_t(i) * r + j]; }
+  T u(int i, int j) const { return U[std::size_t(i) * r + j]; }
+};
+
+// What one step did, for diagnostics and tests.
+struct StepInfo {
+  double q = 0;      // Mahalanobis form z^T S^{-1} z
+  double ell = 0;    // affine-invariant length of the unclamped covariance step
+  double eta = 0;    // covariance rate actually used
+  double rho = 0;    // residual norm ||e||
+  double theta = 0;  // rotation angle of the frame
+  bool clamped = false;
+};
+
+namespace detail {
+// Below this, rho * ||g|| is treated as zero and the frame is not rotated
+// (the direction e g^T is undefined).
+template <class T>
+constexpr T rotation_tiny() {
+  return std::numeric_limits<T>::min() / std::numeric_limits<T>::epsilon();
+}
+
+// s2 after init: data is floored at this fraction of mean(lambda), so a start
+// whose samples lie exactly in an r-dimensional subspace still has s2 > 0.
+template <class T>
+constexpr T init_noise_floor_fraction() {
+  return T(1e-6);
+}
+
+template <class T>
+void require_finite(const T* x, int d, const char* what) {
+  for (int i = 0; i < d; ++i)
+    if (!std::isfinite(x[i]))
+      throw std::invalid_argument(std::string(what) + ": non-finite value at index " +
+                                  std::to_string(i));
+}
+}  // namespace detail
+
+template <class T>
+void reference_reorthonormalize(ReferenceState<T>& st);
+
+// One MOSAIC step (ALGORITHM.md section 2) with sample x (length d).
+// Throws std::invalid_argument for a non-finite sample and NumericalBreakdown
+// when S cannot be factored; in both cases the state is unchanged.
+template <class T>
+StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p) {
+  const int d = st.d, r = st.r;
+  detail::require_finite(x, d, "reference_step: sample");
+  StepInfo info;
+
+  // 1. Centre and project with the old mean.
+  std::vector<T> y(d), z(r, T(0)), e(d);
+  for (int i = 0; i < d; ++i) y[i] = x[i] - st.mu[i];
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < r; ++j) z[j] += st.u(i, j) * y[i];
+  T rho2 = 0;
+  for (int i = 0; i < d; ++i) {
+    T uz = 0;
+    for (int j = 0; j < r; ++j) uz += st.u(i, j) * z[j];
+    e[i] = y[i] - uz;
+    rho2 += e[i] * e[i];
+  }
+  const T rho = std::sqrt(rho2);
+
+  // 2. Precision solve.
+  std::vector<T> L;
+  if (!host::cholesky(st.S, r, L))
+    throw NumericalBreakdown("reference_step: S is not positive definite at step " +
+                             std::to_string(st.steps));
+  const std::vector<T> w = host::cholesky_solve(L, r, z);
+  T q = 0;
+  for (int j = 0; j < r; ++j) q += z[j] * w[j];
+
+  // 3. Step length and trust-radius clamp.
+  const T eta_S = T(p.eta_S);
+  const T ell = eta_S * std::sqrt((q - 1) * (q - 1) + T(r - 1));
+  T eta = eta_S;
+  if (ell > T(p.max_step)) {
+    eta = eta_S * T(p.max_step) / ell;
+    info.clamped = true;
+  }
+
+  // 4. Covariance update in the old frame.
+  std::vector<T> Sp(std::size_t(r) * r);
+  if (p.covariance_update == CovarianceUpdate::exact) {
+    const T c = q > T(0) ? std::expm1(eta * q) / q : eta;
+    const T decay = std::exp(-eta);
+    for (int a = 0; a < r; ++a)
+      for (int b = 0; b < r; ++b) Sp[a * r + b] = decay * (st.S[a * r + b] + c * z[a] * z[b]);
+  } else {
+    for (int a = 0; a < r; ++a)
+      for (int b = 0; b < r; ++b)
+        Sp[a * r + b] = (1 - eta) * st.S[a * r + b] + eta * z[a] * z[b];
+  }
+
+  // 5. Subspace direction (old S).
+  std::vector<T> g;
+  if (p.subspace_direction == SubspaceDirection::precision) {
+    if (p.gamma == 0.0) {
+      g = w;
+    } else {
+      std::vector<T> R(st.S);
+      for (int j = 0; j < r; ++j) R[j * r + j] += T(p.gamma) * st.s2;
+      std::vector<T> LR;
+      if (!host::cholesky(R, r, LR))
+        throw NumericalBreakdown("reference_step: S + gamma s2 I is not positive definite");
+      g = host::cholesky_solve(LR, r, z);
+    }
+  } else {
+    T trace = 0;
+    for (int j = 0; j < r; ++j) trace += st.S[j * r + j];
+    g.resize(r);
+    for (int j = 0; j < r; ++j) g[j] = z[j] / (trace / T(r));
+  }
+  T gnorm = 0;
+  for (int j = 0; j < r; ++j) gnorm += g[j] * g[j];
+  gnorm = std::sqrt(gnorm);
+
+  // 6-7. Rotate the frame along the geodesic of e g^T and transport S'.
+  std::vector<T> Snew(Sp);
+  T theta = 0;
+  if (rho * gnorm > detail::rotation_tiny<T>()) {
+    theta = std::atan(T(p.eta_U) * rho * gnorm);
+    const T sn = std::sin(theta);
+    // cos(theta) - 1 without cancellation for small theta.
+    const T cm1 = -2 * std::sin(theta / 2) * std::sin(theta / 2);
+    std::vector<T> gh(r);
+    for (int j = 0; j < r; ++j) gh[j] = g[j] / gnorm;
+    for (int i = 0; i < d; ++i) {
+      T ugh = 0;
+      for (int j = 0; j < r; ++j) ugh += st.u(i, j) * gh[j];
+      const T coef = cm1 * ugh + sn * e[i] / rho;
+      for (int j = 0; j < r; ++j) st.u(i, j) += coef * gh[j];
+    }
+    std::vector<T> u(r, T(0));
+    T b = 0;
+    for (int a = 0; a < r; ++a) {
+      for (int c = 0; c < r; ++c) u[a] += Sp[a * r + c] * gh[c];
+      b += gh[a] * u[a];
+    }
+    for (int a = 0; a < r; ++a)
+      for (int c = 0; c < r; ++c)
+        Snew[a * r + c] += cm1 * (u[a] * gh[c] + gh[a] * u[c]) +
+                           (cm1 * cm1 * b + st.s2 * sn * sn) * gh[a] * gh[c];
+  }
+  for (int a = 0; a < r; ++a)
+    for (int c = 0; c < a; ++c) {
+      const T avg = (Snew[a * r + c] + Snew[c * r + a]) / 2;
+      Snew[a * r + c] = Snew[c * r + a] = avg;
+    }
+  st.S.swap(Snew);
+
+  // 8. Noise of the complement.
+  st.s2 = (1 - T(p.eta_s)) * st.s2 + T(p.eta_s) * rho2 / T(d - r);
+
+  // 9. Mean.
+  for (int i = 0; i < d; ++i) st.mu[i] += T(p.eta_mu) * (x[i] - st.mu[i]);
+
+  st.steps += 1;
+  if (info.clamped) st.clamped_steps += 1;
+  if (p.reorthonormalize_every > 0 && st.steps % p.reorthonormalize_every == 0)
+    reference_reorthonormalize(st);
+
+  info.q = double(q);
+  info.ell = double(ell);
+  info.eta = double(eta);
+  info.rho = double(rho);
+  info.theta = double(theta);
+  return info;
+}
+
+// Cholesky-QR of U with S rotated consistently: U^T U = R^T R, U <- U R^{-1},
+// S <- R S R^T, so that U S U^T (the modelled covariance) is unchanged.
+template <class T>
+void reference_reorthonormalize(ReferenceState<T>& st) {
+  const int d = st.d, r = st.r;
+  std::vector<T> G(std::size_t(r) * r, T(0));
+  for (int i = 0; i < d; ++i)
+    for (int a = 0; a < r; ++a)
+      for (int b = 0; b < r; ++b) G[a * r + b] += st.u(i, a) * st.u(i, b);
+  std::vector<T> L;  // G = L L^T, R = L^T
+  if (!host::cholesky(G, r, L))
+    throw NumericalBreakdown("reorthonormalize: U^T U is not positive definite");
+  // U <- U L^{-T}: solve each row u_i^T = x^T L^T, i.e. L x = u_i.
+  for (int i = 0; i < d; ++i)
+    for (int a = 0; a < r; ++a) {
+      T v = st.u(i, a);
+      for (int k = 0; k < a; ++k) v -= L[a * r + k] * st.u(i, k);
+      st.u(i, a) = v / L[a * r + a];
+    }
+  // S <- L^T S L.
+  std::vector<T> SL(std::size_t(r) * r, T(0)), out(std::size_t(r) * r, T(0));
+  for (int a = 0; a < r; ++a)
+    for (int b = 0; b < r; ++b)
+      for (int k = b; k < r; ++k) SL[a * r + b] += st.S[a * r + k] * L[k * r + b];
+  for (int a = 0; a < r; ++a)
+    for (int b = 0; b < r; ++b)
+      for (int k = a; k < r; ++k) out[a * r + b] += L[k * r + a] * SL[k * r + b];
+  for (int a = 0; a < r; ++a)
+    for (int b = 0; b < a; ++b) out[a * r + b] = out[b * r + a] = (out[a * r + b] + out[b * r + a]) / 2;
+  st.S.swap(out);
+  st.reorthonormalizations += 1;
+}
+
+// init: data (ALGORITHM.md section 3). `X` holds n0 samples of length d,
+// sample k at X[k*d .. k*d+d). Throws std::invalid_argument for too few or
+// non-finite samples and for a rank-deficient start.
+template <class T>
+ReferenceState<T> reference_init_data(const T* X, int n0, int d, int r, const MosaicParams& p) {
+  p.validate(d, r);
+  if (n0 < r + 1)
+    throw std::invalid_argument("init: data needs at least r+1 = " + std::to_string(r + 1) +
+                                " samples, got " + std::to_string(n0));
+  detail::require_finite(X, n0 * d, "init: data samples");
+  ReferenceState<T> st(d, r);
+  for (int k = 0; k < n0; ++k)
+    for (int i = 0; i < d; ++i) st.mu[i] += X[std::size_t(k) * d + i];
+  for (int i = 0; i < d; ++i) st.mu[i] /= T(n0);
+  // Y (d x n0) centred; the Gram matrix Y^T Y / n0 is n0 x n0, small since n0 ~ 2r << d.
+  std::vector<T> Y(std::size_t(d) * n0);
+  T frob2 = 0;
+  for (int i = 0; i < d; ++i)
+    for (int k = 0; k < n0; ++k) {
+      const T v = X[std::size_t(k) * d + i] - st.mu[i];
+      Y[std::size_t(i) * n0 + k] = v;
+      frob2 += v * v;
+    }
+  std::vector<T> K(std::size_t(n0) * n0, T(0));
+  for (int i = 0; i < d; ++i)
+    for (int a = 0; a < n0; ++a)
+      for (int b = 0; b < n0; ++b) K[a * n0 + b] += Y[std::size_t(i) * n0 + a] * Y[std::size_t(i) * n0 + b];
+  for (auto& v : K) v /= T(n0);
+  std::vector<T> lambda, V;
+  host::symmetric_eigen(K, n0, lambda, V);
+  // An eigenvalue at rounding level relative to the largest means the
+  // centred samples span fewer than r directions.
+  const T tol = T(n0) * std::numeric_limits<T>::epsilon() * std::fabs(lambda[0]) * 100;
+  if (!(lambda[0] > T(0)) || !(lambda[r - 1] > tol))
+    throw std::invalid_argument("init: data: the " + std::to_string(n0) +
+                                " centred samples span fewer than r=" + std::to_string(r) +
+                                " directions (rank-deficient start; eigenvalue " +
+                                std::to_string(double(lambda[r - 1])) + ")");
+  T lambda_sum = 0;
+  for (int j = 0; j < r; ++j) {
+    const T scale = T(1) / std::sqrt(T(n0) * lambda[j]);
+    for (int i = 0; i < d; ++i) {
+      T v = 0;
+      for (int k = 0; k < n0; ++k) v += Y[std::size_t(i) * n0 + k] * V[k * n0 + j];
+      st.u(i, j) = v * scale;
+    }
+    st.S[j * r + j] = lambda[j];
+    lambda_sum += lambda[j];
+  }
+  const T floor = detail::init_noise_floor_fraction<T>() * lambda_sum / T(r);
+  st.s2 = std::max((frob2 / T(n0) - lambda_sum) / T(d - r), floor);
+  return st;
+}
+
+// init: random (ALGORITHM.md section 3): U an orthonormalized Gaussian drawn
+// from (seed, stream id), S = s0 I, s2 = s0, mu = 0.
+template <class T>
+ReferenceState<T> reference_init_random(int d, int r, const MosaicParams& p, std::uint64_t seed,
+                                        std::uint64_t stream_id) {
+  p.validate(d, r);
+  ReferenceState<T> st(d, r);
+  std::vector<double> Q(std::size_t(d) * r);
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < r; ++j)
+      Q[std::size_t(i) * r + j] =
+          counter_normal(seed, RngDomain::init_basis, stream_id, 0, std::uint64_t(i) * r + j);
+  host::orthonormalize_columns(Q, d, r);
+  for (std::size_t k = 0; k < Q.size(); ++k) st.U[k] = T(Q[k]);
+  for (int j = 0; j < r; ++j) st.S[j * r + j] = T(p.init_scale);
+  st.s2 = T(p.init_scale);
+  return st;
+}
+
+// Section 4 invariants of one state.
+struct Invariants {
+  double orthonormality_error = 0;  // ||U^T U - I||_F
+  double symmetry_error = 0;        // ||S - S^T||_F / ||S||_F
+  double s_min_eig = 0, s_max_eig = 0, s_condition = 0;
+  double s2 = 0;
+  bool all_finite = true;
+};
+
+template <class T>
+Invariants reference_invariants(const ReferenceState<T>& st) {
+  const int d = st.d, r = st.r;
+  Invariants inv;
+  for (T v : st.mu) inv.all_finite = inv.all_finite && std::isfinite(v);
+  for (T v : st.U) inv.all_finite = inv.all_finite && std::isfinite(v);
+  for (T v : st.S) inv.all_finite = inv.all_finite && std::isfinite(v);
+  inv.all_finite = inv.all_finite && std::isfinite(st.s2);
+  double orth = 0;
+  for (int a = 0; a < r; ++a)
+    for (int b = 0; b < r; ++b) {
+      double g = 0;
+      for (int i = 0; i < d; ++i) g += double(st.u(i, a)) * double(st.u(i, b));
+      g -= (a == b) ? 1.0 : 0.0;
+      orth += g * g;
+    }
+  inv.orthonormality_error = std::sqrt(orth);
+  double asym = 0, norm = 0;
+  for (int a = 0; a < r; ++a)
+    for (int b = 0; b < r; ++b) {
+      const double diff = double(st.S[a * r + b]) - double(st.S[b * r + a]);
+      asym += diff * diff;
+      norm += double(st.S[a * r + b]) * double(st.S[a * r + b]);
+    }
+  inv.symmetry_error = norm > 0 ? std::sqrt(asym / norm) : 0.0;
+  std::vector<double> Sd(st.S.begin(), st.S.end()), ev, vec;
+  if (inv.all_finite) {
+    host::symmetric_eigen(Sd, r, ev, vec);
+    inv.s_max_eig = ev.front();
+    inv.s_min_eig = ev.back();
+    inv.s_condition = inv.s_min_eig > 0 ? inv.s_max_eig / inv.s_min_eig
+                                        : std::numeric_limits<double>::infinity();
+  }
+  inv.s2 = double(st.s2);
+  return inv;
+}
+
+// Basis-free comparison of two states (ALGORITHM.md section 3): the projector
+// distance r - ||Ua^T Ub||_F^2 and ||Ua Sa Ua^T - Ub Sb Ub^T||_F, both through
+// r x r products only.
+struct StateDistance {
+  double mu = 0;          // max |mu_a - mu_b|
+  double s2 = 0;          // |s2_a - s2_b|
+  double projector = 0;   // r - ||Ua^T Ub||_F^2
+  double covariance = 0;  // ||Ua Sa Ua^T - Ub Sb Ub^T||_F
+};
+
+template <class TA, class TB>
+StateDistance reference_distance(const ReferenceState<TA>& a, const ReferenceState<TB>& b) {
+  const int d = a.d, r = a.r;
+  StateDistance out;
+  for (int i = 0; i < d; ++i)
+    out.mu = std::max(out.mu, std::fabs(double(a.mu[i]) - double(b.mu[i])));
+  out.s2 = std::fabs(double(a.s2) - double(b.s2));
+  std::vector<double> P(std::size_t(r) * r, 0.0);  // Ua^T Ub
+  for (int i = 0; i < d; ++i)
+    for (int x = 0; x < r; ++x)
+      for (int y = 0; y < r; ++y) P[x * r + y] += double(a.u(i, x)) * double(b.u(i, y));
+  double pf = 0;
+  for (double v : P) pf += v * v;
+  out.projector = double(r) - pf;
+  // ||A - B||^2 = tr(Sa Ga Sa Ga) + tr(Sb Gb Sb Gb) - 2 tr(Sa P Sb P^T), with
+  // Ga = Ua^T Ua, Gb = Ub^T Ub (identity up to rounding, kept for honesty).
+  auto gram = [r, d](const auto& st) {
+    std::vector<double> G(std::size_t(r) * r, 0.0);
+    for (int i = 0; i < d; ++i)
+      for (int x = 0; x < r; ++x)
+        for (int y = 0; y < r; ++y) G[x * r + y] += double(st.u(i, x)) * double(st.u(i, y));
+    return G;
+  };
+  auto mul = [r](const std::vector<double>& A, const std::vector<double>& B, bool transB) {
+    std::vector<double> C(std::size_t(r) * r, 0.0);
+    for (int x = 0; x < r; ++x)
+      for (int y = 0; y < r; ++y)
+        for (int k = 0; k < r; ++k) C[x * r + y] += A[x * r + k] * (transB ? B[y * r + k] : B[k * r + y]);
+    return C;
+  };
+  auto trace = [r](const std::vector<double>& A) {
+    double t = 0;
+    for (int x = 0; x < r; ++x) t += A[x * r + x];
+    return t;
+  };
+  const std::vector<double> Sa(a.S.begin(), a.S.end()), Sb(b.S.begin(), b.S.end());
+  const auto SaGa = mul(Sa, gram(a), false), SbGb = mul(Sb, gram(b), false);
+  const auto cross = mul(mul(Sa, P, false), mul(Sb, P, true), false);
+  const double sq = trace(mul(SaGa, SaGa, false)) + trace(mul(SbGb, SbGb, false)) - 2 * trace(cross);
+  out.covariance = std::sqrt(std::max(sq, 0.0));
+  return out;
+}
+
+}  // namespace mosaic
