@@ -1,0 +1,74 @@
+// The resolved configuration of one run of the mini-app: what the YAML input
+// deck (docs/INPUT_DECK.md) says after defaults and --set overrides. Parsing
+// and validation live in config.hpp; this header is only the data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "params.hpp"
+#include "synthetic.hpp"
+
+namespace mosaic {
+
+enum class Dtype { float32, float64 };
+enum class StreamMode { weak, strong };
+
+inline const char* to_string(Dtype t) { return t == Dtype::float32 ? "float" : "double"; }
+inline const char* to_string(StreamMode m) { return m == StreamMode::weak ? "weak" : "strong"; }
+
+struct ProblemConfig {
+  int d = 256;
+  int rank = 8;
+  Dtype dtype = Dtype::float64;
+};
+
+struct StreamsConfig {
+  StreamMode mode = StreamMode::weak;
+  int per_rank = 1;  // weak mode: streams on every rank
+  int total = 0;     // strong mode: streams divided over the ranks
+};
+
+struct SourceConfig {
+  std::string type = "synthetic";
+  // Synthetic source parameters. spec.d is problem.d; spec.r is source.rank
+  // (default problem.rank); spec.seed is run.seed.
+  SyntheticSpec synthetic;
+};
+
+struct RunSection {
+  std::int64_t steps = 1000;          // timed MOSAIC steps per stream (after init)
+  std::int64_t warmup_steps = 0;      // untimed steps before the timed ones
+  std::int64_t diagnostics_every = 0; // device diagnostics every K steps; 0 = at the end only
+  double progress_every_s = 10.0;     // rank 0 progress line period
+  std::uint64_t seed = 1;
+};
+
+struct OutputConfig {
+  std::string result = "mosaic_result.json";  // result file (JSON), written atomically by rank 0
+  std::string state_dir;                      // final states as .npy; empty = none
+};
+
+struct RunConfig {
+  std::string deck_path;
+  ProblemConfig problem;
+  StreamsConfig streams;
+  SourceConfig source;
+  MosaicParams algorithm;
+  RunSection run;
+  OutputConfig output;
+  nlohmann::json resolved;  // the whole resolved deck, every key with its value, for the result file
+};
+
+// One point of a sweep: its configuration and the swept values that made it,
+// e.g. {"problem.d": 2048, "problem.rank": 32}. A deck without `sweep:` is one
+// point with an empty object.
+struct SweepPoint {
+  RunConfig config;
+  nlohmann::json point = nlohmann::json::object();
+};
+
+}  // namespace mosaic
