@@ -1,0 +1,71 @@
+#include "result_writer.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+namespace mosaic {
+namespace {
+
+std::string directory_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+[[noreturn]] void fail(const std::string& what, const std::string& path) {
+  throw std::runtime_error("cannot write '" + path + "': " + what + " (" + std::strerror(errno) + ")");
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& contents) {
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = mkstemp(tmp.data());
+  if (fd < 0) fail("cannot create a temporary file in " + directory_of(path), path);
+  std::size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      fail("write failed", path);
+    }
+    done += std::size_t(n);
+  }
+  if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0 || ::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    fail("flush failed", path);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    fail("rename failed", path);
+  }
+  // Make the rename itself durable.
+  const int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+void write_json_atomically(const std::string& path, const nlohmann::json& doc) {
+  write_file_atomically(path, doc.dump(2) + "\n");
+}
+
+void check_writable(const std::string& path) {
+  if (path.empty()) throw std::runtime_error("output path is empty");
+  std::string probe = path + ".probe.XXXXXX";
+  const int fd = mkstemp(probe.data());
+  if (fd < 0) fail("its directory " + directory_of(path) + " is not writable", path);
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+}  // namespace mosaic
