@@ -1,0 +1,906 @@
+// The YAML input deck: schema, overrides, validation and sweep expansion.
+// docs/INPUT_DECK.md is the user-facing description of everything here.
+#include "config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+namespace mosaic {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+constexpr std::size_t kMaxSweepPoints = 1000000;
+
+// ----------------------------------------------------------------------------
+// Schema
+
+enum class Kind { integer, unsigned64, number, choice, string, number_pair };
+
+struct KeySpec {
+  std::string section, name;
+  Kind kind = Kind::number;
+  // integer / number bounds
+  double lo = -kInf, hi = kInf;
+  bool lo_open = false, hi_open = false;
+  std::vector<std::string> choices;   // choice: the supported values
+  std::vector<std::string> reserved;  // choice: recognized, not yet supported
+  bool allow_empty = true;            // string
+  json def;                           // default; null = required or derived
+  bool required = false;
+
+  std::string path() const { return section + "." + name; }
+
+  std::string expected() const {
+    auto num = [](double v) {
+      std::ostringstream os;
+      os << v;
+      return os.str();
+    };
+    switch (kind) {
+      case Kind::integer: {
+        std::string s = "an integer";
+        if (hi >= double(kIntMax)) return s + " >= " + num(lo);
+        return s + " in [" + num(lo) + ", " + num(hi) + "]";
+      }
+      case Kind::unsigned64: return "an unsigned 64-bit integer (0 to 18446744073709551615)";
+      case Kind::number: {
+        std::string s = "a finite number";
+        if (lo == -kInf && hi == kInf) return s;
+        if (hi == kInf) return "a number " + std::string(lo_open ? "> " : ">= ") + num(lo);
+        return "a number in " + std::string(lo_open ? "(" : "[") + num(lo) + ", " + num(hi) +
+               (hi_open ? ")" : "]");
+      }
+      case Kind::choice: {
+        std::string s = "one of ";
+        for (std::size_t i = 0; i < choices.size(); ++i) s += (i ? ", " : "") + choices[i];
+        return s;
+      }
+      case Kind::string: return allow_empty ? "a string" : "a non-empty path";
+      case Kind::number_pair: return "a list [lo, hi] of two numbers with 0 < lo <= hi";
+    }
+    return "";
+  }
+};
+
+KeySpec integer(const char* sec, const char* name, std::int64_t lo, std::int64_t hi, json def,
+                bool required = false) {
+  KeySpec k;
+  k.section = sec;
+  k.name = name;
+  k.kind = Kind::integer;
+  k.lo = double(lo);
+  k.hi = double(hi);
+  k.def = std::move(def);
+  k.required = required;
+  return k;
+}
+KeySpec number(const char* sec, const char* name, double lo, bool lo_open, double hi,
+               bool hi_open, double def) {
+  KeySpec k;
+  k.section = sec;
+  k.name = name;
+  k.kind = Kind::number;
+  k.lo = lo;
+  k.lo_open = lo_open;
+  k.hi = hi;
+  k.hi_open = hi_open;
+  k.def = def;
+  return k;
+}
+KeySpec choice(const char* sec, const char* name, std::vector<std::string> choices,
+               const char* def, std::vector<std::string> reserved = {}) {
+  KeySpec k;
+  k.section = sec;
+  k.name = name;
+  k.kind = Kind::choice;
+  k.choices = std::move(choices);
+  k.reserved = std::move(reserved);
+  k.def = def;
+  return k;
+}
+KeySpec string_key(const char* sec, const char* name, bool allow_empty, const char* def) {
+  KeySpec k;
+  k.section = sec;
+  k.name = name;
+  k.kind = Kind::string;
+  k.allow_empty = allow_empty;
+  k.def = def;
+  return k;
+}
+
+const std::vector<std::string>& sections() {
+  static const std::vector<std::string> s = {"problem",   "streams", "source",
+                                             "algorithm", "run",     "output"};
+  return s;
+}
+
+const std::vector<KeySpec>& schema() {
+  static const std::vector<KeySpec> s = [] {
+    std::vector<KeySpec> v;
+    v.push_back(integer("problem", "d", 2, kIntMax, nullptr, true));
+    v.push_back(integer("problem", "rank", 1, kIntMax, nullptr, true));
+    v.push_back(choice("problem", "dtype", {"float", "double"}, "double"));
+    v.push_back(choice("streams", "mode", {"weak", "strong"}, "weak"));
+    v.push_back(integer("streams", "per_rank", 1, kIntMax, 1));
+    v.push_back(integer("streams", "total", 1, kIntMax, nullptr));  // required in strong mode
+    v.push_back(choice("source", "type", {"synthetic"}, "synthetic", {"npy"}));
+    v.push_back(integer("source", "rank", 1, kIntMax, nullptr));  // default problem.rank
+    v.push_back(number("source", "lambda_max", 0, true, kInf, false, 1.0));
+    v.push_back(number("source", "lambda_min", 0, true, kInf, false, 0.1));
+    v.push_back(number("source", "noise", 0, true, kInf, false, 0.1));
+    {
+      KeySpec k;
+      k.section = "source";
+      k.name = "noise_range";
+      k.kind = Kind::number_pair;
+      v.push_back(k);  // default: none (homogeneous noise)
+    }
+    v.push_back(number("source", "drift", -kInf, false, kInf, false, 0.0));
+    v.push_back(number("source", "mean_scale", 0, false, kInf, false, 1.0));
+    v.push_back(choice("algorithm", "covariance_update", {"exact", "first_order"}, "exact"));
+    v.push_back(choice("algorithm", "subspace_direction", {"precision", "oja"}, "precision"));
+    v.push_back(number("algorithm", "eta_mu", 0, true, 1, true, 0.01));
+    v.push_back(number("algorithm", "eta_S", 0, true, 1, true, 0.01));
+    v.push_back(number("algorithm", "eta_U", 0, true, 1, true, 0.005));
+    v.push_back(number("algorithm", "eta_s", 0, true, 1, true, 0.01));
+    v.push_back(number("algorithm", "gamma", 0, false, kInf, false, 1.0));
+    v.push_back(number("algorithm", "max_step", 0, true, kInf, false, 1.0));
+    v.push_back(integer("algorithm", "reorthonormalize_every", 0, kIntMax, 0));
+    v.push_back(choice("algorithm", "init", {"data", "random"}, "data"));
+    v.push_back(integer("algorithm", "init_samples", 1, kIntMax, nullptr));  // default 2*rank
+    v.push_back(number("algorithm", "init_scale", 0, true, kInf, false, 1.0));
+    v.push_back(integer("run", "steps", 1, kInt64Max, 1000));
+    v.push_back(integer("run", "warmup_steps", 0, kInt64Max, 0));
+    v.push_back(integer("run", "diagnostics_every", 0, kInt64Max, 0));
+    v.push_back(number("run", "progress_every_s", 0, true, kInf, false, 10.0));
+    {
+      KeySpec k;
+      k.section = "run";
+      k.name = "seed";
+      k.kind = Kind::unsigned64;
+      k.def = std::uint64_t(1);
+      v.push_back(k);
+    }
+    v.push_back(string_key("output", "result", false, "mosaic_result.json"));
+    v.push_back(string_key("output", "state_dir", true, ""));
+    return v;
+  }();
+  return s;
+}
+
+const KeySpec* find_key(const std::string& path) {
+  for (const auto& k : schema())
+    if (k.path() == path) return &k;
+  return nullptr;
+}
+
+bool is_section(const std::string& s) {
+  return std::find(sections().begin(), sections().end(), s) != sections().end();
+}
+
+std::vector<std::string> keys_of(const std::string& section) {
+  std::vector<std::string> out;
+  for (const auto& k : schema())
+    if (k.section == section) out.push_back(k.name);
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  return s;
+}
+
+// ----------------------------------------------------------------------------
+// Did-you-mean
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const bool same = std::tolower((unsigned char)a[i - 1]) == std::tolower((unsigned char)b[j - 1]);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (same ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// " (did you mean 'x'?)" for the closest candidate, or "" if none is close.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates,
+                         const std::string& prefix = "") {
+  std::size_t best = std::numeric_limits<std::size_t>::max();
+  std::string best_word;
+  for (const auto& c : candidates) {
+    const std::size_t dist = edit_distance(word, c);
+    if (dist < best) {
+      best = dist;
+      best_word = c;
+    }
+  }
+  if (best_word.empty()) return "";
+  const std::size_t limit = std::max<std::size_t>(2, best_word.size() / 3);
+  if (best > limit) return "";
+  return " (did you mean '" + prefix + best_word + "'?)";
+}
+
+std::vector<std::string> all_paths() {
+  std::vector<std::string> v;
+  for (const auto& k : schema()) v.push_back(k.path());
+  return v;
+}
+
+// ----------------------------------------------------------------------------
+// Scalar parsing
+
+// Where a value came from, for messages.
+struct Origin {
+  enum Kind { none, file, override_ } kind = none;
+  YAML::Mark mark = YAML::Mark::null_mark();
+  std::string text;  // override: the whole --set argument
+};
+
+struct BadValue {
+  std::string found;
+};
+
+std::string describe_found(const YAML::Node& n, bool numeric) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined: return "an empty value";
+    case YAML::NodeType::Sequence: return n.size() == 0 ? "an empty list" : "a list";
+    case YAML::NodeType::Map: return "a mapping";
+    case YAML::NodeType::Scalar:
+      if (numeric && n.Tag() == "!") return "the quoted string \"" + n.Scalar() + "\"";
+      return "'" + n.Scalar() + "'";
+  }
+  return "?";
+}
+
+bool is_digits(const std::string& s, std::size_t from) {
+  if (from >= s.size()) return false;
+  for (std::size_t i = from; i < s.size(); ++i)
+    if (!std::isdigit((unsigned char)s[i])) return false;
+  return true;
+}
+
+std::optional<double> parse_double(const std::string& s) {
+  if (s.empty() || std::isspace((unsigned char)s[0])) return std::nullopt;
+  // YAML spellings of infinity and NaN.
+  std::string l = s;
+  for (auto& c : l) c = char(std::tolower((unsigned char)c));
+  if (l == ".inf" || l == "+.inf") return kInf;
+  if (l == "-.inf") return -kInf;
+  if (l == ".nan") return std::numeric_limits<double>::quiet_NaN();
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size()) return std::nullopt;
+  return v;
+}
+
+json check_scalar_number(const KeySpec& k, const YAML::Node& n) {
+  if (!n.IsScalar() || n.Tag() == "!") throw BadValue{describe_found(n, true)};
+  const std::string& s = n.Scalar();
+  const auto v = parse_double(s);
+  if (!v) throw BadValue{describe_found(n, true)};
+  const double x = *v;
+  bool ok = std::isfinite(x);
+  if (ok) ok = k.lo_open ? x > k.lo : x >= k.lo;
+  if (ok) ok = k.hi_open ? x < k.hi : x <= k.hi;
+  if (!ok) throw BadValue{s};
+  return x;
+}
+
+json check_integer(const KeySpec& k, const YAML::Node& n) {
+  if (!n.IsScalar() || n.Tag() == "!") throw BadValue{describe_found(n, true)};
+  const std::string& s = n.Scalar();
+  const std::size_t from = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
+  long double value;
+  if (is_digits(s, from)) {
+    value = std::strtold(s.c_str(), nullptr);
+  } else {
+    // Also accept an integral number in exponent form, e.g. 1e5.
+    const auto v = parse_double(s);
+    if (!v || !std::isfinite(*v) || std::floor(*v) != *v) throw BadValue{describe_found(n, true)};
+    value = *v;
+  }
+  if (value < (long double)k.lo || value > (long double)k.hi) throw BadValue{s};
+  return std::int64_t(value);
+}
+
+json check_unsigned64(const YAML::Node& n) {
+  if (!n.IsScalar() || n.Tag() == "!") throw BadValue{describe_found(n, true)};
+  const std::string& s = n.Scalar();
+  const std::size_t from = (!s.empty() && s[0] == '+') ? 1 : 0;
+  if (!is_digits(s, from)) {
+    if (!s.empty() && s[0] == '-' && is_digits(s, 1)) throw BadValue{s};
+    throw BadValue{describe_found(n, true)};
+  }
+  errno = 0;
+  const unsigned long long v = std::strtoull(s.c_str() + from, nullptr, 10);
+  if (errno == ERANGE) throw BadValue{s};
+  return std::uint64_t(v);
+}
+
+// Validates one value of key k on its own (type and range). Cross-key
+// constraints are checked later, per sweep point.
+json check_value(const KeySpec& k, const YAML::Node& n, std::string& extra) {
+  switch (k.kind) {
+    case Kind::integer: return check_integer(k, n);
+    case Kind::unsigned64: return check_unsigned64(n);
+    case Kind::number: return check_scalar_number(k, n);
+    case Kind::choice: {
+      if (!n.IsScalar()) throw BadValue{describe_found(n, false)};
+      const std::string& s = n.Scalar();
+      if (std::find(k.choices.begin(), k.choices.end(), s) != k.choices.end()) return s;
+      if (std::find(k.reserved.begin(), k.reserved.end(), s) != k.reserved.end()) {
+        extra = "'" + s + "' is reserved but not yet supported; supported: " + join(k.choices);
+        throw BadValue{};
+      }
+      std::vector<std::string> all = k.choices;
+      all.insert(all.end(), k.reserved.begin(), k.reserved.end());
+      extra = did_you_mean(s, all);
+      throw BadValue{"'" + s + "'"};
+    }
+    case Kind::string: {
+      if (n.IsNull()) {
+        if (k.allow_empty) return "";
+        throw BadValue{describe_found(n, false)};
+      }
+      if (!n.IsScalar()) throw BadValue{describe_found(n, false)};
+      if (n.Scalar().empty() && !k.allow_empty) throw BadValue{"an empty string"};
+      return n.Scalar();
+    }
+    case Kind::number_pair: {
+      if (!n.IsSequence() || n.size() != 2) {
+        if (n.IsSequence())
+          throw BadValue{"a list of " + std::to_string(n.size()) +
+                         (n.size() == 1 ? " value" : " values")};
+        throw BadValue{describe_found(n, true)};
+      }
+      KeySpec positive = k;
+      positive.kind = Kind::number;
+      positive.lo = 0;
+      positive.lo_open = true;
+      positive.hi = kInf;
+      json out = json::array();
+      for (std::size_t i = 0; i < 2; ++i) {
+        try {
+          out.push_back(check_scalar_number(positive, n[i]));
+        } catch (const BadValue&) {
+          throw BadValue{"[" + (n[0].IsScalar() ? n[0].Scalar() : "...") + ", " +
+                         (n[1].IsScalar() ? n[1].Scalar() : "...") + "]"};
+        }
+      }
+      if (out[0].get<double>() > out[1].get<double>())
+        throw BadValue{"[" + n[0].Scalar() + ", " + n[1].Scalar() + "] (lo > hi)"};
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+// ----------------------------------------------------------------------------
+// The loader
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t");
+  return s.substr(b, e - b + 1);
+}
+
+std::string compact(const json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); }
+
+class Loader {
+ public:
+  Loader(std::string deck, std::vector<std::string> overrides)
+      : deck_(std::move(deck)), overrides_(std::move(overrides)) {}
+
+  std::vector<SweepPoint> load(const std::string& text) {
+    read_deck(parse(text));
+    apply_overrides();
+    check_values();
+    return expand();
+  }
+
+ private:
+  struct Given {
+    YAML::Node node;
+    Origin origin;
+  };
+  struct Value {
+    json value;
+    Origin origin;
+    bool explicit_ = false;
+  };
+  struct SweepEntry {
+    std::string path;
+    YAML::Node list;
+    Origin origin;                 // the key (file) or the --set argument
+    std::vector<Value> values;     // checked
+  };
+
+  std::string deck_;
+  std::vector<std::string> overrides_;
+  std::map<std::string, Given> given_;
+  std::vector<SweepEntry> sweep_;
+  std::map<std::string, Origin> section_origin_;
+  std::map<std::string, Value> checked_;
+  std::string context_;  // "sweep point 2 of 4 (...): " while resolving a point
+
+  // ---- messages
+  Origin at(const YAML::Node& n) const {
+    Origin o;
+    o.kind = Origin::file;
+    o.mark = n.Mark();
+    return o;
+  }
+  std::string where(const Origin& o) const {
+    switch (o.kind) {
+      case Origin::file:
+        if (!o.mark.is_null())
+          return deck_ + ":" + std::to_string(o.mark.line + 1) + ":" +
+                 std::to_string(o.mark.column + 1);
+        return deck_;
+      case Origin::override_: return deck_ + ": --set " + o.text;
+      case Origin::none: return deck_;
+    }
+    return deck_;
+  }
+  [[noreturn]] void fail(const Origin& o, const std::string& what) const {
+    throw DeckError(where(o) + ": " + context_ + what);
+  }
+  [[noreturn]] void fail_value(const Origin& o, const std::string& label, const KeySpec& k,
+                               const BadValue& b, const std::string& extra) const {
+    if (b.found.empty()) fail(o, label + ": " + extra);
+    fail(o, label + ": expected " + k.expected() + ", found " + b.found + extra);
+  }
+  // A value node's origin: its own mark, or its key's where the value is empty
+  // (yaml-cpp marks an empty value at the next token).
+  Origin value_origin(const YAML::Node& key, const YAML::Node& value) const {
+    return value.IsNull() ? at(key) : at(value);
+  }
+
+  // ---- parse
+  YAML::Node parse(const std::string& text) {
+    std::vector<YAML::Node> docs;
+    try {
+      docs = YAML::LoadAll(text);
+    } catch (const YAML::ParserException& e) {
+      Origin o;
+      o.kind = Origin::file;
+      o.mark = e.mark;
+      fail(o, "YAML syntax error: " + e.msg);
+    } catch (const YAML::Exception& e) {
+      fail(Origin{}, std::string("YAML error: ") + e.what());
+    }
+    if (docs.size() > 1)
+      fail(at(docs[1]), "a deck is a single YAML document, found " + std::to_string(docs.size()));
+    if (docs.empty() || docs[0].IsNull()) return YAML::Node(YAML::NodeType::Map);
+    if (!docs[0].IsMap())
+      fail(at(docs[0]), "expected a mapping of sections (" + join(sections()) +
+                            ", sweep), found " + describe_found(docs[0], false));
+    return docs[0];
+  }
+
+  std::string key_text(const YAML::Node& key) const {
+    if (!key.IsScalar()) fail(at(key), "expected a plain key, found " + describe_found(key, false));
+    return key.Scalar();
+  }
+
+  void read_deck(const YAML::Node& root) {
+    std::map<std::string, Origin> seen;
+    for (auto it = root.begin(); it != root.end(); ++it) {
+      const std::string sec = key_text(it->first);
+      check_duplicate(seen, sec, it->first, sec);
+      section_origin_[sec] = at(it->first);
+      if (sec == "sweep") {
+        read_sweep(it->first, it->second);
+        continue;
+      }
+      if (!is_section(sec)) {
+        if (find_key(sec))
+          fail(at(it->first), "'" + sec + "' is a key path; write it nested, as " +
+                                  sec.substr(0, sec.find('.')) + ": {" +
+                                  sec.substr(sec.find('.') + 1) + ": ...}");
+        std::vector<std::string> valid = sections();
+        valid.push_back("sweep");
+        fail(at(it->first), "unknown section '" + sec + "'" + did_you_mean(sec, valid) +
+                                "; valid sections: " + join(valid));
+      }
+      const YAML::Node& body = it->second;
+      if (body.IsNull()) continue;
+      if (!body.IsMap())
+        fail(value_origin(it->first, body),
+             sec + ": expected a mapping of keys (" + join(keys_of(sec)) + "), found " +
+                 describe_found(body, false));
+      std::map<std::string, Origin> seen_keys;
+      for (auto kt = body.begin(); kt != body.end(); ++kt) {
+        const std::string name = key_text(kt->first);
+        const std::string path = sec + "." + name;
+        check_duplicate(seen_keys, name, kt->first, path);
+        if (!find_key(path))
+          fail(at(kt->first), "unknown key '" + path + "'" +
+                                  did_you_mean(name, keys_of(sec), sec + ".") + "; valid keys in " +
+                                  sec + ": " + join(keys_of(sec)));
+        given_[path] = Given{kt->second, value_origin(kt->first, kt->second)};
+      }
+    }
+  }
+
+  void check_duplicate(std::map<std::string, Origin>& seen, const std::string& name,
+                       const YAML::Node& key, const std::string& label) const {
+    auto [pos, inserted] = seen.emplace(name, at(key));
+    if (!inserted)
+      fail(at(key), "duplicate key '" + label + "' (first given at line " +
+                        std::to_string(pos->second.mark.line + 1) + ")");
+  }
+
+  // A sweep key path must name a leaf key of the schema.
+  void check_sweep_path(const std::string& path, const Origin& o) const {
+    if (find_key(path)) return;
+    if (path == "sweep" || path.rfind("sweep.", 0) == 0) fail(o, "the sweep cannot sweep itself");
+    if (is_section(path))
+      fail(o, "sweep: '" + path + "' is a section, not a key; sweep one of its keys: " + path +
+                  "." + join(keys_of(path), (", " + path + ".").c_str()));
+    fail(o, "sweep: unknown key path '" + path + "'" + did_you_mean(path, all_paths()) +
+                "; a sweep key is a path such as problem.d (see docs/INPUT_DECK.md)");
+  }
+
+  void add_sweep(const std::string& path, const YAML::Node& list, const Origin& key_origin,
+                 const Origin& value_origin) {
+    check_sweep_path(path, key_origin);
+    if (!list.IsSequence() || list.size() == 0)
+      fail(value_origin, "sweep." + path + ": expected a non-empty list of values, found " +
+                             describe_found(list, false));
+    for (auto& e : sweep_)
+      if (e.path == path) {  // --set replaces a swept key's list in place
+        e.list = list;
+        e.origin = value_origin;
+        return;
+      }
+    sweep_.push_back(SweepEntry{path, list, value_origin, {}});
+  }
+
+  void read_sweep(const YAML::Node& key, const YAML::Node& body) {
+    if (body.IsNull()) return;
+    if (!body.IsMap())
+      fail(value_origin(key, body),
+           "sweep: expected a mapping from key paths to lists of values, found " +
+               describe_found(body, false));
+    std::map<std::string, Origin> seen;
+    for (auto it = body.begin(); it != body.end(); ++it) {
+      const std::string path = key_text(it->first);
+      check_duplicate(seen, path, it->first, "sweep." + path);
+      add_sweep(path, it->second, at(it->first), value_origin(it->first, it->second));
+    }
+  }
+
+  // ---- overrides
+  void apply_overrides() {
+    for (const std::string& arg : overrides_) {
+      Origin o;
+      o.kind = Origin::override_;
+      o.text = arg;
+      const auto eq = arg.find('=');
+      if (eq == std::string::npos)
+        fail(o, "expected key.path=value (no '=' found), e.g. --set problem.d=512");
+      const std::string path = trim(arg.substr(0, eq));
+      YAML::Node value;
+      try {
+        value = YAML::Load(arg.substr(eq + 1));
+      } catch (const YAML::Exception& e) {
+        fail(o, path + ": the value is not valid YAML: " + e.msg);
+      }
+      if (path.rfind("sweep.", 0) == 0) {
+        add_sweep(path.substr(6), value, o, o);
+        continue;
+      }
+      if (path == "sweep")
+        fail(o, "set one swept key at a time: --set sweep.<key.path>=[v1, v2, ...]");
+      if (!find_key(path)) {
+        const auto dot = path.find('.');
+        const std::string sec = path.substr(0, dot);
+        if (is_section(sec) && dot == std::string::npos)
+          fail(o, "'" + sec + "' is a section, not a key; use " + sec + ".<key>=value (keys: " +
+                      join(keys_of(sec)) + ")");
+        if (is_section(sec)) {
+          const std::string name = path.substr(dot + 1);
+          fail(o, "unknown key '" + path + "'" + did_you_mean(name, keys_of(sec), sec + ".") +
+                      "; valid keys in " + sec + ": " + join(keys_of(sec)));
+        }
+        std::vector<std::string> valid = sections();
+        valid.push_back("sweep");
+        fail(o, "unknown key path '" + path + "'" + did_you_mean(path, all_paths()) +
+                    "; paths start with one of: " + join(valid));
+      }
+      given_[path] = Given{value, o};
+      // Pinning a swept key with --set removes it from the sweep.
+      sweep_.erase(std::remove_if(sweep_.begin(), sweep_.end(),
+                                  [&](const SweepEntry& e) { return e.path == path; }),
+                   sweep_.end());
+    }
+  }
+
+  // ---- per-key checks
+  void check_values() {
+    for (const auto& [path, g] : given_) {
+      const KeySpec& k = *find_key(path);
+      std::string extra;
+      try {
+        checked_[path] = Value{check_value(k, g.node, extra), g.origin, true};
+      } catch (const BadValue& b) {
+        fail_value(g.origin, path, k, b, extra);
+      }
+    }
+    for (auto& e : sweep_) {
+      const KeySpec& k = *find_key(e.path);
+      for (std::size_t i = 0; i < e.list.size(); ++i) {
+        const YAML::Node& n = e.list[i];
+        Origin o = e.origin;
+        if (o.kind == Origin::file && !n.IsNull()) o.mark = n.Mark();
+        std::string extra;
+        try {
+          e.values.push_back(Value{check_value(k, n, extra), o, true});
+        } catch (const BadValue& b) {
+          fail_value(o, "sweep." + e.path + "[" + std::to_string(i) + "]", k, b, extra);
+        }
+      }
+    }
+    auto swept = [&](const std::string& p) {
+      for (const auto& e : sweep_)
+        if (e.path == p) return &e;
+      return static_cast<const SweepEntry*>(nullptr);
+    };
+    for (const auto& k : schema()) {
+      if (!k.required || checked_.count(k.path()) || swept(k.path())) continue;
+      auto sec = section_origin_.find(k.section);
+      if (sec == section_origin_.end())
+        fail(Origin{}, k.section + ": required section is missing (it must set " +
+                           k.path() + ", " + k.expected() + ")");
+      fail(sec->second, k.path() + ": required key is missing (expected " + k.expected() + ")");
+    }
+    // noise and noise_range are mutually exclusive.
+    const Origin* noise = nullptr;
+    const Origin* range = nullptr;
+    if (checked_.count("source.noise")) noise = &checked_["source.noise"].origin;
+    if (auto e = swept("source.noise")) noise = &e->origin;
+    if (checked_.count("source.noise_range")) range = &checked_["source.noise_range"].origin;
+    if (auto e = swept("source.noise_range")) range = &e->origin;
+    if (noise && range)
+      fail(*range, "source.noise_range: cannot be combined with an explicit source.noise (given at " +
+                       where(*noise) + "); give homogeneous noise or a heterogeneous range, not both");
+  }
+
+  // ---- expansion and resolution
+  std::vector<SweepPoint> expand() {
+    std::size_t count = 1;
+    for (const auto& e : sweep_) {
+      count *= e.values.size();
+      if (count > kMaxSweepPoints)
+        fail(e.origin, "sweep: more than " + std::to_string(kMaxSweepPoints) + " points");
+    }
+    std::vector<SweepPoint> points;
+    points.reserve(count);
+    for (std::size_t idx = 0; idx < count; ++idx) {
+      // Mixed radix, the last sweep key fastest.
+      std::vector<std::size_t> digit(sweep_.size());
+      std::size_t rest = idx;
+      for (std::size_t j = sweep_.size(); j-- > 0;) {
+        digit[j] = rest % sweep_[j].values.size();
+        rest /= sweep_[j].values.size();
+      }
+      std::map<std::string, Value> eff;
+      for (const auto& k : schema()) eff[k.path()] = Value{k.def, Origin{}, false};
+      for (const auto& [p, v] : checked_) eff[p] = v;
+      SweepPoint sp;
+      std::string desc;
+      for (std::size_t j = 0; j < sweep_.size(); ++j) {
+        const Value& v = sweep_[j].values[digit[j]];
+        eff[sweep_[j].path] = v;
+        sp.point[sweep_[j].path] = v.value;
+        desc += (j ? ", " : "") + sweep_[j].path + "=" + compact(v.value);
+      }
+      context_.clear();
+      if (!sweep_.empty())
+        context_ = "sweep point " + std::to_string(idx + 1) + " of " + std::to_string(count) +
+                   " (" + desc + "): ";
+      sp.config = resolve(eff);
+      sp.config.resolved["sweep"] = {{"index", idx}, {"count", count}, {"point", sp.point}};
+      points.push_back(std::move(sp));
+    }
+    context_.clear();
+    return points;
+  }
+
+  RunConfig resolve(std::map<std::string, Value>& eff) const {
+    auto num = [&](const char* p) { return eff.at(p).value.get<double>(); };
+    auto i64 = [&](const char* p) { return eff.at(p).value.get<std::int64_t>(); };
+    auto str = [&](const char* p) { return eff.at(p).value.get<std::string>(); };
+    auto origin = [&](const char* p) { return eff.at(p).origin; };
+    auto show = [](double v) {
+      std::ostringstream os;
+      os << v;
+      return os.str();
+    };
+
+    RunConfig c;
+    c.deck_path = deck_;
+    const std::int64_t d = i64("problem.d"), r = i64("problem.rank");
+    if (r >= d)
+      fail(origin("problem.rank"), "problem.rank: expected an integer in [1, d-1] = [1, " +
+                                       std::to_string(d - 1) + "] for problem.d = " +
+                                       std::to_string(d) + ", found " + std::to_string(r));
+    c.problem.d = int(d);
+    c.problem.rank = int(r);
+    c.problem.dtype = str("problem.dtype") == "float" ? Dtype::float32 : Dtype::float64;
+
+    c.streams.mode = str("streams.mode") == "strong" ? StreamMode::strong : StreamMode::weak;
+    c.streams.per_rank = int(i64("streams.per_rank"));
+    if (c.streams.mode == StreamMode::strong) {
+      if (eff.at("streams.total").value.is_null())
+        fail(origin("streams.mode"), "streams.total: required when streams.mode is strong "
+                                     "(expected an integer >= 1: the number of streams divided "
+                                     "over the MPI ranks)");
+    }
+    if (!eff.at("streams.total").value.is_null()) c.streams.total = int(i64("streams.total"));
+
+    c.source.type = str("source.type");
+    SyntheticSpec& s = c.source.synthetic;
+    s.d = int(d);
+    if (eff.at("source.rank").value.is_null()) {
+      if (2 * r > d)
+        fail(origin("problem.rank"),
+             "source.rank: defaults to problem.rank = " + std::to_string(r) +
+                 ", which must be in [1, d/2] = [1, " + std::to_string(d / 2) +
+                 "] for problem.d = " + std::to_string(d) +
+                 " (the truth needs 2*rank orthonormal columns); set source.rank explicitly");
+      eff["source.rank"] = Value{json(r), origin("problem.rank"), false};
+    }
+    const std::int64_t sr = i64("source.rank");
+    if (2 * sr > d)
+      fail(origin("source.rank"), "source.rank: expected an integer in [1, d/2] = [1, " +
+                                      std::to_string(d / 2) + "] for problem.d = " +
+                                      std::to_string(d) + ", found " + std::to_string(sr));
+    s.r = int(sr);
+    s.lambda_max = num("source.lambda_max");
+    s.lambda_min = num("source.lambda_min");
+    if (s.lambda_min > s.lambda_max) {
+      const bool min_explicit = eff.at("source.lambda_min").explicit_;
+      fail(origin(min_explicit ? "source.lambda_min" : "source.lambda_max"),
+           std::string(min_explicit ? "source.lambda_min" : "source.lambda_max") +
+               ": expected 0 < source.lambda_min <= source.lambda_max, found lambda_min = " +
+               show(s.lambda_min) + ", lambda_max = " + show(s.lambda_max));
+    }
+    if (!eff.at("source.noise_range").value.is_null()) {
+      s.noise_min = eff.at("source.noise_range").value[0].get<double>();
+      s.noise_max = eff.at("source.noise_range").value[1].get<double>();
+      eff["source.noise"].value = nullptr;  // not used: heterogeneous noise
+    } else {
+      s.noise = num("source.noise");
+    }
+    s.drift = num("source.drift");
+    s.mean_scale = num("source.mean_scale");
+    s.seed = eff.at("run.seed").value.get<std::uint64_t>();
+
+    MosaicParams& a = c.algorithm;
+    a.covariance_update = str("algorithm.covariance_update") == "exact"
+                              ? CovarianceUpdate::exact
+                              : CovarianceUpdate::first_order;
+    a.subspace_direction = str("algorithm.subspace_direction") == "precision"
+                               ? SubspaceDirection::precision
+                               : SubspaceDirection::oja;
+    a.eta_mu = num("algorithm.eta_mu");
+    a.eta_S = num("algorithm.eta_S");
+    a.eta_U = num("algorithm.eta_U");
+    a.eta_s = num("algorithm.eta_s");
+    a.gamma = num("algorithm.gamma");
+    a.max_step = num("algorithm.max_step");
+    a.reorthonormalize_every = int(i64("algorithm.reorthonormalize_every"));
+    a.init = str("algorithm.init") == "data" ? InitMode::data : InitMode::random;
+    if (eff.at("algorithm.init_samples").value.is_null())
+      eff["algorithm.init_samples"] = Value{json(2 * r), origin("problem.rank"), false};
+    const std::int64_t n0 = i64("algorithm.init_samples");
+    if (a.init == InitMode::data && n0 < r + 1)
+      fail(origin("algorithm.init_samples"),
+           "algorithm.init_samples: expected an integer >= problem.rank + 1 = " +
+               std::to_string(r + 1) + " with algorithm.init: data, found " + std::to_string(n0));
+    a.init_samples = int(n0);
+    a.init_scale = num("algorithm.init_scale");
+
+    c.run.steps = i64("run.steps");
+    c.run.warmup_steps = i64("run.warmup_steps");
+    c.run.diagnostics_every = i64("run.diagnostics_every");
+    c.run.progress_every_s = num("run.progress_every_s");
+    c.run.seed = s.seed;
+
+    c.output.result = str("output.result");
+    c.output.state_dir = str("output.state_dir");
+
+    // Safety net: the library's own validation must agree.
+    try {
+      a.validate(c.problem.d, c.problem.rank);
+    } catch (const std::invalid_argument& e) {
+      fail(Origin{}, std::string("algorithm: ") + e.what());
+    }
+    try {
+      s.validate();
+    } catch (const std::invalid_argument& e) {
+      fail(Origin{}, std::string("source: ") + e.what());
+    }
+
+    json& j = c.resolved;
+    j = json::object();
+    for (const auto& k : schema()) j[k.section][k.name] = eff.at(k.path()).value;
+    j["input"] = {{"deck", deck_}, {"overrides", overrides_}};
+    return c;
+  }
+};
+
+}  // namespace
+
+std::vector<SweepPoint> load_deck_from_string(const std::string& yaml_text,
+                                              const std::string& name_for_messages,
+                                              const std::vector<std::string>& overrides) {
+  return Loader(name_for_messages, overrides).load(yaml_text);
+}
+
+std::vector<SweepPoint> load_deck(const std::string& path,
+                                  const std::vector<std::string>& overrides) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    throw DeckError("cannot open deck '" + path + "'" +
+                    (err ? std::string(": ") + std::strerror(err) : std::string()));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw DeckError("cannot read deck '" + path + "'");
+  return load_deck_from_string(text.str(), path, overrides);
+}
+
+void validate_against_ranks(const RunConfig& config, int nranks, const std::string& deck_path) {
+  std::string ctx;
+  if (config.resolved.contains("sweep") && !config.resolved["sweep"]["point"].empty()) {
+    const json& sw = config.resolved["sweep"];
+    std::string desc;
+    for (const auto& [k, v] : sw["point"].items()) desc += (desc.empty() ? "" : ", ") + k + "=" + compact(v);
+    ctx = "sweep point " + std::to_string(sw["index"].get<std::size_t>() + 1) + " of " +
+          std::to_string(sw["count"].get<std::size_t>()) + " (" + desc + "): ";
+  }
+  if (nranks < 1)
+    throw DeckError(deck_path + ": " + ctx + "invalid number of MPI ranks " + std::to_string(nranks));
+  if (config.streams.mode == StreamMode::strong && config.streams.total < nranks)
+    throw DeckError(deck_path + ": " + ctx +
+                    "streams.total: strong mode needs at least one stream per MPI rank: expected "
+                    "an integer >= " + std::to_string(nranks) + " (the number of MPI ranks), found " +
+                    std::to_string(config.streams.total) +
+                    "; raise streams.total or run on fewer ranks");
+}
+
+const std::vector<std::string>& deck_key_paths() {
+  static const std::vector<std::string> paths = all_paths();
+  return paths;
+}
+
+}  // namespace mosaic
