@@ -1,0 +1,232 @@
+// Numerical-stability diagnostics of a whole batch (ALGORITHM.md section 4),
+// computed per stream on the device by one team per stream, then reduced
+// over the B streams on the host (B numbers per field).
+//
+// Per stream, in double whatever the state's scalar type:
+//   ||U^T U - I||_F, ||S - S^T||_F / ||S||_F, the extreme eigenvalues of S
+//   (exact, by cyclic Jacobi on a copy of S, the same iteration as
+//   host::symmetric_eigen), condition max/min, s2, the count of non-finite
+//   entries of mu, U, S, s2, and the checksum below.
+//
+// Per-stream checksum (for cross-rank / cross-backend verification):
+//   checksum = sum_i mu_i + 3 s2 + trace(S) + 0.5 ||S||_F^2.
+// Every term is basis-free: trace(S) = trace(U S U^T) and ||S||_F =
+// ||U S U^T||_F when U is orthonormal, so the checksum does not depend on the
+// frame U (which is only defined up to U -> U R) and therefore not on how the
+// streams were distributed over ranks. Its summation order is fixed
+// (sequential in i, then a, c), so one state always gives the same double.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include <Kokkos_Core.hpp>
+
+#include "kokkos_compat.hpp"
+#include "stream_batch.hpp"
+
+namespace mosaic {
+
+struct BreakdownRecord {
+  std::uint64_t stream_id = 0;
+  std::int64_t step = -1;  // the stream's `steps` when it broke down (0-based index of the failed step)
+  int code = 0;            // BreakdownCode (stream_batch.hpp)
+};
+
+struct BatchDiagnostics {
+  double orthonormality_error_max = 0;  // ||U^T U - I||_F
+  double symmetry_error_max = 0;        // ||S - S^T||_F / ||S||_F
+  // Extreme eigenvalues of S over the streams with finite states (exact,
+  // Jacobi); s_condition_max is +inf if some S has a non-positive eigenvalue.
+  double s_min_eig_min = 0, s_max_eig_max = 0, s_condition_max = 0;
+  double s2_min = 0;
+  std::int64_t nonfinite_count = 0;  // non-finite entries of mu, U, S, s2, all streams
+  std::int64_t clamped_steps = 0;    // total over the streams
+  std::int64_t breakdown_streams = 0;
+  std::vector<BreakdownRecord> breakdowns;
+  std::vector<double> per_stream_checksum;
+  // Per-stream values behind the maxima (same order as the batch).
+  std::vector<double> per_stream_orthonormality_error, per_stream_s_min_eig,
+      per_stream_s_max_eig;
+};
+
+namespace detail {
+
+enum DiagField : int {
+  diag_orth = 0,
+  diag_sym,
+  diag_min_eig,
+  diag_max_eig,
+  diag_s2,
+  diag_nonfinite,
+  diag_checksum,
+  diag_fields
+};
+
+template <class Scalar, class ExecSpace>
+struct DiagFunctor {
+  using memory_space = typename ExecSpace::memory_space;
+  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  // The batch's views (not the StreamBatch itself: it holds a host vector).
+  struct Views {
+    int d, r;
+    decltype(StreamBatch<Scalar, ExecSpace>::mu) mu;
+    typename StreamBatch<Scalar, ExecSpace>::basis_view U;
+    decltype(StreamBatch<Scalar, ExecSpace>::S) S;
+    decltype(StreamBatch<Scalar, ExecSpace>::s2) s2;
+  } sb;
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> A;  // B x r x r work
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> out; // B x diag_fields
+  double nan, eps;  // from std::numeric_limits on the host
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
+    const int b = m.league_rank(), d = sb.d, r = sb.r;
+    // Non-finite entries (integer count: order-free).
+    std::int64_t bad = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, d),
+        [&](const int i, std::int64_t& nb) {
+          if (!kmath::isfinite(sb.mu(b, i))) nb += 1;
+          for (int j = 0; j < r; ++j)
+            if (!kmath::isfinite(sb.U(b, i, j))) nb += 1;
+        },
+        bad);
+    std::int64_t bad_s = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, r * r),
+        [&](const int k, std::int64_t& nb) {
+          if (!kmath::isfinite(sb.S(b, k / r, k % r))) nb += 1;
+        },
+        bad_s);
+    bad += bad_s + (kmath::isfinite(sb.s2(b)) ? 0 : 1);
+    // (U^T U - I)_{ac}^2 into A, one entry per thread, sequential over i.
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
+      const int a = k / r, c = k % r;
+      double g = 0;
+      for (int i = 0; i < d; ++i) g += double(sb.U(b, i, a)) * double(sb.U(b, i, c));
+      g -= a == c ? 1.0 : 0.0;
+      A(b, a, c) = g * g;
+    });
+    m.team_barrier();
+    Kokkos::single(Kokkos::PerTeam(m), [&]() {
+      double orth = 0;
+      for (int k = 0; k < r * r; ++k) orth += A(b, k / r, k % r);
+      double asym = 0, norm = 0, trace = 0;
+      for (int a = 0; a < r; ++a) {
+        trace += double(sb.S(b, a, a));
+        for (int c = 0; c < r; ++c) {
+          const double diff = double(sb.S(b, a, c)) - double(sb.S(b, c, a));
+          asym += diff * diff;
+          norm += double(sb.S(b, a, c)) * double(sb.S(b, a, c));
+        }
+      }
+      double musum = 0;
+      for (int i = 0; i < d; ++i) musum += double(sb.mu(b, i));
+      const double s2 = double(sb.s2(b));
+      out(b, diag_orth) = kmath::sqrt(orth);
+      out(b, diag_sym) = norm > 0 ? kmath::sqrt(asym / norm) : 0.0;
+      out(b, diag_s2) = s2;
+      out(b, diag_nonfinite) = double(bad);
+      out(b, diag_checksum) = musum + 3.0 * s2 + trace + 0.5 * norm;
+      // Eigenvalues of S: cyclic Jacobi (host::symmetric_eigen without vectors).
+      if (bad != 0) {
+        out(b, diag_min_eig) = nan;
+        out(b, diag_max_eig) = nan;
+        return;
+      }
+      for (int a = 0; a < r; ++a)
+        for (int c = 0; c < r; ++c) A(b, a, c) = double(sb.S(b, a, c));
+      for (int sweep = 0; sweep < 100; ++sweep) {
+        double off = 0, total = 0;
+        for (int i = 0; i < r; ++i)
+          for (int j = 0; j < r; ++j) {
+            total += A(b, i, j) * A(b, i, j);
+            if (i != j) off += A(b, i, j) * A(b, i, j);
+          }
+        if (off <= total * eps * eps) break;
+        for (int p = 0; p < r - 1; ++p)
+          for (int q = p + 1; q < r; ++q) {
+            const double apq = A(b, p, q);
+            if (apq == 0.0) continue;
+            const double tau = (A(b, q, q) - A(b, p, p)) / (2 * apq);
+            const double t = (tau >= 0 ? 1.0 : -1.0) / (kmath::fabs(tau) + kmath::sqrt(1.0 + tau * tau));
+            const double cs = 1.0 / kmath::sqrt(1.0 + t * t), sn = t * cs;
+            for (int k = 0; k < r; ++k) {
+              const double akp = A(b, k, p), akq = A(b, k, q);
+              A(b, k, p) = cs * akp - sn * akq;
+              A(b, k, q) = sn * akp + cs * akq;
+            }
+            for (int k = 0; k < r; ++k) {
+              const double apk = A(b, p, k), aqk = A(b, q, k);
+              A(b, p, k) = cs * apk - sn * aqk;
+              A(b, q, k) = sn * apk + cs * aqk;
+            }
+          }
+      }
+      double lo = A(b, 0, 0), hi = A(b, 0, 0);
+      for (int k = 1; k < r; ++k) {
+        lo = A(b, k, k) < lo ? A(b, k, k) : lo;
+        hi = A(b, k, k) > hi ? A(b, k, k) : hi;
+      }
+      out(b, diag_min_eig) = lo;
+      out(b, diag_max_eig) = hi;
+    });
+  }
+};
+
+}  // namespace detail
+
+template <class Scalar, class ExecSpace>
+BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb) {
+  using memory_space = typename ExecSpace::memory_space;
+  const int B = sb.batch, r = sb.r;
+  detail::DiagFunctor<Scalar, ExecSpace> f{
+      {sb.d, sb.r, sb.mu, sb.U, sb.S, sb.s2}, Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("mosaic::diag_work", B, r, r),
+      Kokkos::View<double**, Kokkos::LayoutRight, memory_space>("mosaic::diag_out", B,
+                                                                 int(detail::diag_fields)),
+      std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::epsilon()};
+  Kokkos::parallel_for("mosaic::diagnostics", Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), B, Kokkos::AUTO), f);
+  auto out = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), f.out);
+  auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.status);
+  auto bstep = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.breakdown_step);
+  auto clamped = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.clamped_steps);
+
+  BatchDiagnostics diag;
+  const double inf = std::numeric_limits<double>::infinity();
+  diag.s_min_eig_min = inf;
+  diag.s_max_eig_max = -inf;
+  diag.s2_min = inf;
+  bool any_eig = false;
+  for (int b = 0; b < B; ++b) {
+    const double orth = out(b, detail::diag_orth), lo = out(b, detail::diag_min_eig),
+                 hi = out(b, detail::diag_max_eig);
+    diag.per_stream_orthonormality_error.push_back(orth);
+    diag.per_stream_s_min_eig.push_back(lo);
+    diag.per_stream_s_max_eig.push_back(hi);
+    diag.per_stream_checksum.push_back(out(b, detail::diag_checksum));
+    // std::max would drop a NaN; keep it visible.
+    if (!(orth <= diag.orthonormality_error_max)) diag.orthonormality_error_max = orth;
+    const double sym = out(b, detail::diag_sym);
+    if (!(sym <= diag.symmetry_error_max)) diag.symmetry_error_max = sym;
+    const double s2 = out(b, detail::diag_s2);
+    if (!(s2 >= diag.s2_min)) diag.s2_min = s2;
+    diag.nonfinite_count += std::int64_t(out(b, detail::diag_nonfinite));
+    if (out(b, detail::diag_nonfinite) == 0) {
+      any_eig = true;
+      diag.s_min_eig_min = std::min(diag.s_min_eig_min, lo);
+      diag.s_max_eig_max = std::max(diag.s_max_eig_max, hi);
+      diag.s_condition_max = std::max(diag.s_condition_max, lo > 0 ? hi / lo : inf);
+    }
+    diag.clamped_steps += clamped(b);
+    if (status(b) != 0) {
+      diag.breakdown_streams += 1;
+      diag.breakdowns.push_back(BreakdownRecord{sb.stream_ids[b], bstep(b), status(b)});
+    }
+  }
+  if (!any_eig) diag.s_min_eig_min = diag.s_max_eig_max = diag.s_condition_max = 0;
+  return diag;
+}
+
+}  // namespace mosaic

@@ -1,0 +1,541 @@
+// The batched MOSAIC engine: one call of step() advances every stream of a
+// StreamBatch by one sample, exactly as ALGORITHM.md section 2 and the host
+// reference (reference.hpp) do, with one Kokkos team per stream.
+//
+// Per team (stream b), in order; nothing is written to the stream's state
+// until every check has passed, so a stream that breaks down keeps the state
+// it had before the failed step (as reference_step does) and is frozen:
+//   1. y = x - mu (and e = y), count non-finite sample entries.
+//   2. z = U^T y: a team reduction over i in NC fixed chunks (each chunk
+//      summed in increasing i by one thread, the NC partial r-vectors then
+//      added in chunk order). KokkosBatched's TeamGemv computes U^T y as one
+//      dot product per output j, which for row-major U on the host (see
+//      stream_batch.hpp) strides through memory, so this product is written
+//      as the axpy form instead.
+//   3. e = y - U z: KokkosBatched::TeamGemv (NoTranspose), in place on e;
+//      rho^2 = ||e||^2 by the same fixed-chunk reduction.
+//   4. w = S^{-1} z: KokkosBatched::TeamLU (unpivoted) on a copy of S, then
+//      two KokkosBatched::TeamTrsv. For symmetric S every LU pivot is
+//      positive iff S is SPD, so a non-positive or non-finite pivot is the
+//      same breakdown test as the reference's failed Cholesky.
+//   5. q, ell, eta and the clamp; S' (exact or first_order).
+//   6. g: precision (second TeamLU/TeamTrsv on S + gamma s2 I, or w when
+//      gamma == 0) or oja.
+//   7. rotation angle, gh, transport of S', symmetrization; s2'; finiteness
+//      of all new scalars and of S' is checked here.
+//   8. writes: U <- U + ((cos-1) U gh + sin e/rho) gh^T (one fused pass per
+//      row), S, s2, mu, counters.
+//   9. every reorthonormalize_every steps: Cholesky-QR of U with S rotated
+//      (KokkosBatched::TeamGemm for U^T U, TeamLU for its factor).
+// Formula order follows reference.hpp term by term (including cos(theta)-1
+// as -2 sin^2(theta/2) and the rotation_tiny threshold), so in double the
+// engine differs from the reference only by the summation order of the
+// length-d reductions and by LU vs Cholesky in the r x r solves.
+//
+// Determinism: every reduction has a fixed order that depends neither on the
+// team size nor on the backend (chunk count NC is a per-layout constant, and
+// every r-length or r x r quantity is computed by one thread per output), so
+// Serial and OpenMP with any number of threads give bitwise-identical states.
+//
+// Memory: all work arrays are allocated once in the constructor (B x ...
+// views); step() allocates nothing and never copies to the host.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <Kokkos_Core.hpp>
+#include <KokkosBatched_Gemm_Decl.hpp>
+#include <KokkosBatched_Gemv_Decl.hpp>
+#include <KokkosBatched_LU_Decl.hpp>
+#include <KokkosBatched_LU_Team_Impl.hpp>
+#include <KokkosBatched_Trsv_Decl.hpp>
+
+#include "kokkos_compat.hpp"
+#include "params.hpp"
+#include "reference.hpp"
+#include "stream_batch.hpp"
+
+namespace mosaic {
+
+namespace detail {
+
+// Raw access to one stream's d x r basis with the storage order fixed at
+// compile time (unit-stride inner loops, no runtime strides).
+template <class Scalar, bool ColumnMajor>
+struct BasisRef {
+  Scalar* p;
+  int d, r;
+  KOKKOS_INLINE_FUNCTION Scalar& operator()(int i, int j) const {
+    return ColumnMajor ? p[std::size_t(j) * d + i] : p[std::size_t(i) * r + j];
+  }
+};
+
+// Number of fixed chunks of the length-d reductions: a few per host thread,
+// about one per GPU thread of a team. It is part of the result's rounding, so
+// it must not depend on the thread count.
+template <bool ColumnMajor>
+constexpr int reduction_chunks() {
+  return ColumnMajor ? 128 : 16;
+}
+
+template <class Scalar, class ExecSpace>
+struct StepFunctor {
+  using memory_space = typename ExecSpace::memory_space;
+  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  static constexpr bool column_major = BasisLayout<ExecSpace>::column_major;
+  using Basis = BasisRef<Scalar, column_major>;
+  template <class DataType>
+  using view_t = Kokkos::View<DataType, Kokkos::LayoutRight, memory_space>;
+
+  // state
+  view_t<Scalar**> mu;
+  typename StreamBatch<Scalar, ExecSpace>::basis_view U;
+  view_t<Scalar***> S;
+  Kokkos::View<Scalar*, memory_space> s2;
+  Kokkos::View<std::int64_t*, memory_space> steps, clamped_steps, breakdown_step, reorths;
+  Kokkos::View<int*, memory_space> status;
+  // sample
+  Kokkos::View<const Scalar**, memory_space> X;
+  // work
+  view_t<Scalar**> wy, we;    // B x d
+  view_t<Scalar***> wzp;       // B x NC x r
+  view_t<Scalar***> wvec;      // B x 6 x r: z, w, g, gh, u, spare
+  view_t<Scalar****> wmat;      // B x 4 x r x r
+  view_t<Scalar**> wpart;     // B x NC
+  // sizes and options
+  int d = 0, r = 0, nc = 0;
+  Scalar eta_mu, eta_S, eta_U, eta_s, gamma, max_step, tiny;
+  bool exact = true, precision = true, gamma_zero = false;
+  int reorth_every = 0;
+
+  KOKKOS_INLINE_FUNCTION void chunk(int n, int c, int& begin, int& end, int& stride) const {
+    if (column_major) {  // interleaved: consecutive threads, consecutive rows
+      begin = c;
+      end = n;
+      stride = nc;
+    } else {  // contiguous blocks of rows
+      const int len = (n + nc - 1) / nc;
+      begin = c * len;
+      end = begin + len < n ? begin + len : n;
+      stride = 1;
+    }
+  }
+
+  // sum_{i<n} f(i) in a fixed order (see the file comment); every thread of
+  // the team gets the result.
+  template <class F>
+  KOKKOS_INLINE_FUNCTION Scalar team_sum(const member_type& m, int b, int n, const F& f) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nc), [&](const int c) {
+      int begin, end, stride;
+      chunk(n, c, begin, end, stride);
+      Scalar s = 0;
+      for (int i = begin; i < end; i += stride) s += f(i);
+      wpart(b, c) = s;
+    });
+    m.team_barrier();
+    Scalar t = 0;
+    for (int c = 0; c < nc; ++c) t += wpart(b, c);
+    m.team_barrier();
+    return t;
+  }
+
+  KOKKOS_INLINE_FUNCTION void fail(const member_type& m, int b, int code, std::int64_t at) const {
+    Kokkos::single(Kokkos::PerTeam(m), [&]() {
+      status(b) = code;
+      breakdown_step(b) = at;
+    });
+  }
+
+  // A <- LU(A) in place, true iff every pivot is positive and finite.
+  template <class A>
+  KOKKOS_INLINE_FUNCTION bool factor(const member_type& m, const A& a) const {
+    m.team_barrier();
+    KokkosBatched::TeamLU<member_type, KokkosBatched::Algo::LU::Unblocked>::invoke(m, a);
+    m.team_barrier();
+    bool ok = true;
+    for (int k = 0; k < r; ++k) {
+      const Scalar p = a(k, k);
+      ok = ok && (p > Scalar(0)) && kmath::isfinite(p);
+    }
+    return ok;
+  }
+
+  // x <- A^{-1} x from the in-place LU factors.
+  template <class A, class V>
+  KOKKOS_INLINE_FUNCTION void lu_solve(const member_type& m, const A& a, const V& x) const {
+    using namespace KokkosBatched;
+    m.team_barrier();
+    TeamTrsv<member_type, Uplo::Lower, Trans::NoTranspose, Diag::Unit, Algo::Trsv::Unblocked>::invoke(
+        m, Scalar(1), a, x);
+    m.team_barrier();
+    TeamTrsv<member_type, Uplo::Upper, Trans::NoTranspose, Diag::NonUnit,
+             Algo::Trsv::Unblocked>::invoke(m, Scalar(1), a, x);
+    m.team_barrier();
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
+    const int b = m.league_rank();
+    if (status(b) != 0) return;  // frozen after a breakdown
+    const std::int64_t step_index = steps(b);
+    const Basis Ub{&U(b, 0, 0), d, r};
+    auto Ub_view = Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL());
+    auto y = Kokkos::subview(wy, b, Kokkos::ALL());
+    auto e = Kokkos::subview(we, b, Kokkos::ALL());
+    auto z = Kokkos::subview(wvec, b, 0, Kokkos::ALL());
+    auto w = Kokkos::subview(wvec, b, 1, Kokkos::ALL());
+    auto g = Kokkos::subview(wvec, b, 2, Kokkos::ALL());
+    auto gh = Kokkos::subview(wvec, b, 3, Kokkos::ALL());
+    auto u = Kokkos::subview(wvec, b, 4, Kokkos::ALL());
+    auto A1 = Kokkos::subview(wmat, b, 0, Kokkos::ALL(), Kokkos::ALL());
+    auto A2 = Kokkos::subview(wmat, b, 1, Kokkos::ALL(), Kokkos::ALL());
+    auto Sp = Kokkos::subview(wmat, b, 2, Kokkos::ALL(), Kokkos::ALL());
+
+    // 1. Centre with the old mean; reject a non-finite sample.
+    int bad = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, d),
+        [&](const int i, int& nb) {
+          const Scalar xi = X(b, i);
+          const Scalar yi = xi - mu(b, i);
+          y(i) = yi;
+          e(i) = yi;
+          if (!kmath::isfinite(xi)) nb += 1;
+        },
+        bad);
+    m.team_barrier();
+    if (bad != 0) {
+      fail(m, b, breakdown_nonfinite_sample, step_index);
+      return;
+    }
+
+    // 2. z = U^T y (fixed-chunk axpy form).
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nc), [&](const int c) {
+      Scalar* zp = &wzp(b, c, 0);
+      for (int j = 0; j < r; ++j) zp[j] = Scalar(0);
+      int begin, end, stride;
+      chunk(d, c, begin, end, stride);
+      for (int i = begin; i < end; i += stride) {
+        const Scalar yi = y(i);
+        for (int j = 0; j < r; ++j) zp[j] += Ub(i, j) * yi;
+      }
+    });
+    m.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {
+      Scalar s = 0;
+      for (int c = 0; c < nc; ++c) s += wzp(b, c, j);
+      z(j) = s;
+    });
+    m.team_barrier();
+
+    // 3. e = y - U z, rho = ||e||.
+    KokkosBatched::TeamGemv<member_type, KokkosBatched::Trans::NoTranspose,
+                            KokkosBatched::Algo::Gemv::Unblocked>::invoke(m, Scalar(-1), Ub_view, z,
+                                                                          Scalar(1), e);
+    m.team_barrier();
+    const Scalar rho2 = team_sum(m, b, d, [&](const int i) { return e(i) * e(i); });
+    const Scalar rho = kmath::sqrt(rho2);
+    const Scalar s2_old = s2(b);
+
+    // 4. Precision solve w = S^{-1} z.
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
+      A1(k / r, k % r) = S(b, k / r, k % r);
+    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = z(j); });
+    if (!factor(m, A1)) {
+      fail(m, b, breakdown_s_not_spd, step_index);
+      return;
+    }
+    lu_solve(m, A1, w);
+    Scalar q = 0;
+    for (int j = 0; j < r; ++j) q += z(j) * w(j);
+
+    // 5. Step length, clamp, covariance update in the old frame.
+    const Scalar ell = eta_S * kmath::sqrt((q - 1) * (q - 1) + Scalar(r - 1));
+    Scalar eta = eta_S;
+    bool clamped = false;
+    if (ell > max_step) {
+      eta = eta_S * max_step / ell;
+      clamped = true;
+    }
+    if (exact) {
+      const Scalar cc = q > Scalar(0) ? kmath::expm1(eta * q) / q : eta;
+      const Scalar decay = kmath::exp(-eta);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
+        const int a = k / r, c = k % r;
+        Sp(a, c) = decay * (S(b, a, c) + cc * z(a) * z(c));
+      });
+    } else {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
+        const int a = k / r, c = k % r;
+        Sp(a, c) = (1 - eta) * S(b, a, c) + eta * z(a) * z(c);
+      });
+    }
+
+    // 6. Subspace direction g (old S).
+    if (precision) {
+      if (gamma_zero) {
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = w(j); });
+      } else {
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
+          const int a = k / r, c = k % r;
+          A2(a, c) = a == c ? S(b, a, c) + gamma * s2_old : S(b, a, c);
+        });
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = z(j); });
+        if (!factor(m, A2)) {
+          fail(m, b, breakdown_regularized_not_spd, step_index);
+          return;
+        }
+        lu_solve(m, A2, g);
+      }
+    } else {
+      Scalar trace = 0;
+      for (int j = 0; j < r; ++j) trace += S(b, j, j);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r),
+                           [&](const int j) { g(j) = z(j) / (trace / Scalar(r)); });
+    }
+    m.team_barrier();
+    Scalar gnorm = 0;
+    for (int j = 0; j < r; ++j) gnorm += g(j) * g(j);
+    gnorm = kmath::sqrt(gnorm);
+
+    // 7. Rotation angle and transport of S' to the new frame.
+    const bool rotate = rho * gnorm > tiny;
+    Scalar theta = 0, sn = 0, cm1 = 0;
+    if (rotate) {
+      theta = kmath::atan(eta_U * rho * gnorm);
+      sn = kmath::sin(theta);
+      cm1 = Scalar(-2) * kmath::sin(theta / Scalar(2)) * kmath::sin(theta / Scalar(2));
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { gh(j) = g(j) / gnorm; });
+      m.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
+        Scalar s = 0;
+        for (int c = 0; c < r; ++c) s += Sp(a, c) * gh(c);
+        u(a) = s;
+      });
+      m.team_barrier();
+      Scalar bq = 0;
+      for (int a = 0; a < r; ++a) bq += gh(a) * u(a);
+      const Scalar coef2 = cm1 * cm1 * bq + s2_old * sn * sn;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
+        const int a = k / r, c = k % r;
+        Sp(a, c) += cm1 * (u(a) * gh(c) + gh(a) * u(c)) + coef2 * gh(a) * gh(c);
+      });
+    }
+    m.team_barrier();
+    const Scalar s2_new = (1 - eta_s) * s2_old + eta_s * rho2 / Scalar(d - r);
+
+    // Never write non-finite numbers: check before the state is touched.
+    int nonfinite = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, r * r),
+        [&](const int k, int& nb) {
+          if (!kmath::isfinite(Sp(k / r, k % r))) nb += 1;
+        },
+        nonfinite);
+    m.team_barrier();
+    const bool finite = nonfinite == 0 && kmath::isfinite(rho2) && kmath::isfinite(q) &&
+                        kmath::isfinite(gnorm) && kmath::isfinite(theta) &&
+                        kmath::isfinite(s2_new) && s2_new > Scalar(0);
+    if (!finite) {
+      fail(m, b, breakdown_nonfinite_update, step_index);
+      return;
+    }
+
+    // 8. Writes: frame rotation (fused U gh and rank-one update per row), S, s2, mu.
+    if (rotate) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
+        Scalar ugh = 0;
+        for (int j = 0; j < r; ++j) ugh += Ub(i, j) * gh(j);
+        const Scalar coef = cm1 * ugh + sn * e(i) / rho;
+        for (int j = 0; j < r; ++j) Ub(i, j) += coef * gh(j);
+      });
+    }
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
+      const int a = k / r, c = k % r;
+      S(b, a, c) = a == c ? Sp(a, a) : (Sp(a, c) + Sp(c, a)) / Scalar(2);
+    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d),
+                         [&](const int i) { mu(b, i) += eta_mu * y(i); });
+    Kokkos::single(Kokkos::PerTeam(m), [&]() {
+      s2(b) = s2_new;
+      steps(b) = step_index + 1;
+      if (clamped) clamped_steps(b) += 1;
+    });
+    m.team_barrier();
+
+    // 9. Cholesky-QR every reorth_every steps.
+    if (reorth_every > 0 && (step_index + 1) % reorth_every == 0) reorthonormalize(m, b, step_index);
+  }
+
+  // U^T U = L L^T, U <- U L^{-T}, S <- L^T S L (reference_reorthonormalize).
+  KOKKOS_INLINE_FUNCTION void reorthonormalize(const member_type& m, int b,
+                                               std::int64_t step_index) const {
+    const Basis Ub{&U(b, 0, 0), d, r};
+    auto Ub_view = Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL());
+    auto G = Kokkos::subview(wmat, b, 0, Kokkos::ALL(), Kokkos::ALL());
+    auto L = Kokkos::subview(wmat, b, 1, Kokkos::ALL(), Kokkos::ALL());
+    auto SL = Kokkos::subview(wmat, b, 2, Kokkos::ALL(), Kokkos::ALL());
+    auto out = Kokkos::subview(wmat, b, 3, Kokkos::ALL(), Kokkos::ALL());
+    using namespace KokkosBatched;
+    TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Unblocked>::invoke(
+        m, Scalar(1), Ub_view, Ub_view, Scalar(0), G);
+    if (!factor(m, G)) {
+      fail(m, b, breakdown_reorthonormalize, step_index);
+      return;
+    }
+    // Unpivoted LU of SPD G: G = L1 (D L1^T), so the Cholesky factor is
+    // L(i,k) = Ufac(k,i) / sqrt(Ufac(k,k)) for i >= k.
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
+      const int i = k / r, c = k % r;
+      L(i, c) = i >= c ? G(c, i) / kmath::sqrt(G(c, c)) : Scalar(0);
+    });
+    m.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
+      for (int a = 0; a < r; ++a) {
+        Scalar v = Ub(i, a);
+        for (int k = 0; k < a; ++k) v -= L(a, k) * Ub(i, k);
+        Ub(i, a) = v / L(a, a);
+      }
+    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
+      const int a = k / r, c = k % r;
+      Scalar s = 0;
+      for (int t = c; t < r; ++t) s += S(b, a, t) * L(t, c);
+      SL(a, c) = s;
+    });
+    m.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
+      const int a = k / r, c = k % r;
+      Scalar s = 0;
+      for (int t = a; t < r; ++t) s += L(t, a) * SL(t, c);
+      out(a, c) = s;
+    });
+    m.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
+      const int a = k / r, c = k % r;
+      S(b, a, c) = a == c ? out(a, a) : (out(a, c) + out(c, a)) / Scalar(2);
+    });
+    Kokkos::single(Kokkos::PerTeam(m), [&]() { reorths(b) += 1; });
+    m.team_barrier();
+  }
+};
+
+}  // namespace detail
+
+template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
+class MosaicEngine {
+ public:
+  using execution_space = ExecSpace;
+  using memory_space = typename ExecSpace::memory_space;
+  using batch_type = StreamBatch<Scalar, ExecSpace>;
+  using sample_view = Kokkos::View<Scalar**, memory_space>;        // B x d
+  using block_view = Kokkos::View<Scalar***, memory_space>;        // B x n x d
+  using functor_type = detail::StepFunctor<Scalar, ExecSpace>;
+
+  MosaicEngine(const MosaicParams& params, int batch, int d, int r)
+      : params_(params), batch_(batch), d_(d), r_(r) {
+    params_.validate(d, r);
+    if (batch < 1) throw std::invalid_argument("MosaicEngine: batch must be >= 1");
+    f_.d = d;
+    f_.r = r;
+    f_.nc = detail::reduction_chunks<functor_type::column_major>();
+    f_.eta_mu = Scalar(params.eta_mu);
+    f_.eta_S = Scalar(params.eta_S);
+    f_.eta_U = Scalar(params.eta_U);
+    f_.eta_s = Scalar(params.eta_s);
+    f_.gamma = Scalar(params.gamma);
+    f_.max_step = Scalar(params.max_step);
+    f_.tiny = detail::rotation_tiny<Scalar>();
+    f_.exact = params.covariance_update == CovarianceUpdate::exact;
+    f_.precision = params.subspace_direction == SubspaceDirection::precision;
+    f_.gamma_zero = params.gamma == 0.0;
+    f_.reorth_every = params.reorthonormalize_every;
+    f_.wy = decltype(f_.wy)("mosaic::work_y", batch, d);
+    f_.we = decltype(f_.we)("mosaic::work_e", batch, d);
+    f_.wzp = decltype(f_.wzp)("mosaic::work_zpart", batch, f_.nc, r);
+    f_.wvec = decltype(f_.wvec)("mosaic::work_vec", batch, 6, r);
+    f_.wmat = decltype(f_.wmat)("mosaic::work_mat", batch, 4, r, r);
+    f_.wpart = decltype(f_.wpart)("mosaic::work_part", batch, f_.nc);
+    const int conc = ExecSpace().concurrency();
+    if (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible)
+      team_size_ = std::max(1, conc / batch);
+  }
+
+  const MosaicParams& params() const { return params_; }
+  int batch() const { return batch_; }
+  int d() const { return d_; }
+  int r() const { return r_; }
+
+  // Threads per team; 0 = Kokkos::AUTO (device default). Results do not
+  // depend on it (see the file comment); exposed for tests and tuning.
+  void set_team_size(int team_size) { team_size_ = team_size; }
+  int team_size() const { return team_size_; }
+
+  // init: data from the first n0 samples of every stream (X: B x n0 x d).
+  // One-time setup, done on the host by the reference and copied in.
+  void init_data(batch_type& sb, Kokkos::View<const Scalar***, memory_space> X) const {
+    check_batch(sb);
+    const int n0 = int(X.extent(1));
+    if (int(X.extent(0)) != batch_ || int(X.extent(2)) != d_)
+      throw std::invalid_argument("MosaicEngine::init_data: X must be B x n0 x d = " +
+                                  std::to_string(batch_) + " x n0 x " + std::to_string(d_));
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), X);
+    std::vector<Scalar> xb(std::size_t(n0) * d_);
+    for (int b = 0; b < batch_; ++b) {
+      for (int k = 0; k < n0; ++k)
+        for (int i = 0; i < d_; ++i) xb[std::size_t(k) * d_ + i] = h(b, k, i);
+      sb.from_host(b, reference_init_data<Scalar>(xb.data(), n0, d_, r_, params_));
+    }
+  }
+
+  // init: random, per stream id (reference_init_random).
+  void init_random(batch_type& sb, std::uint64_t seed) const {
+    check_batch(sb);
+    for (int b = 0; b < batch_; ++b)
+      sb.from_host(b, reference_init_random<Scalar>(d_, r_, params_, seed, sb.stream_ids[b]));
+  }
+
+  // One MOSAIC step of every healthy stream with its sample X(b, :).
+  void step(batch_type& sb, Kokkos::View<const Scalar**, memory_space> X) const {
+    check_batch(sb);
+    if (int(X.extent(0)) != batch_ || int(X.extent(1)) != d_)
+      throw std::invalid_argument("MosaicEngine::step: X must be B x d = " +
+                                  std::to_string(batch_) + " x " + std::to_string(d_));
+    functor_type f = f_;
+    f.mu = sb.mu;
+    f.U = sb.U;
+    f.S = sb.S;
+    f.s2 = sb.s2;
+    f.steps = sb.steps;
+    f.clamped_steps = sb.clamped_steps;
+    f.breakdown_step = sb.breakdown_step;
+    f.reorths = sb.reorthonormalizations;
+    f.status = sb.status;
+    f.X = X;
+    if (team_size_ > 0)
+      Kokkos::parallel_for("mosaic::step", Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), batch_, team_size_), f);
+    else
+      Kokkos::parallel_for("mosaic::step", Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), batch_, Kokkos::AUTO), f);
+  }
+
+ private:
+  void check_batch(const batch_type& sb) const {
+    if (sb.batch != batch_ || sb.d != d_ || sb.r != r_)
+      throw std::invalid_argument("MosaicEngine: batch is B=" + std::to_string(sb.batch) +
+                                  ", d=" + std::to_string(sb.d) + ", r=" + std::to_string(sb.r) +
+                                  ", engine was built for B=" + std::to_string(batch_) +
+                                  ", d=" + std::to_string(d_) + ", r=" + std::to_string(r_));
+  }
+
+  MosaicParams params_;
+  int batch_, d_, r_;
+  int team_size_ = 0;
+  functor_type f_;
+};
+
+}  // namespace mosaic

@@ -1,0 +1,277 @@
+// The synthetic drifting anisotropic stream of ALGORITHM.md section 5 for a
+// whole batch, generated on the device, and the accuracy of a batch of states
+// against its closed-form truth.
+//
+// Each stream's truth (V0, W0, mean, noise std) is built once on the host by
+// make_synthetic_truth and copied to the device. A sample element is
+// synthetic_element() (synthetic.hpp), the same function the host generator
+// synthetic_sample() calls, with cos/sin(omega t) evaluated on the host and
+// passed in, so on a host backend generate() is bitwise equal to
+// synthetic_sample() (on a GPU the counter-based normals go through the
+// device's log/sin/cos and can differ in the last bits). Stream s's sample at
+// step t depends only on (seed, s, t): not on the batch it sits in.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <Kokkos_Core.hpp>
+
+#include "host_linalg.hpp"
+#include "stream_batch.hpp"
+#include "synthetic.hpp"
+
+namespace mosaic {
+
+// Accuracy of a batch of states against the truth at one step, max and mean
+// over the streams.
+//   projector_distance = 1 - ||U^T V(t)||_F^2 / k, k = min(r_source, r_state):
+//     0 when the smaller of the two subspaces lies in the larger, 1 when they
+//     are orthogonal.
+//   noise_rel_error = |s2 - noise_variance| / noise_variance (noise_variance =
+//     mean of the per-coordinate noise variances, what s2 estimates).
+//   spectrum_rel_error = ||max(eig(S) - s2, 0) - lambda||_2 / ||lambda||_2 over
+//     the top k eigenvalues of both, sorted descending.
+struct TruthAccuracy {
+  double projector_distance_max = 0, projector_distance_mean = 0;
+  double noise_rel_error_max = 0, noise_rel_error_mean = 0;
+  double spectrum_rel_error_max = 0, spectrum_rel_error_mean = 0;
+};
+
+namespace detail {
+
+// Read-only row accessors used by synthetic_element on the device.
+template <class View>
+struct SynthRow {
+  View v;
+  int b, i;
+  KOKKOS_INLINE_FUNCTION double operator()(int j) const { return v(b, i, j); }
+};
+template <class View>
+struct SynthVec {
+  View v;
+  int row;
+  KOKKOS_INLINE_FUNCTION double operator()(int j) const { return v(row, j); }
+};
+
+// Writes sample k of every stream: Out is B x d (n == 1) or B x n x d.
+template <class Scalar, class ExecSpace, class OutView>
+struct SynthFunctor {
+  using memory_space = typename ExecSpace::memory_space;
+  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using basis_view = Kokkos::View<double***, Kokkos::LayoutStride, memory_space>;
+  using mat_view = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>;
+
+  SyntheticSpec spec;
+  basis_view V0, W0;
+  mat_view mean, noise_std;                           // B x d
+  Kokkos::View<double*, memory_space> sqrt_lambda;    // r
+  Kokkos::View<std::uint64_t*, memory_space> ids;     // B
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> cs;  // n x 2: cos, sin
+  mat_view latent;                                    // (B*n) x r work
+  OutView X;
+  std::uint64_t first_step = 0;
+  int n = 1;
+
+  KOKKOS_INLINE_FUNCTION void store(int b, int k, int i, double v) const {
+    if constexpr (OutView::rank == 2) {
+      X(b, i) = Scalar(v);
+      (void)k;
+    } else {
+      X(b, k, i) = Scalar(v);
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
+    const int lr = m.league_rank();
+    const int b = lr / n, k = lr % n;
+    const std::uint64_t id = ids(b), step = first_step + std::uint64_t(k);
+    const int r = spec.r;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {
+      latent(lr, j) = sqrt_lambda(j) * synthetic_latent(spec, id, step, j);
+    });
+    m.team_barrier();
+    const double c = cs(k, 0), s = cs(k, 1);
+    const SynthVec<mat_view> sl{latent, lr};
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, spec.d), [&](const int i) {
+      const SynthRow<basis_view> v0{V0, b, i}, w0{W0, b, i};
+      store(b, k, i, synthetic_element(spec, id, step, i, mean(b, i), v0, w0, sl, noise_std(b, i), c, s));
+    });
+  }
+};
+
+}  // namespace detail
+
+template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
+class SyntheticDriftSource {
+ public:
+  using execution_space = ExecSpace;
+  using memory_space = typename ExecSpace::memory_space;
+  using sample_view = Kokkos::View<Scalar**, memory_space>;   // B x d
+  using block_view = Kokkos::View<Scalar***, memory_space>;   // B x n x d
+
+  SyntheticDriftSource(const SyntheticSpec& spec, std::vector<std::uint64_t> stream_ids)
+      : spec_(spec), ids_(std::move(stream_ids)) {
+    spec_.validate();
+    if (ids_.empty()) throw std::invalid_argument("SyntheticDriftSource: no streams");
+    const int B = int(ids_.size()), d = spec_.d, r = spec_.r;
+    truths_.reserve(ids_.size());
+    for (auto id : ids_) truths_.push_back(make_synthetic_truth(spec_, id));
+    V0_ = basis_view(Kokkos::view_alloc(std::string("synthetic::V0")),
+                     BasisLayout<ExecSpace>::layout(B, d, r));
+    W0_ = basis_view(Kokkos::view_alloc(std::string("synthetic::W0")),
+                     BasisLayout<ExecSpace>::layout(B, d, r));
+    mean_ = mat_view("synthetic::mean", B, d);
+    noise_std_ = mat_view("synthetic::noise_std", B, d);
+    sqrt_lambda_ = Kokkos::View<double*, memory_space>("synthetic::sqrt_lambda", r);
+    ids_d_ = Kokkos::View<std::uint64_t*, memory_space>("synthetic::ids", B);
+    cs1_ = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>("synthetic::cs", 1, 2);
+    latent1_ = mat_view("synthetic::latent", B, r);
+    auto hV = Kokkos::create_mirror_view(V0_);
+    auto hW = Kokkos::create_mirror_view(W0_);
+    auto hm = Kokkos::create_mirror_view(mean_);
+    auto hn = Kokkos::create_mirror_view(noise_std_);
+    auto hl = Kokkos::create_mirror_view(sqrt_lambda_);
+    auto hi = Kokkos::create_mirror_view(ids_d_);
+    for (int b = 0; b < B; ++b) {
+      const SyntheticTruth& t = truths_[b];
+      for (int i = 0; i < d; ++i) {
+        for (int j = 0; j < r; ++j) {
+          hV(b, i, j) = t.V0[std::size_t(i) * r + j];
+          hW(b, i, j) = t.W0[std::size_t(i) * r + j];
+        }
+        hm(b, i) = t.mean[i];
+        hn(b, i) = t.noise_std[i];
+      }
+      hi(b) = ids_[b];
+    }
+    for (int j = 0; j < r; ++j) hl(j) = truths_[0].sqrt_lambda[j];
+    Kokkos::deep_copy(V0_, hV);
+    Kokkos::deep_copy(W0_, hW);
+    Kokkos::deep_copy(mean_, hm);
+    Kokkos::deep_copy(noise_std_, hn);
+    Kokkos::deep_copy(sqrt_lambda_, hl);
+    Kokkos::deep_copy(ids_d_, hi);
+    cs1_host_ = Kokkos::create_mirror_view(cs1_);
+  }
+
+  const SyntheticSpec& spec() const { return spec_; }
+  int batch() const { return int(ids_.size()); }
+  const std::vector<std::uint64_t>& stream_ids() const { return ids_; }
+  const std::vector<SyntheticTruth>& truths() const { return truths_; }
+
+  // X(b, :) = x_step of stream b. No allocation (one 2-double host-to-device
+  // copy of cos/sin(omega step)).
+  void generate(std::int64_t step, sample_view X) const {
+    check(X.extent(0), X.extent(1), "generate");
+    const double a = spec_.drift * double(std::uint64_t(step));
+    cs1_host_(0, 0) = std::cos(a);
+    cs1_host_(0, 1) = std::sin(a);
+    Kokkos::deep_copy(cs1_, cs1_host_);
+    detail::SynthFunctor<Scalar, ExecSpace, sample_view> f{
+        spec_, V0_, W0_, mean_, noise_std_, sqrt_lambda_, ids_d_, cs1_, latent1_, X,
+        std::uint64_t(step), 1};
+    Kokkos::parallel_for("mosaic::synthetic_generate",
+                         Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), batch(), Kokkos::AUTO), f);
+  }
+
+  // X(b, k, :) = x_{first_step + k} of stream b, k < n (for init: data).
+  void generate_block(std::int64_t first_step, int n, block_view X) const {
+    if (n < 1 || int(X.extent(1)) != n)
+      throw std::invalid_argument("SyntheticDriftSource::generate_block: X must be B x n x d with n = " +
+                                  std::to_string(n));
+    check(X.extent(0), X.extent(2), "generate_block");
+    Kokkos::View<double**, Kokkos::LayoutRight, memory_space> cs("synthetic::cs_block", n, 2);
+    auto hcs = Kokkos::create_mirror_view(cs);
+    for (int k = 0; k < n; ++k) {
+      const double a = spec_.drift * double(std::uint64_t(first_step) + std::uint64_t(k));
+      hcs(k, 0) = std::cos(a);
+      hcs(k, 1) = std::sin(a);
+    }
+    Kokkos::deep_copy(cs, hcs);
+    mat_view latent("synthetic::latent_block", std::size_t(batch()) * n, spec_.r);
+    detail::SynthFunctor<Scalar, ExecSpace, block_view> f{
+        spec_, V0_, W0_, mean_, noise_std_, sqrt_lambda_, ids_d_, cs, latent, X,
+        std::uint64_t(first_step), n};
+    Kokkos::parallel_for("mosaic::synthetic_generate_block",
+                         Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), batch() * n, Kokkos::AUTO), f);
+  }
+
+  // Accuracy of the batch's states against the truth at `step` (the step
+  // index of the last sample consumed). Host-side: copies each state out.
+  // A frozen (broken-down) stream is included with its frozen state.
+  TruthAccuracy accuracy(const StreamBatch<Scalar, ExecSpace>& sb, std::int64_t step) const {
+    if (sb.batch != batch() || sb.d != spec_.d)
+      throw std::invalid_argument("SyntheticDriftSource::accuracy: batch has B=" +
+                                  std::to_string(sb.batch) + ", d=" + std::to_string(sb.d) +
+                                  ", source has B=" + std::to_string(batch()) +
+                                  ", d=" + std::to_string(spec_.d));
+    const int d = spec_.d, rs = spec_.r, rt = sb.r, k = std::min(rs, rt);
+    TruthAccuracy acc;
+    std::vector<double> lambda(k);
+    double lnorm = 0;
+    for (int j = 0; j < k; ++j) {
+      lambda[j] = spec_.lambda(j);
+      lnorm += lambda[j] * lambda[j];
+    }
+    lnorm = std::sqrt(lnorm);
+    for (int b = 0; b < batch(); ++b) {
+      const ReferenceState<Scalar> st = sb.to_host(b);
+      const SyntheticTruth& t = truths_[b];
+      const std::vector<double> V = t.basis_at(spec_, std::uint64_t(step));
+      double pf = 0;
+      for (int a = 0; a < rt; ++a)
+        for (int c = 0; c < rs; ++c) {
+          double p = 0;
+          for (int i = 0; i < d; ++i) p += double(st.u(i, a)) * V[std::size_t(i) * rs + c];
+          pf += p * p;
+        }
+      const double proj = 1.0 - pf / double(k);
+      const double noise = std::fabs(double(st.s2) - t.noise_variance) / t.noise_variance;
+      std::vector<double> Sd(st.S.begin(), st.S.end()), ev, vec;
+      host::symmetric_eigen(Sd, rt, ev, vec);
+      double diff = 0;
+      for (int j = 0; j < k; ++j) {
+        const double deb = std::max(ev[j] - double(st.s2), 0.0);
+        diff += (deb - lambda[j]) * (deb - lambda[j]);
+      }
+      const double spec_err = std::sqrt(diff) / lnorm;
+      acc.projector_distance_max = std::max(acc.projector_distance_max, proj);
+      acc.noise_rel_error_max = std::max(acc.noise_rel_error_max, noise);
+      acc.spectrum_rel_error_max = std::max(acc.spectrum_rel_error_max, spec_err);
+      acc.projector_distance_mean += proj / batch();
+      acc.noise_rel_error_mean += noise / batch();
+      acc.spectrum_rel_error_mean += spec_err / batch();
+    }
+    return acc;
+  }
+
+ private:
+  using basis_view = Kokkos::View<double***, Kokkos::LayoutStride, memory_space>;
+  using mat_view = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>;
+
+  void check(std::size_t b, std::size_t d, const char* what) const {
+    if (int(b) != batch() || int(d) != spec_.d)
+      throw std::invalid_argument(std::string("SyntheticDriftSource::") + what + ": X is " +
+                                  std::to_string(b) + " x .. x " + std::to_string(d) +
+                                  ", expected B=" + std::to_string(batch()) +
+                                  ", d=" + std::to_string(spec_.d));
+  }
+
+  SyntheticSpec spec_;
+  std::vector<std::uint64_t> ids_;
+  std::vector<SyntheticTruth> truths_;
+  basis_view V0_, W0_;
+  mat_view mean_, noise_std_;
+  Kokkos::View<double*, memory_space> sqrt_lambda_;
+  Kokkos::View<std::uint64_t*, memory_space> ids_d_;
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> cs1_;
+  typename Kokkos::View<double**, Kokkos::LayoutRight, memory_space>::HostMirror cs1_host_;
+  mat_view latent1_;
+};
+
+}  // namespace mosaic
