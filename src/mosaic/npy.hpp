@@ -1,0 +1,148 @@
+// NumPy .npy files on the host: a real header parser, an mmap'ed reader of
+// one ordered sample stream (shape (samples, features)) that hands out chunks
+// of rows with bounded resident memory, and an atomic writer whose files
+// NumPy reads back (used for the state files of output.state_dir).
+//
+// Format: https://numpy.org/devdocs/reference/generated/numpy.lib.format.html
+//   "\x93NUMPY" major minor, header length (uint16 LE for 1.0, uint32 LE for
+//   2.0 and 3.0), then a Python-literal dict {'descr': ..., 'fortran_order':
+//   ..., 'shape': (...)} (latin-1 for 1.0/2.0, UTF-8 for 3.0), then the data.
+//
+// Every problem with a file is reported as an NpyError whose message starts
+// with the file's path, e.g.
+//   "data/a.npy: unsupported dtype '>f8' (big-endian float64); expected '<f4' or '<f8'".
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mosaic {
+
+struct NpyError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class NpyDtype { f4, f8 };
+
+// "<f4" / "<f8".
+const char* npy_descr(NpyDtype dtype);
+
+struct NpyHeader {
+  int major = 1, minor = 0;           // format version: 1.0, 2.0 or 3.0
+  NpyDtype dtype = NpyDtype::f8;
+  bool fortran_order = false;
+  std::vector<std::int64_t> shape;    // () for a 0-d array
+  std::size_t data_offset = 0;        // bytes from the start of the file to the data
+  std::size_t item_size = 8;          // 4 or 8
+  std::uint64_t data_bytes = 0;       // prod(shape) * item_size
+  std::uint64_t file_bytes = 0;       // size of the file when it was parsed (>= data_offset + data_bytes)
+};
+
+// Reads and validates only the header of `path` (never the data): the magic,
+// the version (1.0, 2.0, 3.0), the header dict (parsed as a Python literal:
+// exactly the keys 'descr', 'fortran_order' and 'shape'), the dtype ('<f4' or
+// '<f8'; big-endian and every other type are rejected, saying which they
+// are), the shape (a tuple of non-negative integers) and that the file holds
+// all the data the header announces (a truncated file says expected vs actual
+// bytes). Bytes after the data are tolerated, as NumPy does. Throws NpyError.
+NpyHeader parse_npy_header(const std::string& path);
+
+// One ordered stream: a 2-D .npy file of shape (samples, features), memory
+// mapped read-only. Rows are copied out on request, converted to the run's
+// type; the mapped pages a copy touched are handed back to the kernel right
+// after the copy (madvise MADV_DONTNEED), so the resident memory this reader
+// adds is bounded by the largest request, not by the file. (The page cache
+// still holds whatever the kernel chooses to keep: that is reclaimable kernel
+// memory, not this process's.)
+//
+// Both C order and Fortran order (fortran_order: True, column-major data) are
+// read; Fortran order reads `features` separate runs per request, so it is
+// slower for small requests but returns the same rows.
+//
+// Not thread-safe: one thread at a time per reader (different readers are
+// independent). Movable, not copyable.
+class NpyStreamReader {
+ public:
+  // Opens, parses and maps `path`. `expected_d` is problem.d: a file with a
+  // different number of columns is rejected (pass expected_d <= 0 to accept
+  // any). Throws NpyError: everything parse_npy_header checks, plus not 2-D,
+  // features != expected_d.
+  NpyStreamReader(const std::string& path, int expected_d);
+  ~NpyStreamReader();
+  NpyStreamReader(NpyStreamReader&& other) noexcept;
+  NpyStreamReader& operator=(NpyStreamReader&& other) noexcept;
+  NpyStreamReader(const NpyStreamReader&) = delete;
+  NpyStreamReader& operator=(const NpyStreamReader&) = delete;
+
+  const std::string& path() const { return path_; }
+  const NpyHeader& header() const { return header_; }
+  std::int64_t rows() const { return rows_; }
+  int cols() const { return cols_; }
+  std::size_t row_bytes() const { return std::size_t(cols_) * header_.item_size; }
+
+  // Throws NpyError "<path>: has R rows (samples), fewer than the N required
+  // by <what>" if rows() < min_rows. For the driver's init_samples check.
+  void require_rows(std::int64_t min_rows, const std::string& what = "init_samples") const;
+
+  // Copies rows [first, first + count) into dst (row-major, count x cols()),
+  // converting to T (float or double). Throws NpyError naming the file if the
+  // range is outside the file, or naming the file, the row (0-based, in the
+  // file) and the column at the first non-finite value in the range (or a
+  // float64 value that overflows float); dst is then partly written. Adds the
+  // file bytes copied to bytes_read(), then releases the touched pages.
+  template <class T>
+  void read_rows(std::int64_t first, std::int64_t count, T* dst);
+
+  // Asks the kernel to start reading rows [first, first + count) in the
+  // background (madvise MADV_WILLNEED); for staging the next chunk while the
+  // current one is processed. Never throws for a range that is in the file;
+  // clamps a range that is not.
+  void prefetch_rows(std::int64_t first, std::int64_t count) const;
+
+  // Data bytes copied out of the file by read_rows so far (header excluded).
+  std::uint64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  void release() noexcept;
+  void drop_pages(std::size_t offset, std::size_t length) const noexcept;
+
+  std::string path_;
+  NpyHeader header_;
+  std::int64_t rows_ = 0;
+  int cols_ = 0;
+  const unsigned char* map_ = nullptr;  // the whole file
+  std::size_t map_bytes_ = 0;
+  std::uint64_t bytes_read_ = 0;
+};
+
+extern template void NpyStreamReader::read_rows<float>(std::int64_t, std::int64_t, float*);
+extern template void NpyStreamReader::read_rows<double>(std::int64_t, std::int64_t, double*);
+
+// The full preamble of a version-1.0 .npy file as NumPy writes it: magic,
+// version, header length and the dict, padded with spaces and a final '\n' to
+// a multiple of 64 bytes. (Falls back to version 2.0 if the dict is longer
+// than 65535 bytes, as NumPy does.) `descr` is a dtype string such as "<f8".
+// For writers that stream their data (tests, tools).
+std::string npy_preamble(const std::string& descr, const std::vector<std::int64_t>& shape,
+                         bool fortran_order = false);
+
+// Writes a C-order, little-endian .npy file that numpy.load reads:
+// T = float, double, std::int64_t, std::uint64_t -> '<f4', '<f8', '<i8', '<u8'.
+// `data` holds prod(shape) values in C order. Atomic: a temporary file in
+// the same directory is written, fsync'ed and renamed over `path`, so readers
+// see either the old file or the complete new one. Throws NpyError (message
+// starts with `path`) on any failure, leaving no temporary file behind.
+template <class T>
+void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const T* data);
+
+extern template void write_npy<float>(const std::string&, const std::vector<std::int64_t>&, const float*);
+extern template void write_npy<double>(const std::string&, const std::vector<std::int64_t>&, const double*);
+extern template void write_npy<std::int64_t>(const std::string&, const std::vector<std::int64_t>&,
+                                             const std::int64_t*);
+extern template void write_npy<std::uint64_t>(const std::string&, const std::vector<std::int64_t>&,
+                                              const std::uint64_t*);
+
+}  // namespace mosaic
