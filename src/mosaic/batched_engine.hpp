@@ -12,25 +12,27 @@
 //      dot product per output j, which for row-major U on the host (see
 //      stream_batch.hpp) strides through memory, so this product is written
 //      as the axpy form instead.
-//   3. e = y - U z: KokkosBatched::TeamGemv (NoTranspose), in place on e;
+//   3. e = y - U z: KokkosBatched::TeamGemv (NoTranspose, Blocked: several
+//      rows per thread, each row summed in increasing j), in place on e;
 //      rho^2 = ||e||^2 by the same fixed-chunk reduction.
-//   4. w = S^{-1} z: KokkosBatched::TeamLU (unpivoted) on a copy of S, then
-//      two KokkosBatched::TeamTrsv. For symmetric S every LU pivot is
-//      positive iff S is SPD, so a non-positive or non-finite pivot is the
-//      same breakdown test as the reference's failed Cholesky.
+//   4. w = S^{-1} z: a team Cholesky of a copy of S written here (Kokkos
+//      Kernels 3.4 has no batched Cholesky; it follows host::cholesky's
+//      operation order, so the factor is the reference's, bit for bit), then
+//      two KokkosBatched::TeamTrsv. A non-positive or non-finite pivot is the
+//      reference's breakdown test.
 //   5. q, ell, eta and the clamp; S' (exact or first_order).
-//   6. g: precision (second TeamLU/TeamTrsv on S + gamma s2 I, or w when
+//   6. g: precision (second Cholesky/TeamTrsv on S + gamma s2 I, or w when
 //      gamma == 0) or oja.
 //   7. rotation angle, gh, transport of S', symmetrization; s2'; finiteness
 //      of all new scalars and of S' is checked here.
 //   8. writes: U <- U + ((cos-1) U gh + sin e/rho) gh^T (one fused pass per
 //      row), S, s2, mu, counters.
 //   9. every reorthonormalize_every steps: Cholesky-QR of U with S rotated
-//      (KokkosBatched::TeamGemm for U^T U, TeamLU for its factor).
+//      (KokkosBatched::TeamGemm for U^T U, the team Cholesky for its factor).
 // Formula order follows reference.hpp term by term (including cos(theta)-1
 // as -2 sin^2(theta/2) and the rotation_tiny threshold), so in double the
 // engine differs from the reference only by the summation order of the
-// length-d reductions and by LU vs Cholesky in the r x r solves.
+// length-d reductions (z, rho^2) and of the back substitution.
 //
 // Determinism: every reduction has a fixed order that depends neither on the
 // team size nor on the backend (chunk count NC is a per-layout constant, and
@@ -51,8 +53,6 @@
 #include <Kokkos_Core.hpp>
 #include <KokkosBatched_Gemm_Decl.hpp>
 #include <KokkosBatched_Gemv_Decl.hpp>
-#include <KokkosBatched_LU_Decl.hpp>
-#include <KokkosBatched_LU_Team_Impl.hpp>
 #include <KokkosBatched_Trsv_Decl.hpp>
 
 #include "kokkos_compat.hpp"
@@ -151,30 +151,46 @@ struct StepFunctor {
     });
   }
 
-  // A <- LU(A) in place, true iff every pivot is positive and finite.
+  // Cholesky A = L L^T in place (lower triangle of A becomes L; the upper
+  // triangle is left as it was), in exactly host::cholesky's operation order,
+  // rows of each column spread over the team. Returns false (same decision
+  // on every thread) on a non-positive or non-finite pivot, like the
+  // reference's failed factorization. There is no batched Cholesky in Kokkos
+  // Kernels 3.4 (and KokkosBatched::TeamLU's element loop, with an integer
+  // division per update, was the largest cost of a step at r >= 64).
   template <class A>
-  KOKKOS_INLINE_FUNCTION bool factor(const member_type& m, const A& a) const {
+  KOKKOS_INLINE_FUNCTION bool cholesky(const member_type& m, const A& a) const {
     m.team_barrier();
-    KokkosBatched::TeamLU<member_type, KokkosBatched::Algo::LU::Unblocked>::invoke(m, a);
-    m.team_barrier();
-    bool ok = true;
-    for (int k = 0; k < r; ++k) {
-      const Scalar p = a(k, k);
-      ok = ok && (p > Scalar(0)) && kmath::isfinite(p);
+    for (int j = 0; j < r; ++j) {
+      Scalar diag = a(j, j);
+      for (int k = 0; k < j; ++k) diag -= a(j, k) * a(j, k);
+      if (!(diag > Scalar(0)) || !kmath::isfinite(diag)) {
+        m.team_barrier();
+        return false;
+      }
+      const Scalar ljj = kmath::sqrt(diag);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, j + 1, r), [&](const int i) {
+        Scalar v = a(i, j);
+        for (int k = 0; k < j; ++k) v -= a(i, k) * a(j, k);
+        a(i, j) = v / ljj;
+      });
+      m.team_barrier();  // everyone has read a(j, j) before it is overwritten
+      Kokkos::single(Kokkos::PerTeam(m), [&]() { a(j, j) = ljj; });
+      m.team_barrier();
     }
-    return ok;
+    return true;
   }
 
-  // x <- A^{-1} x from the in-place LU factors.
+  // x <- (L L^T)^{-1} x with KokkosBatched::TeamTrsv.
   template <class A, class V>
-  KOKKOS_INLINE_FUNCTION void lu_solve(const member_type& m, const A& a, const V& x) const {
+  KOKKOS_INLINE_FUNCTION void cholesky_solve(const member_type& m, const A& l, const V& x) const {
     using namespace KokkosBatched;
     m.team_barrier();
-    TeamTrsv<member_type, Uplo::Lower, Trans::NoTranspose, Diag::Unit, Algo::Trsv::Unblocked>::invoke(
-        m, Scalar(1), a, x);
+    TeamTrsv<member_type, Uplo::Lower, Trans::NoTranspose, Diag::NonUnit,
+             Algo::Trsv::Unblocked>::invoke(m, Scalar(1), l, x);
     m.team_barrier();
-    TeamTrsv<member_type, Uplo::Upper, Trans::NoTranspose, Diag::NonUnit,
-             Algo::Trsv::Unblocked>::invoke(m, Scalar(1), a, x);
+    TeamTrsv<member_type, Uplo::Lower, Trans::Transpose, Diag::NonUnit,
+             Algo::Trsv::Unblocked>::invoke(m, Scalar(1), l, x);
     m.team_barrier();
   }
 
@@ -234,7 +250,7 @@ struct StepFunctor {
 
     // 3. e = y - U z, rho = ||e||.
     KokkosBatched::TeamGemv<member_type, KokkosBatched::Trans::NoTranspose,
-                            KokkosBatched::Algo::Gemv::Unblocked>::invoke(m, Scalar(-1), Ub_view, z,
+                            KokkosBatched::Algo::Gemv::Blocked>::invoke(m, Scalar(-1), Ub_view, z,
                                                                           Scalar(1), e);
     m.team_barrier();
     const Scalar rho2 = team_sum(m, b, d, [&](const int i) { return e(i) * e(i); });
@@ -246,11 +262,11 @@ struct StepFunctor {
       A1(k / r, k % r) = S(b, k / r, k % r);
     });
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = z(j); });
-    if (!factor(m, A1)) {
+    if (!cholesky(m, A1)) {
       fail(m, b, breakdown_s_not_spd, step_index);
       return;
     }
-    lu_solve(m, A1, w);
+    cholesky_solve(m, A1, w);
     Scalar q = 0;
     for (int j = 0; j < r; ++j) q += z(j) * w(j);
 
@@ -286,11 +302,11 @@ struct StepFunctor {
           A2(a, c) = a == c ? S(b, a, c) + gamma * s2_old : S(b, a, c);
         });
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = z(j); });
-        if (!factor(m, A2)) {
+        if (!cholesky(m, A2)) {
           fail(m, b, breakdown_regularized_not_spd, step_index);
           return;
         }
-        lu_solve(m, A2, g);
+        cholesky_solve(m, A2, g);
       }
     } else {
       Scalar trace = 0;
@@ -348,11 +364,41 @@ struct StepFunctor {
 
     // 8. Writes: frame rotation (fused U gh and rank-one update per row), S, s2, mu.
     if (rotate) {
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
-        Scalar ugh = 0;
-        for (int j = 0; j < r; ++j) ugh += Ub(i, j) * gh(j);
-        const Scalar coef = cm1 * ugh + sn * e(i) / rho;
-        for (int j = 0; j < r; ++j) Ub(i, j) += coef * gh(j);
+      // Host (row-major): four rows at a time, four independent dot-product
+      // chains (each still summed in increasing j, as in the reference).
+      // Device (column-major): one row per thread, so neighbouring threads
+      // touch neighbouring addresses.
+      const int rows_per = column_major ? 1 : 4;
+      const int nq = (d + rows_per - 1) / rows_per;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nq), [&](const int q4) {
+        const int i0 = rows_per * q4;
+        if (!column_major && i0 + 4 <= d) {
+          Scalar g0 = 0, g1 = 0, g2 = 0, g3 = 0;
+          for (int j = 0; j < r; ++j) {
+            const Scalar ghj = gh(j);
+            g0 += Ub(i0, j) * ghj;
+            g1 += Ub(i0 + 1, j) * ghj;
+            g2 += Ub(i0 + 2, j) * ghj;
+            g3 += Ub(i0 + 3, j) * ghj;
+          }
+          const Scalar c0 = cm1 * g0 + sn * e(i0) / rho, c1 = cm1 * g1 + sn * e(i0 + 1) / rho,
+                       c2 = cm1 * g2 + sn * e(i0 + 2) / rho, c3 = cm1 * g3 + sn * e(i0 + 3) / rho;
+          for (int j = 0; j < r; ++j) {
+            const Scalar ghj = gh(j);
+            Ub(i0, j) += c0 * ghj;
+            Ub(i0 + 1, j) += c1 * ghj;
+            Ub(i0 + 2, j) += c2 * ghj;
+            Ub(i0 + 3, j) += c3 * ghj;
+          }
+        } else {
+          const int i1 = i0 + rows_per < d ? i0 + rows_per : d;
+          for (int i = i0; i < i1; ++i) {
+            Scalar ugh = 0;
+            for (int j = 0; j < r; ++j) ugh += Ub(i, j) * gh(j);
+            const Scalar coef = cm1 * ugh + sn * e(i) / rho;
+            for (int j = 0; j < r; ++j) Ub(i, j) += coef * gh(j);
+          }
+        }
       });
     }
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
@@ -377,24 +423,16 @@ struct StepFunctor {
                                                std::int64_t step_index) const {
     const Basis Ub{&U(b, 0, 0), d, r};
     auto Ub_view = Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL());
-    auto G = Kokkos::subview(wmat, b, 0, Kokkos::ALL(), Kokkos::ALL());
-    auto L = Kokkos::subview(wmat, b, 1, Kokkos::ALL(), Kokkos::ALL());
+    auto L = Kokkos::subview(wmat, b, 0, Kokkos::ALL(), Kokkos::ALL());  // U^T U, then its factor
     auto SL = Kokkos::subview(wmat, b, 2, Kokkos::ALL(), Kokkos::ALL());
     auto out = Kokkos::subview(wmat, b, 3, Kokkos::ALL(), Kokkos::ALL());
     using namespace KokkosBatched;
     TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Unblocked>::invoke(
-        m, Scalar(1), Ub_view, Ub_view, Scalar(0), G);
-    if (!factor(m, G)) {
+        m, Scalar(1), Ub_view, Ub_view, Scalar(0), L);
+    if (!cholesky(m, L)) {  // only the lower triangle (L) is read below
       fail(m, b, breakdown_reorthonormalize, step_index);
       return;
     }
-    // Unpivoted LU of SPD G: G = L1 (D L1^T), so the Cholesky factor is
-    // L(i,k) = Ufac(k,i) / sqrt(Ufac(k,k)) for i >= k.
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
-      const int i = k / r, c = k % r;
-      L(i, c) = i >= c ? G(c, i) / kmath::sqrt(G(c, c)) : Scalar(0);
-    });
-    m.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
       for (int a = 0; a < r; ++a) {
         Scalar v = Ub(i, a);

@@ -1,0 +1,268 @@
+// mosaic_bench: update-only throughput of the batched engine (float, the
+// default execution space) against the host reference in the same run, with
+// a measured roofline of the machine (copy bandwidth and an sgemm rate).
+//
+//   mosaic_bench [--d 2048,4096,8192] [--r 32,64,128] [--streams 8]
+//                [--steps N] [--seconds T] [--ref-steps N]
+//
+// --steps N fixes the engine steps per (d, r); otherwise they are chosen so
+// one point takes about --seconds (default 2). The reference runs one stream
+// for --ref-steps steps (default: about --seconds/4 of work).
+//
+// Timed: MosaicEngine::step() only, one fence-to-fence interval per step;
+// every step gets fresh samples from SyntheticDriftSource::generate, which is
+// not timed. samples/s = streams * steps / (sum of the step times).
+// Model per sample (ALGORITHM.md): 4 d r flops and 3 d r scalars of U
+// traffic (2 reads + 1 write). The implementation actually makes 3 reads and
+// 1 write of U and 8 d r flops per sample (z = U^T y, U z, and the fused
+// U gh + rank-one update pass); both columns are printed.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <Kokkos_Core.hpp>
+
+#include "mosaic/batched_engine.hpp"
+#include "mosaic/reference.hpp"
+#include "mosaic/synthetic_source.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::vector<int> parse_list(const char* s) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(std::stoi(item));
+  return out;
+}
+
+struct Options {
+  std::vector<int> d = {2048, 4096, 8192};
+  std::vector<int> r = {32, 64, 128};
+  int streams = 8;
+  long steps = 0;  // 0 = auto
+  double seconds = 2.0;
+  long ref_steps = 0;  // 0 = auto
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int k = 1; k < argc; ++k) {
+    auto next = [&](const char* name) {
+      if (k + 1 >= argc) {
+        std::fprintf(stderr, "mosaic_bench: %s needs a value\n", name);
+        std::exit(2);
+      }
+      return argv[++k];
+    };
+    if (!std::strcmp(argv[k], "--d")) o.d = parse_list(next("--d"));
+    else if (!std::strcmp(argv[k], "--r")) o.r = parse_list(next("--r"));
+    else if (!std::strcmp(argv[k], "--streams")) o.streams = std::atoi(next("--streams"));
+    else if (!std::strcmp(argv[k], "--steps")) o.steps = std::atol(next("--steps"));
+    else if (!std::strcmp(argv[k], "--seconds")) o.seconds = std::atof(next("--seconds"));
+    else if (!std::strcmp(argv[k], "--ref-steps")) o.ref_steps = std::atol(next("--ref-steps"));
+    else if (!std::strcmp(argv[k], "--help") || !std::strcmp(argv[k], "-h")) {
+      std::printf("usage: mosaic_bench [--d list] [--r list] [--streams B] [--steps N] "
+                  "[--seconds T] [--ref-steps N]  (plus Kokkos flags)\n");
+      std::exit(0);
+    } else if (std::strncmp(argv[k], "--kokkos", 8) != 0) {
+      std::fprintf(stderr, "mosaic_bench: unknown option %s\n", argv[k]);
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+using Exec = Kokkos::DefaultExecutionSpace;
+using Mem = Exec::memory_space;
+
+// STREAM-like copy a[i] = b[i] over 2 x 256 MiB of float; bytes counted as
+// read + write (STREAM convention). Best of 5.
+double copy_bandwidth_gbs() {
+  const std::size_t n = std::size_t(64) << 20;
+  Kokkos::View<float*, Mem> a("copy_a", n), b("copy_b", n);
+  Kokkos::deep_copy(b, 1.0f);
+  double best = 1e300;
+  for (int rep = 0; rep < 6; ++rep) {
+    Kokkos::fence();
+    const auto t0 = Clock::now();
+    Kokkos::parallel_for("stream_copy", Kokkos::RangePolicy<Exec>(0, n),
+                         KOKKOS_LAMBDA(const std::size_t i) { a(i) = b(i); });
+    Kokkos::fence();
+    if (rep > 0) best = std::min(best, seconds_since(t0));
+  }
+  return 2.0 * double(n) * sizeof(float) / best / 1e9;
+}
+
+// sgemm C = A B (n x n, row-major float), a plain cache-blocked kernel
+// parallelized over row blocks with Kokkos (no vendor BLAS): for each block
+// of rows and of k, C(i,:) += A(i,k) * B(k,:) (unit-stride, vectorizable
+// inner loop). Best of 3; 2 n^3 flops.
+double sgemm_gflops(int n) {
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> A("gemm_A", n, n), B("gemm_B", n, n),
+      C("gemm_C", n, n);
+  Kokkos::deep_copy(A, 0.5f);
+  Kokkos::deep_copy(B, 0.25f);
+  const int bi = 32, bk = 256, bj = 512;
+  const int nbi = (n + bi - 1) / bi;
+  double best = 1e300;
+  for (int rep = 0; rep < 4; ++rep) {
+    Kokkos::deep_copy(C, 0.0f);
+    Kokkos::fence();
+    const auto t0 = Clock::now();
+    Kokkos::parallel_for("sgemm", Kokkos::RangePolicy<Exec>(0, nbi), KOKKOS_LAMBDA(const int ib) {
+      const int i0 = ib * bi, i1 = i0 + bi < n ? i0 + bi : n;
+      for (int j0 = 0; j0 < n; j0 += bj) {
+        const int j1 = j0 + bj < n ? j0 + bj : n;
+        for (int k0 = 0; k0 < n; k0 += bk) {
+          const int k1 = k0 + bk < n ? k0 + bk : n;
+          for (int i = i0; i < i1; ++i) {
+            float* c = &C(i, 0);
+            for (int k = k0; k < k1; ++k) {
+              const float aik = A(i, k);
+              const float* bk_row = &B(k, 0);
+              for (int j = j0; j < j1; ++j) c[j] += aik * bk_row[j];
+            }
+          }
+        }
+      }
+    });
+    Kokkos::fence();
+    if (rep > 0) best = std::min(best, seconds_since(t0));
+  }
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(C, 0, 0));
+  if (h() != 0.125f * float(n)) std::fprintf(stderr, "sgemm check failed: %g\n", double(h()));
+  return 2.0 * double(n) * n * n / best / 1e9;
+}
+
+struct Row {
+  int d, r;
+  long steps;
+  double engine_sps, ref_sps;
+  long ref_steps;
+  double model_gbs, impl_gbs, model_gflops, impl_gflops;
+  long clamped;
+  int broken;
+};
+
+Row bench_point(const Options& o, int d, int r) {
+  const int B = o.streams;
+  std::vector<std::uint64_t> ids(B);
+  for (int b = 0; b < B; ++b) ids[b] = std::uint64_t(b);
+  mosaic::SyntheticSpec spec;
+  spec.d = d;
+  spec.r = r;
+  spec.lambda_max = 4.0;
+  spec.lambda_min = 0.5;
+  spec.noise = 0.1;
+  spec.drift = 1e-4;
+  spec.seed = 2024;
+  mosaic::MosaicParams p;  // defaults: exact, precision, gamma = 1, no reorthonormalization
+  mosaic::SyntheticDriftSource<float, Exec> src(spec, ids);
+  mosaic::StreamBatch<float, Exec> sb(B, d, r, ids);
+  mosaic::MosaicEngine<float, Exec> eng(p, B, d, r);
+  eng.init_random(sb, 1);
+  // Fresh samples every step (generated untimed; only step() is timed).
+  Kokkos::View<float**, Mem> X("X", B, d);
+  std::int64_t t = 0;
+  double t_engine = 0;
+  auto timed_step = [&]() {
+    src.generate(t++, X);
+    Kokkos::fence();
+    const auto t0 = Clock::now();
+    eng.step(sb, X);
+    Kokkos::fence();
+    t_engine += seconds_since(t0);
+  };
+  const int warm = 3;  // warm-up and calibration
+  for (int s = 0; s < warm; ++s) timed_step();
+  const double per_step = t_engine / warm;
+  const long steps = o.steps > 0 ? o.steps : std::max(5L, std::min(100000L, long(o.seconds / per_step)));
+  t_engine = 0;
+  for (long s = 0; s < steps; ++s) timed_step();
+
+  // Host reference, one stream (id 0), its own fresh samples from the host
+  // generator (the same numbers the device generator gives that stream).
+  const mosaic::SyntheticTruth truth = mosaic::make_synthetic_truth(spec, ids[0]);
+  std::vector<float> x(d);
+  auto ref = mosaic::reference_init_random<float>(d, r, p, 1, ids[0]);
+  double t_ref = 0;
+  long ref_steps = 0, ref_target = o.ref_steps > 0 ? o.ref_steps : 3;
+  bool ref_broken = false;
+  try {
+    for (; ref_steps < ref_target; ++ref_steps) {
+      mosaic::synthetic_sample(spec, truth, ids[0], std::uint64_t(ref_steps), x.data());
+      const auto t0 = Clock::now();
+      mosaic::reference_step(ref, x.data(), p);
+      t_ref += seconds_since(t0);
+      if (o.ref_steps == 0 && ref_steps == 2)  // calibrate to ~seconds/4
+        ref_target = std::max(3L, std::min(10000L, long(0.25 * o.seconds / (t_ref / 3))));
+    }
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "reference breakdown at d=%d r=%d: %s\n", d, r, ex.what());
+    ref_broken = true;
+  }
+  auto clamped = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.clamped_steps);
+  auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.status);
+  Row row{};
+  row.d = d;
+  row.r = r;
+  row.steps = steps;
+  row.engine_sps = double(B) * steps / t_engine;
+  row.ref_steps = ref_steps;
+  row.ref_sps = ref_broken ? 0.0 : double(ref_steps) / t_ref;
+  const double dr = double(d) * r;
+  row.model_gbs = row.engine_sps * 3.0 * dr * sizeof(float) / 1e9;
+  row.impl_gbs = row.engine_sps * 4.0 * dr * sizeof(float) / 1e9;
+  row.model_gflops = row.engine_sps * 4.0 * dr / 1e9;
+  row.impl_gflops = row.engine_sps * 8.0 * dr / 1e9;
+  for (int b = 0; b < B; ++b) {
+    row.clamped += clamped(b);
+    row.broken += status(b) != 0;
+  }
+  return row;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Kokkos::initialize(argc, argv);
+  int rc = 0;
+  {
+    const Options o = parse(argc, argv);
+    std::printf("# mosaic_bench: Kokkos %d, execution space %s, concurrency %d, float, %d streams\n",
+                KOKKOS_VERSION, Exec::name(), Exec().concurrency(), o.streams);
+    const double bw = copy_bandwidth_gbs();
+    const int gemm_n = 1024;
+    const double gf = sgemm_gflops(gemm_n);
+    std::printf("# roofline: copy bandwidth %.2f GB/s (Kokkos parallel_for a[i]=b[i], 2 x 256 MiB, read+write)\n", bw);
+    std::printf("# roofline: sgemm %.2f GFLOP/s (n=%d, blocked Kokkos/OpenMP loop, no vendor BLAS)\n", gf, gemm_n);
+    std::printf("# model per sample: 4dr flops, 3dr floats of U traffic; impl: 8dr flops, 4dr floats\n");
+    std::printf("| d | r | engine steps | engine samples/s | reference samples/s (1 thread) | ratio | GB/s model | GB/s impl | %% of copy BW (impl) | GFLOP/s model | GFLOP/s impl | clamped | broken |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int d : o.d)
+      for (int r : o.r) {
+        if (2 * r > d) continue;
+        const Row w = bench_point(o, d, r);
+        std::printf("| %d | %d | %ld | %.1f | %.1f (%ld steps) | %.2f | %.2f | %.2f | %.0f%% | %.2f | %.2f | %ld | %d |\n",
+                    w.d, w.r, w.steps, w.engine_sps, w.ref_sps, w.ref_steps, w.engine_sps / w.ref_sps,
+                    w.model_gbs, w.impl_gbs, 100.0 * w.impl_gbs / bw, w.model_gflops, w.impl_gflops,
+                    w.clamped, w.broken);
+        std::fflush(stdout);
+        if (w.broken) rc = 1;
+      }
+  }
+  Kokkos::finalize();
+  return rc;
+}
