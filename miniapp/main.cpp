@@ -1,10 +1,228 @@
+// mosaic_miniapp: reads a YAML input deck, advances many independent ordered
+// data streams with the MOSAIC update on Kokkos, across MPI ranks, and writes
+// one JSON result file. See README.md and docs/INPUT_DECK.md.
 #include <mpi.h>
+
 #include <Kokkos_Core.hpp>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mosaic/config.hpp"
+#include "mosaic/environment.hpp"
+#include "mosaic/result_writer.hpp"
+#include "mosaic/run.hpp"
+
+namespace {
+
+constexpr int kResultSchemaVersion = 1;
+
+const char* kUsage =
+    "usage: mosaic_miniapp DECK.yaml [--set key.path=value ...] [--output FILE]\n"
+    "                      [--dry-run] [--help] [--version] [--kokkos-...]\n"
+    "\n"
+    "  DECK.yaml          input deck (docs/INPUT_DECK.md)\n"
+    "  --set k.path=v     override one deck key (repeatable), e.g. --set problem.d=512\n"
+    "                     or --set sweep.problem.rank=[8,16]\n"
+    "  --output FILE      result file (overrides output.result)\n"
+    "  --dry-run          validate the deck, print the resolved configuration and the\n"
+    "                     memory it needs, and exit\n"
+    "  --kokkos-...       passed to Kokkos (e.g. --kokkos-num-threads=2)\n";
+
+struct CommandLine {
+  std::string deck;
+  std::vector<std::string> overrides;
+  std::string output;
+  bool dry_run = false, help = false, version = false;
+};
+
+// Throws std::invalid_argument with a usage-level message.
+CommandLine parse_command_line(int argc, char** argv) {
+  CommandLine cl;
+  for (int k = 1; k < argc; ++k) {
+    const std::string a = argv[k];
+    auto value = [&](const std::string& flag) -> std::string {
+      if (a.size() > flag.size() && a.compare(0, flag.size() + 1, flag + "=") == 0)
+        return a.substr(flag.size() + 1);
+      if (k + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
+      return argv[++k];
+    };
+    if (a.rfind("--kokkos-", 0) == 0) continue;  // Kokkos' own
+    if (a == "--help" || a == "-h") cl.help = true;
+    else if (a == "--version") cl.version = true;
+    else if (a == "--dry-run") cl.dry_run = true;
+    else if (a == "--set" || a.rfind("--set=", 0) == 0) cl.overrides.push_back(value("--set"));
+    else if (a == "--output" || a.rfind("--output=", 0) == 0) cl.output = value("--output");
+    else if (a.rfind("-", 0) == 0) throw std::invalid_argument("unknown option '" + a + "'");
+    else if (cl.deck.empty()) cl.deck = a;
+    else throw std::invalid_argument("more than one deck given ('" + cl.deck + "' and '" + a + "')");
+  }
+  if (!cl.help && !cl.version && cl.deck.empty()) throw std::invalid_argument("no input deck given");
+  return cl;
+}
+
+// Bytes one rank needs for a configuration: stream states, the engine's
+// per-stream work space (estimated as one more state), the synthetic truth
+// (V0, W0, mean, noise std in double) and the sample buffers.
+std::size_t estimate_rank_bytes(const mosaic::RunConfig& c, int streams) {
+  const std::size_t d = c.problem.d, r = c.problem.rank, rs = c.source.synthetic.r;
+  const std::size_t scalar = c.problem.dtype == mosaic::Dtype::float32 ? 4 : 8;
+  const std::size_t state = (d + d * r + r * r + 1) * scalar;
+  const std::size_t truth = (2 * d * rs + 2 * d + rs) * 8;
+  const std::size_t n0 = c.algorithm.init == mosaic::InitMode::data ? c.algorithm.resolved_init_samples(c.problem.rank) : 0;
+  const std::size_t samples = (d + n0 * d) * scalar;
+  return std::size_t(streams) * (2 * state + truth + samples);
+}
+
+int streams_on_rank0(const mosaic::RunConfig& c, int nranks) {
+  return int(mosaic::decompose_streams(c.streams, 0, nranks).local_ids.size());
+}
+
+void print_summary(const nlohmann::json& run) {
+  const auto& fom = run["figure_of_merit"];
+  const auto& thr = run["throughput"];
+  const auto& dec = run["decomposition"];
+  const auto& fin = run["diagnostics"]["final"];
+  std::printf("\n=== MOSAIC mini-app summary ===\n");
+  std::printf("  d=%d r=%d dtype=%s  ranks=%d  streams=%lld (%s)  steps=%lld\n",
+              run["resolved_deck"]["problem"]["d"].get<int>(),
+              run["resolved_deck"]["problem"]["rank"].get<int>(), run["dtype"].get<std::string>().c_str(),
+              dec["ranks"].get<int>(), dec["total_streams"].get<long long>(),
+              dec["mode"].get<std::string>().c_str(), run["steps"]["timed"].get<long long>());
+  for (const auto& [name, t] : run["timers"].items())
+    std::printf("  time %-12s max %10.4f s  min %10.4f s\n", name.c_str(), t["max_s"].get<double>(),
+                t["min_s"].get<double>());
+  std::printf("  end-to-end          %.4g samples/s\n", thr["end_to_end_samples_per_second"].get<double>());
+  std::printf("  orthonormality err  %.3e   min eig(S) %.3e   clamped steps %lld\n",
+              fin["orthonormality_error_max"].get<double>(), fin["s_min_eig_min"].get<double>(),
+              fin["clamped_steps"].get<long long>());
+  if (fin.contains("accuracy"))
+    std::printf("  projector distance to truth (max) %.3e   noise rel. error (max) %.3e\n",
+                fin["accuracy"]["projector_distance_max"].get<double>(),
+                fin["accuracy"]["noise_rel_error_max"].get<double>());
+  std::printf("  verification        %s\n", run["verification"]["passed"].get<bool>() ? "PASSED" : "FAILED");
+  std::printf("  FIGURE OF MERIT     %.6g %s\n", fom["value"].get<double>(),
+              "update samples/s (steps x streams / max update time)");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  const bool root = rank == 0;
+  auto fail = [&](const std::string& message, int code) {
+    if (root) std::fprintf(stderr, "mosaic_miniapp: error: %s\n", message.c_str());
+    MPI_Finalize();
+    return code;
+  };
+
+  CommandLine cl;
+  try {
+    cl = parse_command_line(argc, argv);
+  } catch (const std::exception& e) {
+    if (root) std::fputs(kUsage, stderr);
+    return fail(e.what(), 2);
+  }
+  if (cl.help || cl.version) {
+    if (root && cl.help) std::fputs(kUsage, stdout);
+    if (root && cl.version) std::printf("mosaic_miniapp %s (git %s)\n", MOSAIC_VERSION, MOSAIC_GIT_COMMIT);
+    MPI_Finalize();
+    return 0;
+  }
+
+  // Everything about the deck is checked before Kokkos starts or anything is written.
+  std::vector<mosaic::SweepPoint> points;
+  try {
+    points = mosaic::load_deck(cl.deck, cl.overrides);
+    for (auto& p : points) {
+      if (!cl.output.empty()) {
+        p.config.output.result = cl.output;
+        p.config.resolved["output"]["result"] = cl.output;
+      }
+      mosaic::validate_against_ranks(p.config, nranks, cl.deck);
+    }
+  } catch (const std::exception& e) {
+    return fail(e.what(), 2);
+  }
+  const std::string result_path = points.front().config.output.result;
+
+  if (cl.dry_run) {
+    if (root) {
+      for (std::size_t k = 0; k < points.size(); ++k) {
+        const auto& c = points[k].config;
+        std::printf("# run %zu of %zu %s\n%s\n", k + 1, points.size(), points[k].point.dump().c_str(),
+                    c.resolved.dump(2).c_str());
+        const std::size_t bytes = estimate_rank_bytes(c, streams_on_rank0(c, nranks));
+        std::printf("# memory: about %.3f MiB per rank (%d streams on rank 0 of %d)\n",
+                    bytes / 1048576.0, streams_on_rank0(c, nranks), nranks);
+      }
+      std::printf("# result file would be: %s\n", result_path.c_str());
+    }
+    MPI_Finalize();
+    return 0;
+  }
+
+  // A non-writable result path fails before the run starts.
+  int writable = 1;
+  std::string why;
+  if (root) {
+    try {
+      mosaic::check_writable(result_path);
+    } catch (const std::exception& e) {
+      writable = 0;
+      why = e.what();
+    }
+  }
+  MPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!writable) return fail(why, 2);
+
   Kokkos::initialize(argc, argv);
+  int rc = 0;
+  try {
+    nlohmann::json runs = nlohmann::json::array();
+    for (std::size_t k = 0; k < points.size(); ++k) {
+      const auto& c = points[k].config;
+      if (root && points.size() > 1)
+        std::printf("[mosaic] sweep point %zu/%zu: %s\n", k + 1, points.size(), points[k].point.dump().c_str());
+      nlohmann::json run = c.problem.dtype == mosaic::Dtype::float32
+                               ? mosaic::run_point<float>(c, MPI_COMM_WORLD)
+                               : mosaic::run_point<double>(c, MPI_COMM_WORLD);
+      if (root) {
+        run["sweep_point"] = points[k].point;
+        print_summary(run);
+        if (!run["verification"]["passed"].get<bool>()) rc = 3;
+        runs.push_back(std::move(run));
+      }
+    }
+    if (root) {
+      std::vector<std::string> args(argv, argv + argc);
+      nlohmann::json doc = {
+          {"schema_version", kResultSchemaVersion},
+          {"program", "mosaic_miniapp"},
+          {"command_line", args},
+          {"deck_path", cl.deck},
+          {"overrides", cl.overrides},
+          {"mpi_ranks", nranks},
+          {"environment", mosaic::collect_environment()},
+          {"status", "completed"},
+          {"runs", runs},
+      };
+      mosaic::write_json_atomically(result_path, doc);
+      std::printf("[mosaic] result written to %s\n", result_path.c_str());
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mosaic_miniapp: rank %d: error: %s\n", rank, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   Kokkos::finalize();
   MPI_Finalize();
-  return 0;
+  return rc;
 }

@@ -166,6 +166,8 @@ def main():
     p.add_argument("--workdir", required=True)
     p.add_argument("--ranks", type=int, default=1)
     args = p.parse_args()
+    for name in ("miniapp", "mpiexec", "schema", "deck", "workdir"):
+        setattr(args, name, os.path.abspath(getattr(args, name)))
     os.makedirs(args.workdir, exist_ok=True)
     globals()["check_" + args.check](args)
     print("check passed:", args.check)
