@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+#if defined(KOKKOS_ENABLE_CUDA)
+#include <cuda_runtime.h>
+#endif
+
 #include "mosaic/config.hpp"
 #include "mosaic/environment.hpp"
 #include "mosaic/result_writer.hpp"
@@ -183,7 +187,28 @@ int main(int argc, char** argv) {
   MPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (!writable) return fail(why, 2);
 
-  Kokkos::initialize(argc, argv);
+  // One GPU per rank: ranks on a node take the node's devices round-robin by
+  // local rank, unless the user chose with --kokkos-device-id.
+  std::vector<char*> kokkos_argv(argv, argv + argc);
+  std::string device_arg;
+#if defined(KOKKOS_ENABLE_CUDA)
+  {
+    bool chosen = false;
+    for (int k = 1; k < argc; ++k) chosen = chosen || std::string(argv[k]).rfind("--kokkos-device-id", 0) == 0;
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    int local_rank = 0, devices = 0;
+    MPI_Comm_rank(node, &local_rank);
+    MPI_Comm_free(&node);
+    if (!chosen && cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {
+      device_arg = "--kokkos-device-id=" + std::to_string(local_rank % devices);
+      kokkos_argv.push_back(device_arg.data());
+    }
+  }
+#endif
+  int kokkos_argc = int(kokkos_argv.size());
+  kokkos_argv.push_back(nullptr);
+  Kokkos::initialize(kokkos_argc, kokkos_argv.data());
   int rc = 0;
   try {
     nlohmann::json runs = nlohmann::json::array();
