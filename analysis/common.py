@@ -1,0 +1,521 @@
+"""Shared pieces of the analysis commands: reading result files into flat run
+records, grouping runs for scaling, formatting tables, and figure captions.
+
+A *record* is one entry of a result file's runs[] (one sweep point of one
+invocation) together with the file-level data it needs (environment, deck).
+"""
+
+import csv
+import io
+import json
+import math
+import os
+import statistics
+import sys
+import textwrap
+from collections import OrderedDict
+
+SCHEMA_VERSION = 1
+GPU_SPACES = ("Cuda", "HIP", "SYCL", "OpenMPTarget")
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCHEMA_PATH = os.path.join(REPO_ROOT, "docs", "result.schema.json")
+
+
+class AnalysisError(Exception):
+    """A problem with the input files, reported as one line and exit status 2."""
+
+
+# ---------------------------------------------------------------------------
+# Reading result files
+
+
+def _num(v):
+    """JSON number (or null, which the writer uses for inf/nan) -> float."""
+    if v is None:
+        return math.nan
+    return float(v)
+
+
+def compact(v):
+    """A JSON value written the way the mini-app's sweep descriptions write it."""
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, separators=(",", ":"))
+
+
+def machine_label(env):
+    """The device the run's kernels ran on: the GPU model when Kokkos' default
+    execution space is a GPU space, else the CPU model."""
+    space = str(env.get("kokkos_default_execution_space", ""))
+    gpus = env.get("gpus") or []
+    if any(s in space for s in GPU_SPACES):
+        models = list(OrderedDict.fromkeys(str(g.get("model", "?")) for g in gpus))
+        return " / ".join(models) if models else space + " device"
+    cpu = str(env.get("cpu_model", "")).strip()
+    return cpu if cpu else "unknown CPU"
+
+
+class Record:
+    """One run (one runs[] entry) of one result file, flattened."""
+
+    def __init__(self, path, doc, index):
+        run = doc["runs"][index]
+        env = doc["environment"]
+        deck = run["resolved_deck"]
+        dec = run["decomposition"]
+        self.path = path
+        self.file = os.path.basename(path)
+        self.run_index = index
+        self.run_count = len(doc["runs"])
+        self.deck_path = doc["deck_path"]
+        self.overrides = list(doc.get("overrides", []))
+        self.status = doc["status"]
+        self.env = env
+        self.hostname = str(env["hostname"])
+        self.machine = machine_label(env)
+        self.backend = str(env.get("kokkos_default_execution_space", ""))
+        self.git_commit = str(env["git_commit"])
+
+        self.d = int(deck["problem"]["d"])
+        self.r = int(deck["problem"]["rank"])
+        self.dtype = str(run["dtype"])
+        self.mode = str(dec["mode"])
+        self.ranks = int(dec["ranks"])
+        self.streams_total = int(dec["total_streams"])
+        self.spr_min = int(dec["streams_per_rank_min"])
+        self.spr_max = int(dec["streams_per_rank_max"])
+        self.imbalance = float(dec["imbalance"])
+        # Streams per rank: the deck's per_rank in weak mode, total/ranks in strong mode.
+        per_rank = deck.get("streams", {}).get("per_rank")
+        if self.mode == "weak" and per_rank is not None:
+            self.streams_per_rank = float(per_rank)
+        else:
+            self.streams_per_rank = self.streams_total / self.ranks
+        self.steps = int(run["steps"]["timed"])
+        self.sweep_point = dict(run.get("sweep_point") or {})
+        alg = deck.get("algorithm", {})
+        self.algorithm = "%s/%s" % (alg.get("covariance_update", "exact"),
+                                    alg.get("subspace_direction", "precision"))
+
+        self.fom = _num(run["figure_of_merit"]["value"])
+        self.end_to_end = _num(run["throughput"]["end_to_end_samples_per_second"])
+
+        fin = run["diagnostics"]["final"]
+        self.orthonormality_error = _num(fin["orthonormality_error_max"])
+        self.s_condition = _num(fin["s_condition_max"])
+        self.clamped_steps = int(fin["clamped_steps"])
+        acc = fin.get("accuracy") or {}
+        self.projector_distance = _num(acc.get("projector_distance_max"))
+        self.series = list(run["diagnostics"]["series"])
+
+        ver = run["verification"]
+        self.passed = bool(ver["passed"])
+        self.failed_checks = [c["name"] for c in ver["checks"] if not c["passed"]]
+        self.checksums = OrderedDict()
+        for c in ver["per_stream_checksums"]:
+            self.checksums[int(c["stream_id"])] = c["checksum"]
+
+        # Filled by assign_efficiencies().
+        self.efficiency = None
+        self.efficiency_base_ranks = None
+
+    @property
+    def sweep_label(self):
+        if not self.sweep_point:
+            return "-"
+        return ", ".join("%s=%s" % (k, compact(v)) for k, v in self.sweep_point.items())
+
+    @property
+    def verification(self):
+        text = "PASSED" if self.passed else "FAILED"
+        if self.status != "completed":
+            text += " (%s)" % self.status
+        return text
+
+    @property
+    def deck_name(self):
+        return os.path.basename(self.deck_path) or self.deck_path
+
+    def label(self):
+        """Short description for legends."""
+        return "%s #%d" % (self.file, self.run_index) if self.run_count > 1 else self.file
+
+
+def _expand(paths):
+    """Files as given; directories searched recursively for *.json (sorted)."""
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = []
+            for root, _dirs, files in os.walk(p):
+                found += [os.path.join(root, f) for f in files if f.endswith(".json")]
+            out += [(f, True) for f in sorted(found)]
+        else:
+            out.append((p, False))
+    return out
+
+
+def load_document(path):
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise AnalysisError("%s: cannot read: %s" % (path, e.strerror or e))
+    except ValueError as e:
+        raise AnalysisError("%s: not valid JSON: %s" % (path, e))
+
+
+def load_schema(path=SCHEMA_PATH):
+    """docs/result.schema.json, ready for jsonschema. A relative "$id" (such as
+    "mosaic_miniapp/result/1") is dropped: jsonschema 4.10 (Debian 12) joins it
+    with itself when it resolves "#/$defs/..." references and fails with
+    RefResolutionError; without it the references resolve within the document."""
+    with open(path, "r", encoding="utf-8") as f:
+        schema = json.load(f)
+    if ":" not in str(schema.get("$id", ":")):
+        schema = dict(schema)
+        del schema["$id"]
+    return schema
+
+
+def validate_document(doc, path):
+    """Validates against docs/result.schema.json when the jsonschema module is
+    available; returns False when it is not (nothing checked)."""
+    try:
+        import jsonschema
+    except ImportError:
+        return False
+    schema = load_schema()
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(doc),
+                    key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
+        raise AnalysisError("%s: does not follow the result schema at %s: %s%s" % (
+            path, where, e.message, " (and %d more errors)" % (len(errors) - 1) if len(errors) > 1 else ""))
+    return True
+
+
+def load_records(paths, validate=False):
+    """Reads result files (or directories of them) into records, in the order
+    given and, within a file, in runs[] order. Raises AnalysisError with a
+    one-line message on the first unusable named file; files found by scanning
+    a directory that are not mosaic_miniapp results are skipped with a warning."""
+    records = []
+    for path, scanned in _expand(paths):
+        doc = load_document(path)
+        if not isinstance(doc, dict) or doc.get("program") != "mosaic_miniapp":
+            if scanned:
+                print("warning: %s: not a mosaic_miniapp result file, skipped" % path, file=sys.stderr)
+                continue
+            raise AnalysisError("%s: not a mosaic_miniapp result file (no \"program\": \"mosaic_miniapp\")" % path)
+        if doc.get("schema_version") != SCHEMA_VERSION:
+            raise AnalysisError("%s: schema_version %r is not supported (expected %d)" % (
+                path, doc.get("schema_version"), SCHEMA_VERSION))
+        if validate:
+            validate_document(doc, path)
+        runs = doc.get("runs")
+        if not isinstance(runs, list) or not runs:
+            raise AnalysisError("%s: no runs" % path)
+        for k in range(len(runs)):
+            try:
+                records.append(Record(path, doc, k))
+            except (KeyError, TypeError, ValueError) as e:
+                raise AnalysisError("%s: runs[%d]: missing or malformed field %s" % (path, k, e))
+    if not records:
+        raise AnalysisError("no result files found in: %s" % " ".join(paths))
+    # Files with the same name in different directories are shown by path.
+    paths_by_name = {}
+    for r in records:
+        paths_by_name.setdefault(r.file, set()).add(r.path)
+    for r in records:
+        if len(paths_by_name[r.file]) > 1:
+            r.file = os.path.normpath(r.path)
+    return records
+
+
+# ---------------------------------------------------------------------------
+# Scaling groups and efficiencies
+#
+# Runs are comparable for scaling when they differ only in the number of MPI
+# ranks: same mode, d, r, dtype, timed steps, algorithm variant and device
+# model, and the same streams per rank (weak) or total streams (strong). Repeats at one rank
+# count are summarized by the median FOM. With N0 the smallest rank count of
+# the group and F(N) the FOM (update samples/s over all ranks):
+#
+#   ideal(N)      = F(N0) * N / N0
+#   efficiency(N) = F(N) / ideal(N) = (F(N)/N) / (F(N0)/N0)
+#
+# For strong scaling (fixed total work) this is speedup F(N)/F(N0) divided by
+# N/N0; for weak scaling (fixed work per rank) it is the per-rank throughput
+# relative to the base. With N0 = 1 these are FOM(N)/(N*FOM(1)) and
+# (FOM(N)/N)/FOM(1).
+
+
+def scaling_key(rec):
+    if rec.mode == "weak":
+        streams = ("streams/rank", fmt_count(rec.streams_per_rank))
+    else:
+        streams = ("total streams", str(rec.streams_total))
+    return (("mode", rec.mode), ("d", str(rec.d)), ("r", str(rec.r)), ("dtype", rec.dtype), streams,
+            ("steps", str(rec.steps)), ("algorithm", rec.algorithm), ("device", rec.machine))
+
+
+def key_text(key, skip=()):
+    return ", ".join("%s=%s" % (k, v) for k, v in key if k not in skip)
+
+
+def slug(text):
+    out = "".join(c if c.isalnum() or c in "._-" else "_" for c in text)
+    while "__" in out:
+        out = out.replace("__", "_")
+    return out.strip("_")[:120]
+
+
+class ScalingPoint:
+    def __init__(self, ranks, records):
+        self.ranks = ranks
+        self.records = records
+        self.fom = statistics.median([r.fom for r in records])
+        self.end_to_end = statistics.median([r.end_to_end for r in records])
+        self.streams_total = records[0].streams_total
+        self.spr_min = min(r.spr_min for r in records)
+        self.spr_max = max(r.spr_max for r in records)
+        self.all_passed = all(r.passed and r.status == "completed" for r in records)
+        self.speedup = self.ideal = self.efficiency = None
+
+
+class ScalingGroup:
+    def __init__(self, key, records):
+        self.key = key
+        self.mode = dict(key)["mode"]
+        self.records = records
+        by_ranks = OrderedDict()
+        for r in sorted(records, key=lambda r: r.ranks):
+            by_ranks.setdefault(r.ranks, []).append(r)
+        self.points = [ScalingPoint(n, rs) for n, rs in by_ranks.items()]
+        base = self.points[0]
+        self.base_ranks = base.ranks
+        self.base_fom = base.fom
+        for p in self.points:
+            p.speedup = p.fom / base.fom if base.fom > 0 else math.nan
+            p.ideal = base.fom * p.ranks / base.ranks
+            p.efficiency = p.fom / p.ideal if p.ideal > 0 else math.nan
+
+    @property
+    def has_baseline(self):
+        """True when at least two rank counts are present."""
+        return len(self.points) >= 2
+
+    @property
+    def title(self):
+        return key_text(self.key)
+
+
+def scaling_groups(records):
+    groups = OrderedDict()
+    for r in records:
+        groups.setdefault(scaling_key(r), []).append(r)
+    return [ScalingGroup(k, rs) for k, rs in groups.items()]
+
+
+def assign_efficiencies(records):
+    """Sets record.efficiency (against the group's median FOM at the smallest
+    rank count) for every record whose scaling group spans >= 2 rank counts."""
+    groups = scaling_groups(records)
+    for g in groups:
+        if not g.has_baseline:
+            continue
+        for r in g.records:
+            r.efficiency = (r.fom / r.ranks) / (g.base_fom / g.base_ranks) if g.base_fom > 0 else math.nan
+            r.efficiency_base_ranks = g.base_ranks
+    return groups
+
+
+# ---------------------------------------------------------------------------
+# Strong scaling: per-stream checksum agreement
+
+
+class ChecksumReport:
+    def __init__(self, group, status, streams, mismatches, message):
+        self.group = group
+        self.status = status  # "agree", "mismatch" or "single"
+        self.streams = streams
+        self.mismatches = mismatches
+        self.message = message
+
+    @property
+    def ok(self):
+        return self.status != "mismatch"
+
+
+def _same(a, b, rtol):
+    if a is None or b is None:
+        return False  # null = non-finite checksum: never counts as agreement
+    if rtol == 0:
+        return a == b
+    return abs(a - b) <= rtol * max(abs(a), abs(b))
+
+
+def check_checksums(group, rtol=0.0, max_listed=5):
+    """Compares every run's per-stream checksums with those of the first run at
+    the smallest rank count. Strong mode runs the same streams on any number of
+    ranks, so the checksums must agree (exactly, with rtol = 0)."""
+    ref = group.points[0].records[0]
+    runs = [r for p in group.points for r in p.records]
+    ranks = [p.ranks for p in group.points]
+    if len(runs) < 2:
+        return ChecksumReport(group, "single", len(ref.checksums), [],
+                              "only one run (%d ranks): nothing to compare" % ref.ranks)
+    problems = []
+    for run in runs:
+        for sid in sorted(set(ref.checksums) | set(run.checksums)):
+            if sid not in run.checksums or sid not in ref.checksums:
+                problems.append((sid, run, run.checksums.get(sid, "missing"), ref.checksums.get(sid, "missing")))
+            elif not _same(run.checksums[sid], ref.checksums[sid], rtol):
+                problems.append((sid, run, run.checksums[sid], ref.checksums[sid]))
+    if not problems:
+        what = "bit-identical" if rtol == 0 else "within rtol %g" % rtol
+        return ChecksumReport(group, "agree", len(ref.checksums), [],
+                              "AGREE: %d streams, %s over %d runs at ranks %s" % (
+                                  len(ref.checksums), what, len(runs), ", ".join(map(str, ranks))))
+    lines = ["MISMATCH: %d stream checksum(s) differ from %s (%d ranks):" % (len(problems), ref.file, ref.ranks)]
+    for sid, run, got, want in problems[:max_listed]:
+        lines.append("  stream %d: %s (%d ranks) has %s, reference has %s" % (
+            sid, run.file, run.ranks, _fmt_checksum(got), _fmt_checksum(want)))
+    if len(problems) > max_listed:
+        lines.append("  ... and %d more" % (len(problems) - max_listed))
+    return ChecksumReport(group, "mismatch", len(ref.checksums), problems, "\n".join(lines))
+
+
+def _fmt_checksum(v):
+    if v is None:
+        return "null (non-finite)"
+    if isinstance(v, str):
+        return v
+    return repr(float(v))
+
+
+# ---------------------------------------------------------------------------
+# Formatting
+
+
+def isnan(x):
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def fmt_rate(x):
+    """Samples/s: thousands separators from 1000 up, else 4 significant digits."""
+    if isnan(x):
+        return "n/a"
+    if math.isinf(x):
+        return "inf"
+    return "{:,.0f}".format(x) if abs(x) >= 1000 else "{:.4g}".format(x)
+
+
+def fmt_eff(x):
+    return "" if isnan(x) else "{:.3f}".format(x)
+
+
+def fmt_sci(x):
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "non-finite"
+    return "{:.3e}".format(x)
+
+
+def fmt_count(x):
+    if isnan(x):
+        return "n/a"
+    return str(int(x)) if float(x).is_integer() else "{:.2f}".format(x)
+
+
+def md_table(headers, rows):
+    def cell(v):
+        return str(v).replace("|", "\\|").replace("\n", " ")
+    out = ["| " + " | ".join(cell(h) for h in headers) + " |",
+           "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def csv_text(headers, rows):
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(headers)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+# ---------------------------------------------------------------------------
+# Figures
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (no display needed)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def provenance(records, max_items=3):
+    """'machine: <device> on <host>; ... | git <commit>, ...' for a caption."""
+    machines = list(OrderedDict.fromkeys("%s on %s" % (r.machine, r.hostname) for r in records))
+    commits = list(OrderedDict.fromkeys(r.git_commit for r in records))
+
+    def join(items):
+        if len(items) <= max_items:
+            return "; ".join(items)
+        return "; ".join(items[:max_items]) + "; and %d more" % (len(items) - max_items)
+    return "%s: %s | git %s" % ("machine" if len(machines) == 1 else "machines", join(machines), join(commits))
+
+
+def save_figure(fig, path, title, records):
+    """Adds the title and the provenance caption (machine, host, git commit),
+    saves a PNG with the same text in its metadata, and closes the figure."""
+    caption = provenance(records)
+    width_chars = int(fig.get_figwidth() * 11)
+    title_lines = [w for line in title.split("\n") for w in (textwrap.wrap(line, width_chars) or [""])]
+    cap_lines = textwrap.wrap(caption, int(width_chars * 1.8))
+    fig.suptitle("\n".join(title_lines), fontsize=10)
+    fig.text(0.5, 0.005, "\n".join(cap_lines), ha="center", va="bottom", fontsize=7)
+    # tight_layout makes room for the suptitle itself; the caption needs its band.
+    bottom = (len(cap_lines) + 0.3) * 7 * 1.3 / 72 / fig.get_figheight()
+    fig.tight_layout(rect=(0, bottom, 1, 1))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=110, metadata={"Title": title, "Description": caption, "Software": "mosaic_miniapp analysis"})
+    pyplot().close(fig)
+    return path
+
+
+def plain_log_labels(ax, axis="y"):
+    """Plain numbers (1,000 rather than 10^3) on a log axis; minor ticks are
+    labelled too when the axis spans less than a decade."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+    a = ax.yaxis if axis == "y" else ax.xaxis
+    lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    fmt = FuncFormatter(lambda v, _pos: fmt_rate(v))
+    a.set_major_formatter(fmt)
+    a.set_minor_formatter(fmt if lo > 0 and hi / lo < 10 else NullFormatter())
+
+
+def add_common_arguments(parser, out=True):
+    parser.add_argument("inputs", nargs="+", metavar="RESULT",
+                        help="result JSON files, or directories searched recursively for *.json")
+    if out:
+        parser.add_argument("--out", metavar="DIR", default="analysis_out",
+                            help="directory for the PNG figures (default: %(default)s)")
+    parser.add_argument("--validate", action="store_true",
+                        help="validate every file against docs/result.schema.json "
+                             "(needs the python3-jsonschema module)")
+
+
+def main_wrapper(name, fn, argv):
+    try:
+        return fn(argv)
+    except AnalysisError as e:
+        print("%s: error: %s" % (name, e), file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # stdout closed early (e.g. piped into head)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -1,0 +1,202 @@
+"""scaling: strong- and weak-scaling tables (Markdown, stdout) and PNG plots
+(throughput vs ranks with the ideal line; parallel efficiency vs ranks), and,
+for strong scaling, the check that every stream's verification checksum is the
+same for every rank count.
+
+Runs are grouped by (mode, d, r, dtype, streams per rank [weak] or total
+streams [strong], timed steps, algorithm variant, device model); inside a
+group they differ only in the MPI rank count. Repeats at one rank count: the median FOM is used.
+With N0 the smallest rank count present (the base; said so when it is not 1):
+
+    ideal(N)      = FOM(N0) * N / N0
+    efficiency(N) = FOM(N) / ideal(N) = (FOM(N)/N) / (FOM(N0)/N0)
+
+strong: speedup FOM(N)/FOM(N0) over N/N0 (= FOM(N) / (N * FOM(1)) for N0 = 1);
+weak:   per-rank throughput over the base's (= (FOM(N)/N) / FOM(1) for N0 = 1).
+
+Exit status: 0; 1 if some strong-scaling group's checksums disagree; 2 on
+unusable input.
+
+    python3 -m analysis.scaling results/strong_*.json results/weak_*.json --out figures/
+"""
+
+import argparse
+import math
+import os
+import sys
+
+if __package__ in (None, ""):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from analysis import common as C
+
+
+def _verification(point):
+    bad = [r for r in point.records if not (r.passed and r.status == "completed")]
+    return "PASSED" if not bad else "FAILED (%d of %d)" % (len(bad), len(point.records))
+
+
+def group_table(g):
+    if g.mode == "strong":
+        headers = ["ranks", "runs", "streams/rank", "FOM (update samples/s)", "speedup vs base",
+                   "ideal FOM", "efficiency", "end-to-end samples/s", "verification"]
+        rows = [[p.ranks, len(p.records),
+                 str(p.spr_min) if p.spr_min == p.spr_max else "%d-%d" % (p.spr_min, p.spr_max),
+                 C.fmt_rate(p.fom), "%.3f" % p.speedup, C.fmt_rate(p.ideal), C.fmt_eff(p.efficiency),
+                 C.fmt_rate(p.end_to_end), _verification(p)] for p in g.points]
+    else:
+        headers = ["ranks", "runs", "total streams", "FOM (update samples/s)", "FOM per rank",
+                   "ideal FOM", "efficiency", "end-to-end samples/s", "verification"]
+        rows = [[p.ranks, len(p.records), p.streams_total, C.fmt_rate(p.fom), C.fmt_rate(p.fom / p.ranks),
+                 C.fmt_rate(p.ideal), C.fmt_eff(p.efficiency), C.fmt_rate(p.end_to_end), _verification(p)]
+                for p in g.points]
+    return C.md_table(headers, rows)
+
+
+def base_note(g):
+    if g.base_ranks == 1:
+        return "Base: 1 rank."
+    return ("Base: %d ranks (the smallest rank count present; no 1-rank run): speedup, ideal and "
+            "efficiency are relative to %d ranks." % (g.base_ranks, g.base_ranks))
+
+
+def describe(g):
+    k = dict(g.key)
+    streams = ("%s streams/rank" % k["streams/rank"]) if g.mode == "weak" else ("%s streams in all" % k["total streams"])
+    return "d=%s, r=%s, %s, %s, %s steps, %s" % (k["d"], k["r"], k["dtype"], streams, k["steps"], k["algorithm"])
+
+
+def file_stem(g):
+    k = dict(g.key)
+    streams = ("%sperrank" % k["streams/rank"]) if g.mode == "weak" else ("%stotal" % k["total streams"])
+    return C.slug("scaling_%s_d%s_r%s_%s_%s_%ssteps_%s_%s" % (g.mode, k["d"], k["r"], k["dtype"], streams, k["steps"],
+                                                             k["algorithm"].replace("/", "-"), k["device"]))
+
+
+def plot_group(g, out_dir):
+    plt = C.pyplot()
+    from matplotlib.ticker import NullFormatter
+    name = file_stem(g)
+    ranks = [p.ranks for p in g.points]
+    what = "Strong" if g.mode == "strong" else "Weak"
+    subtitle = describe(g)
+    paths = []
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    ax.plot(ranks, [p.fom for p in g.points], "o-", label="measured (median of repeats)")
+    ax.plot(ranks, [p.ideal for p in g.points], "k--", label="ideal (linear from %d rank%s)" % (
+        g.base_ranks, "" if g.base_ranks == 1 else "s"))
+    for p in g.points:
+        for r in p.records:
+            if len(p.records) > 1:
+                ax.plot([p.ranks], [r.fom], "x", color="tab:gray", ms=5)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(ranks)
+    ax.set_xticklabels([str(n) for n in ranks])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("MPI ranks (one device each) [count]")
+    ax.set_ylabel("update throughput, all ranks [samples/s]")
+    C.plain_log_labels(ax)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    paths.append(C.save_figure(fig, os.path.join(out_dir, name + "_throughput.png"),
+                               "%s scaling: throughput vs ranks\n%s" % (what, subtitle), g.records))
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    effs = [p.efficiency for p in g.points]
+    ax.plot(ranks, effs, "o-", label="measured")
+    ax.axhline(1.0, color="k", ls="--", label="ideal")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ranks)
+    ax.set_xticklabels([str(n) for n in ranks])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    top = max([1.1] + [1.1 * e for e in effs if math.isfinite(e)])
+    ax.set_ylim(0, top)
+    ax.set_xlabel("MPI ranks (one device each) [count]")
+    ax.set_ylabel("parallel efficiency vs %d rank%s [fraction of ideal]" % (
+        g.base_ranks, "" if g.base_ranks == 1 else "s"))
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    paths.append(C.save_figure(fig, os.path.join(out_dir, name + "_efficiency.png"),
+                               "%s scaling: parallel efficiency vs ranks\n%s" % (what, subtitle), g.records))
+    return paths
+
+
+def analyse(records, out_dir, mode="both", rtol=0.0, plots=True):
+    """Returns (markdown text, groups, checksum reports, figure paths)."""
+    groups = [g for g in C.scaling_groups(records) if mode in ("both", g.mode)]
+    lines, reports, figures = [], [], []
+    for which in ("strong", "weak"):
+        gs = [g for g in groups if g.mode == which]
+        if mode not in ("both", which):
+            continue
+        lines.append("# %s scaling" % which.capitalize())
+        lines.append("")
+        if which == "strong":
+            lines.append("Efficiency = speedup / rank ratio = (FOM(N)/FOM(N0)) / (N/N0); with N0 = 1: "
+                         "FOM(N) / (N * FOM(1)). Ideal FOM = FOM(N0) * N / N0.")
+        else:
+            lines.append("Efficiency = per-rank throughput ratio = (FOM(N)/N) / (FOM(N0)/N0); with N0 = 1: "
+                         "(FOM(N)/N) / FOM(1). Ideal FOM = FOM(N0) * N / N0.")
+        lines.append("")
+        if not gs:
+            lines += ["No %s-mode runs." % which, ""]
+            continue
+        for g in [g for g in gs if g.has_baseline]:
+            lines.append("## %s on %s" % (describe(g), dict(g.key)["device"]))
+            lines.append("")
+            lines.append(base_note(g))
+            lines.append("")
+            lines.append(group_table(g))
+            lines.append("")
+            if which == "strong":
+                rep = C.check_checksums(g, rtol=rtol)
+                reports.append(rep)
+                lines.append("Per-stream checksums across rank counts: " + rep.message)
+                lines.append("")
+            if plots:
+                paths = plot_group(g, out_dir)
+                figures += paths
+                lines.append("Figures: " + ", ".join(paths))
+                lines.append("")
+        single = [g for g in gs if not g.has_baseline]
+        if single:
+            lines.append("Runs with a single rank count (no baseline, no scaling plot):")
+            lines.append("")
+            lines.append(C.md_table(
+                ["d", "r", "dtype", "streams/rank" if which == "weak" else "total streams", "steps", "algorithm",
+                 "device", "ranks", "runs", "FOM (update samples/s)", "verification"],
+                [[k["d"], k["r"], k["dtype"], k["streams/rank" if which == "weak" else "total streams"], k["steps"],
+                  k["algorithm"], k["device"], g.points[0].ranks, len(g.records), C.fmt_rate(g.points[0].fom),
+                  _verification(g.points[0])] for g in single for k in [dict(g.key)]]))
+            lines.append("")
+    return "\n".join(lines), groups, reports, figures
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(
+        prog="python3 -m analysis.scaling",
+        description="Strong- and weak-scaling tables (Markdown on stdout) and PNG plots (throughput vs ranks "
+                    "with the ideal line, parallel efficiency vs ranks) from mosaic_miniapp result files, and "
+                    "the strong-scaling check that per-stream checksums agree across rank counts. "
+                    "Exit status 1 if they do not.",
+        epilog="Efficiency: (FOM(N)/N) / (FOM(N0)/N0), N0 = smallest rank count present in the group.")
+    C.add_common_arguments(p)
+    p.add_argument("--mode", choices=["both", "strong", "weak"], default="both",
+                   help="which scaling mode to report (default: %(default)s)")
+    p.add_argument("--checksum-rtol", type=float, default=0.0, metavar="RTOL",
+                   help="relative tolerance for the checksum comparison (default 0: bit-identical)")
+    p.add_argument("--no-plots", action="store_true", help="tables only")
+    args = p.parse_args(argv)
+    records = C.load_records(args.inputs, validate=args.validate)
+    text, _groups, reports, _figs = analyse(records, args.out, args.mode, args.checksum_rtol, not args.no_plots)
+    print(text)
+    bad = [r for r in reports if not r.ok]
+    if bad:
+        print("CHECKSUM MISMATCH in %d strong-scaling group(s)." % len(bad))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(C.main_wrapper("analysis.scaling", main, None))

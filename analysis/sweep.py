@@ -1,0 +1,164 @@
+"""sweep: throughput versus the problem size d and versus the retained rank r
+(log axes), and the streams-per-device saturation curve (FOM versus streams
+per rank), from any mix of result files; Markdown tables on stdout, PNGs in
+--out. A curve is drawn for every set of runs that differ only in that one
+parameter (same device model, dtype, algorithm variant, timed steps, rank
+count and, for d and r, total streams) and that has at least two values of it. Repeats at
+one value: the median FOM.
+
+    python3 -m analysis.sweep results/single_gpu.json results/rank_sweep.json --out figures/
+"""
+
+import argparse
+import os
+import statistics
+import sys
+from collections import OrderedDict
+
+if __package__ in (None, ""):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from analysis import common as C
+
+SATURATION_FRACTION = 0.9
+
+
+def _key(rec, without):
+    items = [("d", str(rec.d)), ("r", str(rec.r)), ("dtype", rec.dtype), ("ranks", str(rec.ranks)),
+             ("total streams", str(rec.streams_total)), ("steps", str(rec.steps)), ("algorithm", rec.algorithm),
+             ("device", rec.machine)]
+    return tuple(kv for kv in items if kv[0] not in without)
+
+
+class Curve:
+    def __init__(self, key, xs):
+        self.key = key
+        self.points = []  # (x, median FOM, records)
+        for x in sorted(xs):
+            recs = xs[x]
+            self.points.append((x, statistics.median([r.fom for r in recs]), recs))
+
+    @property
+    def records(self):
+        return [r for _x, _f, rs in self.points for r in rs]
+
+
+def curves(records, xattr, without):
+    """Curves of FOM vs record.<xattr> over runs whose key (without `without`) agrees."""
+    groups = OrderedDict()
+    for r in records:
+        groups.setdefault(_key(r, without), OrderedDict()).setdefault(getattr(r, xattr), []).append(r)
+    return [Curve(k, xs) for k, xs in groups.items() if len(xs) >= 2]
+
+
+def _ver(recs):
+    bad = sum(1 for r in recs if not (r.passed and r.status == "completed"))
+    return "PASSED" if not bad else "FAILED (%d of %d)" % (bad, len(recs))
+
+
+def saturation_point(curve, fraction=SATURATION_FRACTION):
+    """Smallest streams/rank whose FOM reaches `fraction` of the curve's maximum."""
+    top = max(f for _x, f, _r in curve.points)
+    for x, f, _r in curve.points:
+        if f >= fraction * top:
+            return x
+    return None
+
+
+def table(curve, xname, saturation=False):
+    if saturation:
+        top = max(f for _x, f, _r in curve.points)
+        headers = ["streams/rank", "total streams", "runs", "FOM (update samples/s)", "FOM per rank",
+                   "per-stream samples/s", "fraction of max", "verification"]
+        rows = [[C.fmt_count(x), rs[0].streams_total, len(rs), C.fmt_rate(f), C.fmt_rate(f / rs[0].ranks),
+                 C.fmt_rate(f / rs[0].streams_total), "%.3f" % (f / top if top > 0 else 0.0), _ver(rs)]
+                for x, f, rs in curve.points]
+    else:
+        headers = [xname, "runs", "FOM (update samples/s)", "per-stream samples/s", "end-to-end samples/s",
+                   "verification"]
+        rows = [[x, len(rs), C.fmt_rate(f), C.fmt_rate(f / rs[0].streams_total),
+                 C.fmt_rate(statistics.median([r.end_to_end for r in rs])), _ver(rs)]
+                for x, f, rs in curve.points]
+    return C.md_table(headers, rows)
+
+
+def plot(curve_list, path, title, xlabel, ylog=True, ylabel="update throughput, all ranks [samples/s]"):
+    plt = C.pyplot()
+    from matplotlib.ticker import NullFormatter
+    fig, ax = plt.subplots(figsize=(6.8, 4.8))
+    for c in curve_list:
+        xs = [x for x, _f, _r in c.points]
+        ax.plot(xs, [f for _x, f, _r in c.points], "o-", label=C.key_text(c.key, skip=("device",)))
+    ax.set_xscale("log", base=2)
+    if ylog:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
+    ticks = sorted({x for c in curve_list for x, _f, _r in c.points})
+    if len(ticks) <= 12:
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([C.fmt_count(t) for t in ticks])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if ylog:
+        C.plain_log_labels(ax)
+    else:
+        from matplotlib.ticker import FuncFormatter
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: C.fmt_rate(v)))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6)
+    return C.save_figure(fig, path, title, [r for c in curve_list for r in c.records])
+
+
+SECTIONS = [
+    # (name, x attribute, key fields dropped, x header, x axis label, title, file)
+    ("Throughput vs d", "d", ("d",), "d", "ambient dimension d [coordinates]",
+     "Throughput vs problem size d", "sweep_throughput_vs_d.png"),
+    ("Throughput vs r", "r", ("r",), "r", "retained rank r [basis vectors]",
+     "Throughput vs retained rank r", "sweep_throughput_vs_r.png"),
+    ("Saturation: FOM vs streams per rank", "streams_per_rank", ("total streams",), "streams/rank",
+     "streams per rank (per device) [count]", "Streams-per-device saturation", "sweep_saturation.png"),
+]
+
+
+def analyse(records, out_dir, plots=True):
+    """Returns (markdown text, {section name: curves}, figure paths)."""
+    lines, found, figures = [], OrderedDict(), []
+    for name, xattr, without, xhead, xlabel, title, fname in SECTIONS:
+        cs = curves(records, xattr, without)
+        found[name] = cs
+        sat = xattr == "streams_per_rank"
+        lines += ["# " + name, ""]
+        if not cs:
+            lines += ["No runs that differ only in %s." % xhead, ""]
+            continue
+        for c in cs:
+            lines += ["## " + C.key_text(c.key), "", table(c, xhead, saturation=sat), ""]
+            if sat:
+                x = saturation_point(c)
+                lines += ["Saturates (FOM >= %d%% of its maximum) at %s streams per rank." % (
+                    round(100 * SATURATION_FRACTION), C.fmt_count(x)), ""]
+        if plots:
+            # Saturation: linear throughput axis, so that the plateau shows.
+            path = plot(cs, os.path.join(out_dir, fname), title, xlabel, ylog=not sat)
+            figures.append(path)
+            lines += ["Figure: " + path, ""]
+    return "\n".join(lines), found, figures
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(
+        prog="python3 -m analysis.sweep",
+        description="Throughput vs d and vs r (log axes) and the streams-per-rank saturation curve from "
+                    "mosaic_miniapp result files: Markdown tables on stdout, PNG figures in --out.")
+    C.add_common_arguments(p)
+    p.add_argument("--no-plots", action="store_true", help="tables only")
+    args = p.parse_args(argv)
+    records = C.load_records(args.inputs, validate=args.validate)
+    text, _found, _figs = analyse(records, args.out, not args.no_plots)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(C.main_wrapper("analysis.sweep", main, None))

@@ -1,0 +1,138 @@
+"""analysis.collect: the Markdown and CSV tables hold the right values."""
+
+import csv
+import importlib.util
+import os
+import unittest
+
+import analysis_test_support as S
+from analysis import collect
+
+
+class CollectTest(S.TempDirTest):
+    def run_collect(self, inputs, *extra):
+        csv_path = os.path.join(self.tmp, "out", "runs.csv")
+        rc, out, err = S.run_main(collect, list(inputs) + ["--csv", csv_path] + list(extra))
+        rows = []
+        if os.path.exists(csv_path):
+            with open(csv_path, newline="", encoding="utf-8") as f:
+                rows = list(csv.DictReader(f))
+        return rc, out, err, rows
+
+    def test_all_fixtures_markdown(self):
+        rc, out, err, _rows = self.run_collect([S.FIXTURES])
+        self.assertEqual(rc, 0, err)
+        header = S.md_rows(out)[0]
+        self.assertEqual(header[:10], ["file", "d", "r", "dtype", "mode", "ranks", "streams total", "streams/rank",
+                                       "steps", "sweep point"])
+        self.assertEqual(len(S.md_rows(out)), 1 + 21)  # header + every run of the 14 files
+        col = {h: k for k, h in enumerate(header)}
+
+        row = S.md_row_starting(out, "synthetic_weak_np2.json")
+        self.assertEqual(row[1:10], ["512", "16", "double", "weak", "2", "8", "4", "1000", "-"])
+        self.assertEqual(row[col["FOM (update samples/s)"]], "1,900")
+        self.assertEqual(row[col["end-to-end samples/s"]], "1,520")
+        self.assertEqual(row[col["efficiency"]], "0.950")  # (1900/2) / (1000/1)
+        self.assertEqual(row[col["verification"]], "PASSED")
+
+        row = S.md_row_starting(out, "synthetic_strong_np4.json")
+        self.assertEqual(row[col["efficiency"]], "0.750")  # 2400 / (4 * 800)
+        self.assertEqual(row[col["streams/rank"]], "2")
+
+        # No 1-rank run: the base is 2 ranks, and the table says so.
+        row = S.md_row_starting(out, "synthetic_strong_mismatch_np4.json")
+        self.assertEqual(row[col["efficiency"]], "0.900 (base 2 ranks)")  # (900/4) / (500/2)
+
+        row = S.md_row_starting(out, "synthetic_sweep_d.json #1")
+        self.assertEqual(row[col["d"]], "512")
+        self.assertEqual(row[col["sweep point"]], "problem.d=512")
+        self.assertEqual(row[col["FOM (update samples/s)"]], "2,000")
+        self.assertEqual(row[col["efficiency"]], "")  # no rank-count baseline
+
+        row = S.md_row_starting(out, "synthetic_drift_np2.json")
+        self.assertEqual(row[col["orth. err"]], "6.000e-13")
+        self.assertEqual(row[col["cond(S)"]], "1.600e+01")
+        self.assertEqual(row[col["clamped steps"]], "5")
+        self.assertEqual(row[col["proj. dist."]], "5.000e-02")
+        self.assertEqual(row[col["efficiency"]], "0.900")
+
+        row = S.md_row_starting(out, "synthetic_failed.json")
+        self.assertEqual(row[col["FOM (update samples/s)"]], "12,346")
+        self.assertEqual(row[col["verification"]], "FAILED")
+        self.assertIn("21 run(s) from 14 file(s); 20 PASSED, 1 FAILED.", out)
+        self.assertIn("FAILED: synthetic_failed.json: orthonormality_error_max", out)
+
+    def test_csv_full_precision(self):
+        rc, _out, err, rows = self.run_collect(S.fixture(
+            "synthetic_strong_mismatch_np2.json", "synthetic_strong_mismatch_np4.json", "synthetic_failed.json",
+            "synthetic_saturation.json"))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(rows), 2 + 1 + 4)
+        by = {(os.path.basename(r["file"]), r["run_index"]): r for r in rows}
+        r = by[("synthetic_strong_mismatch_np4.json", "0")]
+        self.assertEqual(float(r["fom_update_samples_per_s"]), 900.0)
+        self.assertAlmostEqual(float(r["efficiency"]), 0.9, places=12)
+        self.assertEqual(r["efficiency_base_ranks"], "2")
+        self.assertEqual((r["d"], r["r"], r["dtype"], r["mode"], r["ranks"], r["streams_total"]),
+                         ("256", "16", "float", "strong", "4", "8"))
+        self.assertEqual(r["machine"], "Synthetic GPU X1")
+        self.assertEqual(r["verification"], "PASSED")
+        r = by[("synthetic_failed.json", "0")]
+        self.assertEqual(float(r["fom_update_samples_per_s"]), 12345.678)  # not rounded in the CSV
+        self.assertEqual(float(r["orthonormality_error_max"]), 1e-6)
+        self.assertEqual(r["verification"], "FAILED")
+        self.assertEqual(r["failed_checks"], "orthonormality_error_max")
+        self.assertEqual(r["efficiency"], "")
+        r = by[("synthetic_saturation.json", "3")]
+        self.assertEqual((r["streams_per_rank"], r["streams_total"], r["sweep_point"]),
+                         ("8", "8", "streams.per_rank=8"))
+
+    def test_nonfinite_condition_is_reported(self):
+        def edit(doc):
+            doc["runs"][0]["diagnostics"]["final"]["s_condition_max"] = None
+        path = self.variant("synthetic_failed.json", "inf_cond.json", edit)
+        rc, out, _err, rows = self.run_collect([path])
+        self.assertEqual(rc, 0)
+        self.assertIn("non-finite", S.md_row_starting(out, "inf_cond.json"))
+        self.assertEqual(rows[0]["s_condition_max"], "")
+
+    def test_same_file_name_in_two_directories_is_shown_by_path(self):
+        a = self.variant("synthetic_weak_np1.json", "run.json", lambda d: None, "siteA")
+        b = self.variant("synthetic_weak_np2.json", "run.json", lambda d: None, "siteB")
+        rc, out, _err, _rows = self.run_collect([a, b])
+        self.assertEqual(rc, 0)
+        files = [r[0] for r in S.md_rows(out)[1:]]
+        self.assertEqual(files, [os.path.normpath(a), os.path.normpath(b)])
+
+    def test_errors(self):
+        rc, _out, err, _rows = self.run_collect([os.path.join(self.tmp, "missing.json")])
+        self.assertEqual(rc, 2)
+        self.assertIn("missing.json: cannot read", err)
+        other = self.write_doc("other.json", {"hello": 1})
+        rc, _out, err, _rows = self.run_collect([other])
+        self.assertEqual(rc, 2)
+        self.assertIn("not a mosaic_miniapp result file", err)
+        # In a directory scan, foreign JSON files are skipped with a warning.
+        self.variant("synthetic_weak_np1.json", "good.json", lambda d: None)
+        rc, out, err, rows = self.run_collect([self.tmp])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("other.json: not a mosaic_miniapp result file, skipped", err)
+        self.assertEqual(len(rows), 1)
+        bad = self.variant("synthetic_weak_np1.json", "v2.json", lambda d: d.update(schema_version=2))
+        rc, _out, err, _rows = self.run_collect([bad])
+        self.assertEqual(rc, 2)
+        self.assertIn("schema_version 2 is not supported", err)
+
+    def test_validate_option_rejects_a_schema_violation(self):
+        if importlib.util.find_spec("jsonschema") is None:
+            self.skipTest("python3-jsonschema not installed")
+        bad = self.variant("synthetic_weak_np1.json", "bad.json", lambda d: d["runs"][0].pop("memory"))
+        rc, _out, _err, _rows = self.run_collect([bad])
+        self.assertEqual(rc, 0)  # memory is not used by collect
+        rc, _out, err, _rows = self.run_collect([bad], "--validate")
+        self.assertEqual(rc, 2)
+        self.assertIn("'memory' is a required property", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
