@@ -100,6 +100,38 @@ void symmetric_eigen(std::vector<T> A, int n, std::vector<T>& values, std::vecto
   vectors.swap(sorted);
 }
 
+// R factor of the Householder QR of the row-major m x n matrix A: returns the
+// min(m,n) x n upper-trapezoidal R (row-major) with A = Q R, Q orthonormal.
+// Backward stable and defined for rank-deficient A (a vanishing column is
+// skipped, never divided by), so ||A X A^T||_F = ||R X R^T||_F can be
+// evaluated without the cancellation of a difference of squared norms.
+template <class T>
+std::vector<T> householder_r(std::vector<T> A, int m, int n) {
+  const int k = std::min(m, n);
+  std::vector<T> v(static_cast<std::size_t>(m));
+  for (int c = 0; c < k; ++c) {
+    T norm2 = 0;
+    for (int i = c; i < m; ++i) norm2 += A[std::size_t(i) * n + c] * A[std::size_t(i) * n + c];
+    if (norm2 == T(0)) continue;
+    const T a0 = A[std::size_t(c) * n + c];
+    const T alpha = a0 > T(0) ? -std::sqrt(norm2) : std::sqrt(norm2);
+    // v = x - alpha e1; v^T v = 2 (norm2 - alpha a0), no cancellation by the sign choice.
+    v[c] = a0 - alpha;
+    for (int i = c + 1; i < m; ++i) v[i] = A[std::size_t(i) * n + c];
+    const T vv = 2 * (norm2 - alpha * a0);
+    for (int j = c; j < n; ++j) {
+      T dot = 0;
+      for (int i = c; i < m; ++i) dot += v[i] * A[std::size_t(i) * n + j];
+      const T f = 2 * dot / vv;
+      for (int i = c; i < m; ++i) A[std::size_t(i) * n + j] -= f * v[i];
+    }
+  }
+  std::vector<T> R(std::size_t(k) * n, T(0));
+  for (int i = 0; i < k; ++i)
+    for (int j = i; j < n; ++j) R[std::size_t(i) * n + j] = A[std::size_t(i) * n + j];
+  return R;
+}
+
 // Orthonormalizes the k columns of the row-major d x k matrix Q in place by
 // modified Gram-Schmidt, applied twice ("twice is enough") so the result is
 // orthonormal to working precision. Throws if the columns are dependent.

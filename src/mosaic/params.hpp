@@ -60,6 +60,9 @@ struct MosaicParams {
     if (reorthonormalize_every < 0)
       throw std::invalid_argument("reorthonormalize_every must be >= 0, got " +
                                   std::to_string(reorthonormalize_every));
+    if (init_samples < 0)
+      throw std::invalid_argument("init_samples must be >= 0 (0 = default 2r), got " +
+                                  std::to_string(init_samples));
     if (init == InitMode::data && resolved_init_samples(r) < r + 1)
       throw std::invalid_argument("init_samples must be >= r+1 = " + std::to_string(r + 1) +
                                   ", got " + std::to_string(init_samples));

@@ -158,6 +158,9 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
   gnorm = std::sqrt(gnorm);
 
   // 6-7. Rotate the frame along the geodesic of e g^T and transport S'.
+  // The new frame is built aside and committed with the rest of the state
+  // only if the whole step is finite (see the check before step 8).
+  std::vector<T> Unew(st.U);
   std::vector<T> Snew(Sp);
   T theta = 0;
   if (rho * gnorm > detail::rotation_tiny<T>()) {
@@ -171,7 +174,7 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
       T ugh = 0;
       for (int j = 0; j < r; ++j) ugh += st.u(i, j) * gh[j];
       const T coef = cm1 * ugh + sn * e[i] / rho;
-      for (int j = 0; j < r; ++j) st.u(i, j) += coef * gh[j];
+      for (int j = 0; j < r; ++j) Unew[std::size_t(i) * r + j] += coef * gh[j];
     }
     std::vector<T> u(r, T(0));
     T b = 0;
@@ -189,13 +192,28 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
       const T avg = (Snew[a * r + c] + Snew[c * r + a]) / 2;
       Snew[a * r + c] = Snew[c * r + a] = avg;
     }
-  st.S.swap(Snew);
 
   // 8. Noise of the complement.
-  st.s2 = (1 - T(p.eta_s)) * st.s2 + T(p.eta_s) * rho2 / T(d - r);
+  const T s2new = (1 - T(p.eta_s)) * st.s2 + T(p.eta_s) * rho2 / T(d - r);
 
   // 9. Mean.
-  for (int i = 0; i < d; ++i) st.mu[i] += T(p.eta_mu) * (x[i] - st.mu[i]);
+  std::vector<T> munew(d);
+  for (int i = 0; i < d; ++i) munew[i] = st.mu[i] + T(p.eta_mu) * (x[i] - st.mu[i]);
+
+  // A finite sample can still overflow (|x| near the top of the range of T):
+  // refuse the step rather than commit a non-finite state.
+  bool finite = std::isfinite(s2new);
+  for (const T v : Snew) finite = finite && std::isfinite(v);
+  for (const T v : Unew) finite = finite && std::isfinite(v);
+  for (const T v : munew) finite = finite && std::isfinite(v);
+  if (!finite)
+    throw NumericalBreakdown("reference_step: the step from sample " + std::to_string(st.steps) +
+                             " overflows to a non-finite state (q = " + std::to_string(double(q)) +
+                             ", rho = " + std::to_string(double(rho)) + ")");
+  st.U.swap(Unew);
+  st.S.swap(Snew);
+  st.s2 = s2new;
+  st.mu.swap(munew);
 
   st.steps += 1;
   if (info.clamped) st.clamped_steps += 1;
@@ -274,8 +292,16 @@ ReferenceState<T> reference_init_data(const T* X, int n0, int d, int r, const Mo
   std::vector<T> lambda, V;
   host::symmetric_eigen(K, n0, lambda, V);
   // An eigenvalue at rounding level relative to the largest means the
-  // centred samples span fewer than r directions.
-  const T tol = T(n0) * std::numeric_limits<T>::epsilon() * std::fabs(lambda[0]) * 100;
+  // centred samples span fewer than r directions. So does one at the level of
+  // the rounding of the centring itself (entries of Y are off by ~eps |x|,
+  // Gram eigenvalues by ~eps^2 mean ||x||^2): identical samples whose mean does
+  // not round back exactly leave only such noise, which the relative test
+  // alone would pass as full rank when all r eigenvalues are noise.
+  T raw2 = 0;  // mean ||x_k||^2 of the uncentred samples
+  for (std::size_t k = 0; k < std::size_t(n0) * d; ++k) raw2 += X[k] * X[k];
+  raw2 /= T(n0);
+  const T eps = std::numeric_limits<T>::epsilon();
+  const T tol = std::max(T(n0) * eps * std::fabs(lambda[0]) * 100, T(n0) * eps * eps * raw2 * 100);
   if (!(lambda[0] > T(0)) || !(lambda[r - 1] > tol))
     throw std::invalid_argument("init: data: the " + std::to_string(n0) +
                                 " centred samples span fewer than r=" + std::to_string(r) +
@@ -363,8 +389,12 @@ Invariants reference_invariants(const ReferenceState<T>& st) {
 }
 
 // Basis-free comparison of two states (ALGORITHM.md section 3): the projector
-// distance r - ||Ua^T Ub||_F^2 and ||Ua Sa Ua^T - Ub Sb Ub^T||_F, both through
-// r x r products only.
+// distance r - ||Ua^T Ub||_F^2 through r x r products, and
+// ||Ua Sa Ua^T - Ub Sb Ub^T||_F through the R factor of [Ua Ub] (d x 2r,
+// Householder): with [Ua Ub] = Q [Ra Rb], the difference is
+// Q (Ra Sa Ra^T - Rb Sb Rb^T) Q^T, a 2r x 2r matrix formed entry by entry, so
+// the distance is accurate to rounding of ||S|| (a difference of squared
+// traces would only resolve sqrt(eps) ||S||). U need not be orthonormal.
 struct StateDistance {
   double mu = 0;          // max |mu_a - mu_b|
   double s2 = 0;          // |s2_a - s2_b|
@@ -386,32 +416,32 @@ StateDistance reference_distance(const ReferenceState<TA>& a, const ReferenceSta
   double pf = 0;
   for (double v : P) pf += v * v;
   out.projector = double(r) - pf;
-  // ||A - B||^2 = tr(Sa Ga Sa Ga) + tr(Sb Gb Sb Gb) - 2 tr(Sa P Sb P^T), with
-  // Ga = Ua^T Ua, Gb = Ub^T Ub (identity up to rounding, kept for honesty).
-  auto gram = [r, d](const auto& st) {
-    std::vector<double> G(std::size_t(r) * r, 0.0);
-    for (int i = 0; i < d; ++i)
-      for (int x = 0; x < r; ++x)
-        for (int y = 0; y < r; ++y) G[x * r + y] += double(st.u(i, x)) * double(st.u(i, y));
-    return G;
-  };
-  auto mul = [r](const std::vector<double>& A, const std::vector<double>& B, bool transB) {
-    std::vector<double> C(std::size_t(r) * r, 0.0);
-    for (int x = 0; x < r; ++x)
+  const int n = 2 * r;
+  std::vector<double> W(std::size_t(d) * n);
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < r; ++j) {
+      W[std::size_t(i) * n + j] = double(a.u(i, j));
+      W[std::size_t(i) * n + r + j] = double(b.u(i, j));
+    }
+  const int k = std::min(d, n);
+  const std::vector<double> R = host::householder_r(W, d, n);  // k x n
+  // C = Ra Sa Ra^T - Rb Sb Rb^T (k x k).
+  auto rsr = [&](const auto& st, int col0) {
+    std::vector<double> RS(std::size_t(k) * r, 0.0), out_m(std::size_t(k) * k, 0.0);
+    for (int i = 0; i < k; ++i)
       for (int y = 0; y < r; ++y)
-        for (int k = 0; k < r; ++k) C[x * r + y] += A[x * r + k] * (transB ? B[y * r + k] : B[k * r + y]);
-    return C;
+        for (int x = 0; x < r; ++x)
+          RS[std::size_t(i) * r + y] += R[std::size_t(i) * n + col0 + x] * double(st.S[x * r + y]);
+    for (int i = 0; i < k; ++i)
+      for (int j = 0; j < k; ++j)
+        for (int y = 0; y < r; ++y)
+          out_m[std::size_t(i) * k + j] += RS[std::size_t(i) * r + y] * R[std::size_t(j) * n + col0 + y];
+    return out_m;
   };
-  auto trace = [r](const std::vector<double>& A) {
-    double t = 0;
-    for (int x = 0; x < r; ++x) t += A[x * r + x];
-    return t;
-  };
-  const std::vector<double> Sa(a.S.begin(), a.S.end()), Sb(b.S.begin(), b.S.end());
-  const auto SaGa = mul(Sa, gram(a), false), SbGb = mul(Sb, gram(b), false);
-  const auto cross = mul(mul(Sa, P, false), mul(Sb, P, true), false);
-  const double sq = trace(mul(SaGa, SaGa, false)) + trace(mul(SbGb, SbGb, false)) - 2 * trace(cross);
-  out.covariance = std::sqrt(std::max(sq, 0.0));
+  const std::vector<double> Ca = rsr(a, 0), Cb = rsr(b, r);
+  double sq = 0;
+  for (std::size_t e = 0; e < Ca.size(); ++e) sq += (Ca[e] - Cb[e]) * (Ca[e] - Cb[e]);
+  out.covariance = std::sqrt(sq);
   return out;
 }
 
