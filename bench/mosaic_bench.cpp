@@ -5,9 +5,9 @@
 //   mosaic_bench [--d 2048,4096,8192] [--r 32,64,128] [--streams 8]
 //                [--steps N] [--seconds T] [--ref-steps N]
 //
-// --steps N fixes the engine steps per (d, r); otherwise they are chosen so
-// one point takes about --seconds (default 2). The reference runs one stream
-// for --ref-steps steps (default: about --seconds/4 of work).
+// --steps N fixes the engine steps per (d, r); otherwise the engine runs for
+// about --seconds of wall time (default 1, at least 5 steps). The reference
+// runs one stream for --ref-steps steps (default: about --seconds/2).
 //
 // Timed: MosaicEngine::step() only, one fence-to-fence interval per step;
 // every step gets fresh samples from SyntheticDriftSource::generate, which is
@@ -52,7 +52,7 @@ struct Options {
   std::vector<int> r = {32, 64, 128};
   int streams = 8;
   long steps = 0;  // 0 = auto
-  double seconds = 2.0;
+  double seconds = 1.0;
   long ref_steps = 0;  // 0 = auto
 };
 
@@ -185,12 +185,18 @@ Row bench_point(const Options& o, int d, int r) {
     Kokkos::fence();
     t_engine += seconds_since(t0);
   };
-  const int warm = 3;  // warm-up and calibration
-  for (int s = 0; s < warm; ++s) timed_step();
-  const double per_step = t_engine / warm;
-  const long steps = o.steps > 0 ? o.steps : std::max(5L, std::min(100000L, long(o.seconds / per_step)));
+  for (int s = 0; s < 2; ++s) timed_step();  // warm-up
   t_engine = 0;
-  for (long s = 0; s < steps; ++s) timed_step();
+  long steps = 0;
+  const auto wall0 = Clock::now();
+  if (o.steps > 0) {
+    for (; steps < o.steps; ++steps) timed_step();
+  } else {  // run for about --seconds of wall time (generation included), at least 5 steps
+    while (steps < 5 || seconds_since(wall0) < o.seconds) {
+      timed_step();
+      ++steps;
+    }
+  }
 
   // Host reference, one stream (id 0), its own fresh samples from the host
   // generator (the same numbers the device generator gives that stream).
@@ -198,16 +204,17 @@ Row bench_point(const Options& o, int d, int r) {
   std::vector<float> x(d);
   auto ref = mosaic::reference_init_random<float>(d, r, p, 1, ids[0]);
   double t_ref = 0;
-  long ref_steps = 0, ref_target = o.ref_steps > 0 ? o.ref_steps : 3;
+  long ref_steps = 0;
   bool ref_broken = false;
+  const auto ref0 = Clock::now();
   try {
-    for (; ref_steps < ref_target; ++ref_steps) {
+    while (o.ref_steps > 0 ? ref_steps < o.ref_steps
+                           : (ref_steps < 3 || seconds_since(ref0) < 0.5 * o.seconds)) {
       mosaic::synthetic_sample(spec, truth, ids[0], std::uint64_t(ref_steps), x.data());
       const auto t0 = Clock::now();
       mosaic::reference_step(ref, x.data(), p);
       t_ref += seconds_since(t0);
-      if (o.ref_steps == 0 && ref_steps == 2)  // calibrate to ~seconds/4
-        ref_target = std::max(3L, std::min(10000L, long(0.25 * o.seconds / (t_ref / 3))));
+      ++ref_steps;
     }
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "reference breakdown at d=%d r=%d: %s\n", d, r, ex.what());

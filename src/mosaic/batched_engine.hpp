@@ -555,10 +555,14 @@ class MosaicEngine {
     f.reorths = sb.reorthonormalizations;
     f.status = sb.status;
     f.X = X;
+    // Dynamic schedule: streams are independent, so a thread that is slowed
+    // down (shared cores) does not hold back the others; results do not
+    // depend on which thread runs which stream.
+    using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
     if (team_size_ > 0)
-      Kokkos::parallel_for("mosaic::step", Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), batch_, team_size_), f);
+      Kokkos::parallel_for("mosaic::step", policy(ExecSpace(), batch_, team_size_), f);
     else
-      Kokkos::parallel_for("mosaic::step", Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), batch_, Kokkos::AUTO), f);
+      Kokkos::parallel_for("mosaic::step", policy(ExecSpace(), batch_, Kokkos::AUTO), f);
   }
 
  private:

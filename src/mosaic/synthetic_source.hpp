@@ -270,7 +270,7 @@ class SyntheticDriftSource {
   Kokkos::View<double*, memory_space> sqrt_lambda_;
   Kokkos::View<std::uint64_t*, memory_space> ids_d_;
   Kokkos::View<double**, Kokkos::LayoutRight, memory_space> cs1_;
-  typename Kokkos::View<double**, Kokkos::LayoutRight, memory_space>::HostMirror cs1_host_;
+  typename Kokkos::View<double**, Kokkos::LayoutRight, memory_space>::host_mirror_type cs1_host_;
   mat_view latent1_;
 };
 
