@@ -3,6 +3,7 @@
 // and what was found; defaults, overrides and sweep expansion are exact.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -86,8 +87,33 @@ std::vector<ErrorCase> error_cases() {
        {"streams.mode", "expected one of weak, strong", "did you mean 'strong'?"}},
       {"enum_ablation", p + "algorithm:\n  covariance_update: first-order\n", {},
        {"algorithm.covariance_update", "exact, first_order", "did you mean 'first_order'?"}},
-      {"source_npy_reserved", p + "source:\n  type: npy\n", {},
-       {"deck.yaml:5:9:", "source.type", "'npy'", "not yet supported", "synthetic"}},
+      {"source_type_unknown", p + "source:\n  type: npz\n", {},
+       {"deck.yaml:5:9:", "source.type", "expected one of synthetic, npy", "did you mean 'npy'?"}},
+      // ---- npy sources
+      {"npy_needs_paths", p + "source:\n  type: npy\n", {},
+       {"deck.yaml:5:9:", "source.paths: required when source.type is npy",
+        "a non-empty list of .npy file paths, or one path or glob pattern"}},
+      {"npy_paths_empty_list", p + "source:\n  type: npy\n  paths: []\n", {},
+       {"deck.yaml:6:10:", "source.paths", "expected a non-empty list of .npy file paths", "found an empty list"}},
+      {"npy_paths_empty_string", p + "source:\n  type: npy\n  paths: \"\"\n", {},
+       {"deck.yaml:6:10:", "source.paths", "found an empty string"}},
+      {"npy_paths_mapping", p + "source:\n  type: npy\n  paths: {a: 1}\n", {},
+       {"source.paths", "found a mapping"}},
+      {"npy_paths_bad_entry", p + "source:\n  type: npy\n  paths: [a.npy, [b.npy]]\n", {},
+       {"source.paths", "found a list whose entry 1 is a list"}},
+      {"npy_glob_matches_nothing", p + "source:\n  type: npy\n  paths: /nonexistent_mosaic_dir/*.npy\n", {},
+       {"deck.yaml:6:10:", "source.paths: the pattern '/nonexistent_mosaic_dir/*.npy' matches no files"}},
+      {"npy_total_not_file_count",
+       p + "streams: {mode: strong, total: 3}\nsource:\n  type: npy\n  paths: [a.npy, b.npy]\n", {},
+       {"deck.yaml:4:32:", "streams.total", "expected the number of files in source.paths (2)", "found 3"}},
+      {"npy_chunk_rows_zero", p + "source:\n  chunk_rows: 0\n", {},
+       {"deck.yaml:5:15:", "source.chunk_rows", "expected an integer >= 1", "found 0"}},
+      {"steps_all_synthetic", p + "run:\n  steps: all\n", {},
+       {"deck.yaml:5:10:", "run.steps", "'all'", "needs source.type npy"}},
+      {"steps_all_synthetic_override", kMinimal, {"run.steps=all"},
+       {"deck.yaml: --set run.steps=all: run.steps", "needs source.type npy"}},
+      {"steps_bad_word", p + "run:\n  steps: every\n", {},
+       {"deck.yaml:5:10:", "run.steps: expected an integer >= 1 or all, found 'every'"}},
       {"noise_range_order", p + "source:\n  noise_range: [0.5, 0.1]\n", {},
        {"source.noise_range", "0 < lo <= hi", "lo > hi"}},
       {"noise_range_length", p + "source:\n  noise_range: [0.1]\n", {},
@@ -278,8 +304,13 @@ TEST(Deck, DefaultsResolve) {
   EXPECT_EQ(c.run.seed, 1u);
   EXPECT_EQ(c.output.result, "mosaic_result.json");
   EXPECT_EQ(c.output.state_dir, "");
+  EXPECT_TRUE(c.source.paths.empty());
+  EXPECT_EQ(c.source.chunk_rows, 1024);
+  EXPECT_FALSE(c.run.steps_all);
 
   const json& r = c.resolved;
+  EXPECT_TRUE(r["source"]["paths"].is_null());
+  EXPECT_EQ(r["source"]["chunk_rows"], 1024);
   EXPECT_EQ(r["problem"]["dtype"], "double");
   EXPECT_EQ(r["source"]["rank"], 2);
   EXPECT_EQ(r["source"]["noise"], 0.1);
@@ -296,7 +327,7 @@ TEST(Deck, DefaultsResolve) {
 // Every key of the schema appears in the resolved JSON, and nothing else.
 TEST(Deck, ResolvedJsonHasEveryKey) {
   const auto& paths = mosaic::deck_key_paths();
-  EXPECT_EQ(paths.size(), 33u);
+  EXPECT_EQ(paths.size(), 35u);
   const json r = load_deck_from_string(kMinimal, kDeck)[0].config.resolved;
   std::size_t leaves = 0;
   for (const auto& [sec, body] : r.items())
@@ -537,6 +568,133 @@ TEST(Ranks, MessageNamesTheSweepPoint) {
   }
 }
 
+TEST(Ranks, NpyFilesAreTheStreams) {
+  const std::string deck = kMinimal + "source: {type: npy, paths: [a.npy, b.npy, c.npy]}\n";
+  // Strong (the default for npy): 3 files, at most 3 ranks.
+  const auto strong = load_deck_from_string(deck, kDeck);
+  EXPECT_NO_THROW(mosaic::validate_against_ranks(strong[0].config, 3, kDeck));
+  try {
+    mosaic::validate_against_ranks(strong[0].config, 4, kDeck);
+    FAIL() << "no error";
+  } catch (const DeckError& e) {
+    const std::string m = e.what();
+    for (const char* s : {"streams.total", "expected an integer >= 4", "found 3", "number of files in source.paths"})
+      EXPECT_NE(m.find(s), std::string::npos) << s << " in: " << m;
+  }
+  // Weak: per_rank x ranks must be the file count.
+  const auto weak = load_deck_from_string(deck, kDeck, {"streams.mode=weak", "streams.per_rank=1"});
+  EXPECT_NO_THROW(mosaic::validate_against_ranks(weak[0].config, 3, kDeck));
+  try {
+    mosaic::validate_against_ranks(weak[0].config, 2, kDeck);
+    FAIL() << "no error";
+  } catch (const DeckError& e) {
+    const std::string m = e.what();
+    for (const char* s : {"streams.per_rank", "the number of files in source.paths (3)", "found 1 x 2 = 2",
+                          "streams.mode: strong"})
+      EXPECT_NE(m.find(s), std::string::npos) << s << " in: " << m;
+  }
+}
+
+// ---- npy sources
+
+struct ScratchDir {
+  std::filesystem::path path;
+  ScratchDir() {
+    std::string t = (std::filesystem::temp_directory_path() / "mosaic_test_config_XXXXXX").string();
+    path = ::mkdtemp(t.data());
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  void touch(const std::string& name) const {
+    std::filesystem::create_directories((path / name).parent_path());
+    std::ofstream(path / name) << "x";
+  }
+};
+
+TEST(Npy, DefaultsStrongModeFileCountStepsAllAndIgnoresSyntheticKeys) {
+  // source.rank 9 > d/2 and lambda_min > lambda_max would be errors for the
+  // synthetic source; with npy they are ignored.
+  const auto pts = load_deck_from_string(kMinimal + R"(source:
+  type: npy
+  paths: [/data/a.npy, /data/b.npy]
+  chunk_rows: 100
+  rank: 9
+  lambda_min: 5
+run: {steps: all, warmup_steps: 3}
+)",
+                                         kDeck);
+  ASSERT_EQ(pts.size(), 1u);
+  const mosaic::RunConfig& c = pts[0].config;
+  EXPECT_EQ(c.source.type, "npy");
+  EXPECT_EQ(c.source.paths, (std::vector<std::string>{"/data/a.npy", "/data/b.npy"}));
+  EXPECT_EQ(c.source.chunk_rows, 100);
+  EXPECT_EQ(c.streams.mode, mosaic::StreamMode::strong);
+  EXPECT_EQ(c.streams.total, 2);
+  EXPECT_TRUE(c.run.steps_all);
+  EXPECT_EQ(c.run.steps, 0);
+  EXPECT_EQ(c.run.warmup_steps, 3);
+  const json& r = c.resolved;
+  EXPECT_EQ(r["streams"]["mode"], "strong");
+  EXPECT_EQ(r["streams"]["total"], 2);
+  EXPECT_EQ(r["run"]["steps"], "all");
+  EXPECT_EQ(r["source"]["paths"], json({"/data/a.npy", "/data/b.npy"}));
+  // An explicit weak mode stays weak; an explicit matching total is fine.
+  EXPECT_EQ(load_deck_from_string(kMinimal + "source: {type: npy, paths: [a.npy]}\n", kDeck, {"streams.mode=weak"})[0]
+                .config.streams.mode,
+            mosaic::StreamMode::weak);
+  EXPECT_NO_THROW(load_deck_from_string(kMinimal + "source: {type: npy, paths: [a.npy]}\n", kDeck,
+                                        {"streams.mode=strong", "streams.total=1"}));
+  // npy keys are ignored by the synthetic source.
+  const auto syn = load_deck_from_string(kMinimal + "source: {paths: [a.npy], chunk_rows: 5}\n", kDeck);
+  EXPECT_EQ(syn[0].config.source.type, "synthetic");
+  EXPECT_TRUE(syn[0].config.source.paths.empty());
+  EXPECT_EQ(syn[0].config.streams.mode, mosaic::StreamMode::weak);
+}
+
+TEST(Npy, RelativePathsFollowTheDeckFileAndOverridesTheCurrentDirectory) {
+  ScratchDir dir;
+  const auto deck = dir.path / "decks" / "d.yaml";
+  std::filesystem::create_directories(deck.parent_path());
+  std::ofstream(deck) << kMinimal << "source: {type: npy, paths: [a.npy, ../data/b.npy, /abs/c.npy]}\n";
+  const auto pts = load_deck(deck.string());
+  const auto& paths = pts[0].config.source.paths;
+  ASSERT_EQ(paths.size(), 3u);
+  EXPECT_EQ(paths[0], (dir.path / "decks" / "a.npy").string());
+  EXPECT_EQ(paths[1], (dir.path / "data" / "b.npy").string());
+  EXPECT_EQ(paths[2], "/abs/c.npy");
+  const auto over = load_deck(deck.string(), {"source.paths=[x.npy, sub/y.npy]"});
+  EXPECT_EQ(over[0].config.source.paths, (std::vector<std::string>{"x.npy", "sub/y.npy"}));
+}
+
+TEST(Npy, OneStringIsAGlobPatternExpandedSorted) {
+  ScratchDir dir;
+  for (const char* f : {"data/s2.npy", "data/s10.npy", "data/s1.npy", "data/other.txt"}) dir.touch(f);
+  const auto deck = dir.path / "d.yaml";
+  std::ofstream(deck) << kMinimal << "source:\n  type: npy\n  paths: data/s*.npy\n";
+  const auto pts = load_deck(deck.string());
+  const auto& c = pts[0].config;
+  const std::string base = (dir.path / "data").string();
+  EXPECT_EQ(c.source.paths,
+            (std::vector<std::string>{base + "/s1.npy", base + "/s10.npy", base + "/s2.npy"}));
+  EXPECT_EQ(c.streams.total, 3);
+  EXPECT_EQ(c.resolved["source"]["paths"].size(), 3u);
+  // Without a wildcard, one string is one path (checked when the run starts).
+  const auto one = load_deck(deck.string(), {"source.paths=missing.npy"});
+  EXPECT_EQ(one[0].config.source.paths, std::vector<std::string>{"missing.npy"});
+  // A pattern from --set is relative to the current directory.
+  try {
+    load_deck(deck.string(), {"source.paths=data/s*.npy"});
+    FAIL() << "no error (is there a data/ directory in the test's working directory?)";
+  } catch (const DeckError& e) {
+    EXPECT_NE(std::string(e.what()).find("--set source.paths=data/s*.npy: source.paths: the pattern 'data/s*.npy' "
+                                         "matches no files"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // ---- the decks shipped in inputs/
 
 std::filesystem::path source_dir() { return MOSAIC_SOURCE_DIR; }
@@ -558,7 +716,7 @@ TEST(Inputs, EveryDeckLoads) {
   }
   for (const char* want : {"smoke_cpu.yaml", "single_gpu.yaml", "rank_sweep.yaml",
                            "weak_8gpu.yaml", "strong_8gpu.yaml", "sustained.yaml",
-                           "accuracy_drift.yaml", "ablation.yaml"})
+                           "accuracy_drift.yaml", "ablation.yaml", "npy_stream.yaml"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
 }
 
@@ -592,6 +750,14 @@ TEST(Inputs, DecksSayWhatTheyPromise) {
   const auto ablation = input("ablation.yaml");
   ASSERT_EQ(ablation.size(), 4u);
   EXPECT_EQ(ablation[0].config.source.synthetic.drift, 1e-4);
+
+  const auto npy = input("npy_stream.yaml")[0].config;
+  EXPECT_EQ(npy.source.type, "npy");
+  EXPECT_EQ(npy.problem.d, 64);
+  EXPECT_EQ(npy.source.paths.size(), 4u);
+  EXPECT_EQ(npy.streams.total, 4);
+  EXPECT_TRUE(npy.run.steps_all);
+  EXPECT_FALSE(npy.output.state_dir.empty());
 }
 
 // docs/INPUT_DECK.md documents every key.

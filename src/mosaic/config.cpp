@@ -9,11 +9,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
+
+#include <glob.h>
 
 #include <yaml-cpp/yaml.h>
 
@@ -30,7 +33,7 @@ constexpr std::size_t kMaxSweepPoints = 1000000;
 // ----------------------------------------------------------------------------
 // Schema
 
-enum class Kind { integer, unsigned64, number, choice, string, number_pair };
+enum class Kind { integer, unsigned64, number, choice, string, number_pair, path_list };
 
 struct KeySpec {
   std::string section, name;
@@ -43,6 +46,7 @@ struct KeySpec {
   bool allow_empty = true;            // string
   json def;                           // default; null = required or derived
   bool required = false;
+  bool allow_all = false;             // integer: the word `all` is accepted too
 
   std::string path() const { return section + "." + name; }
 
@@ -55,8 +59,9 @@ struct KeySpec {
     switch (kind) {
       case Kind::integer: {
         std::string s = "an integer";
-        if (hi >= double(kIntMax)) return s + " >= " + num(lo);
-        return s + " in [" + num(lo) + ", " + num(hi) + "]";
+        const std::string all = allow_all ? " or all" : "";
+        if (hi >= double(kIntMax)) return s + " >= " + num(lo) + all;
+        return s + " in [" + num(lo) + ", " + num(hi) + "]" + all;
       }
       case Kind::unsigned64: return "an unsigned 64-bit integer (0 to 18446744073709551615)";
       case Kind::number: {
@@ -73,6 +78,7 @@ struct KeySpec {
       }
       case Kind::string: return allow_empty ? "a string" : "a non-empty path";
       case Kind::number_pair: return "a list [lo, hi] of two numbers with 0 < lo <= hi";
+      case Kind::path_list: return "a non-empty list of .npy file paths, or one path or glob pattern";
     }
     return "";
   }
@@ -139,7 +145,7 @@ const std::vector<KeySpec>& schema() {
     v.push_back(choice("streams", "mode", {"weak", "strong"}, "weak"));
     v.push_back(integer("streams", "per_rank", 1, kIntMax, 1));
     v.push_back(integer("streams", "total", 1, kIntMax, nullptr));  // required in strong mode
-    v.push_back(choice("source", "type", {"synthetic"}, "synthetic", {"npy"}));
+    v.push_back(choice("source", "type", {"synthetic", "npy"}, "synthetic"));
     v.push_back(integer("source", "rank", 1, kIntMax, nullptr));  // default problem.rank
     v.push_back(number("source", "lambda_max", 0, true, kInf, false, 1.0));
     v.push_back(number("source", "lambda_min", 0, true, kInf, false, 0.1));
@@ -153,6 +159,14 @@ const std::vector<KeySpec>& schema() {
     }
     v.push_back(number("source", "drift", -kInf, false, kInf, false, 0.0));
     v.push_back(number("source", "mean_scale", 0, false, kInf, false, 1.0));
+    {
+      KeySpec k;
+      k.section = "source";
+      k.name = "paths";
+      k.kind = Kind::path_list;
+      v.push_back(k);  // default: none; required with type npy
+    }
+    v.push_back(integer("source", "chunk_rows", 1, kIntMax, 1024));
     v.push_back(choice("algorithm", "covariance_update", {"exact", "first_order"}, "exact"));
     v.push_back(choice("algorithm", "subspace_direction", {"precision", "oja"}, "precision"));
     v.push_back(number("algorithm", "eta_mu", 0, true, 1, true, 0.01));
@@ -165,7 +179,11 @@ const std::vector<KeySpec>& schema() {
     v.push_back(choice("algorithm", "init", {"data", "random"}, "data"));
     v.push_back(integer("algorithm", "init_samples", 1, kIntMax, nullptr));  // default 2*rank
     v.push_back(number("algorithm", "init_scale", 0, true, kInf, false, 1.0));
-    v.push_back(integer("run", "steps", 1, kInt64Max, 1000));
+    {
+      KeySpec k = integer("run", "steps", 1, kInt64Max, 1000);
+      k.allow_all = true;  // npy sources: every row of the shortest file
+      v.push_back(k);
+    }
     v.push_back(integer("run", "warmup_steps", 0, kInt64Max, 0));
     v.push_back(integer("run", "diagnostics_every", 0, kInt64Max, 0));
     v.push_back(number("run", "progress_every_s", 0, true, kInf, false, 10.0));
@@ -345,7 +363,9 @@ json check_unsigned64(const YAML::Node& n) {
 // constraints are checked later, per sweep point.
 json check_value(const KeySpec& k, const YAML::Node& n, std::string& extra) {
   switch (k.kind) {
-    case Kind::integer: return check_integer(k, n);
+    case Kind::integer:
+      if (k.allow_all && n.IsScalar() && n.Tag() != "!" && n.Scalar() == "all") return "all";
+      return check_integer(k, n);
     case Kind::unsigned64: return check_unsigned64(n);
     case Kind::number: return check_scalar_number(k, n);
     case Kind::choice: {
@@ -393,6 +413,23 @@ json check_value(const KeySpec& k, const YAML::Node& n, std::string& extra) {
       }
       if (out[0].get<double>() > out[1].get<double>())
         throw BadValue{"[" + n[0].Scalar() + ", " + n[1].Scalar() + "] (lo > hi)"};
+      return out;
+    }
+    case Kind::path_list: {
+      // One string: a path or glob pattern (expanded when the point is
+      // resolved); a list: literal paths. Never empty.
+      if (n.IsScalar()) {
+        if (n.Scalar().empty()) throw BadValue{"an empty string"};
+        return n.Scalar();
+      }
+      if (!n.IsSequence() || n.size() == 0) throw BadValue{describe_found(n, false)};
+      json out = json::array();
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        if (!n[i].IsScalar() || n[i].Scalar().empty())
+          throw BadValue{"a list whose entry " + std::to_string(i) + " is " +
+                         (n[i].IsScalar() ? std::string("an empty string") : describe_found(n[i], false))};
+        out.push_back(n[i].Scalar());
+      }
       return out;
     }
   }
@@ -733,6 +770,50 @@ class Loader {
     return points;
   }
 
+  // source.paths of an npy source: a list of literal paths, or one string,
+  // a glob pattern (glob(3), sorted) if it has a wildcard (* ? [), else one
+  // path. Relative paths from the deck file are taken against the deck's
+  // directory; those from --set against the current directory. The resolved
+  // deck shows the expanded list. Files are not opened here (the driver
+  // checks them on the rank that owns them, before the run).
+  void resolve_npy_source(std::map<std::string, Value>& eff, RunConfig& c) const {
+    const Value& v = eff.at("source.paths");
+    if (v.value.is_null())
+      fail(eff.at("source.type").origin,
+           "source.paths: required when source.type is npy (expected " +
+               find_key("source.paths")->expected() + ")");
+    const std::filesystem::path base =
+        v.origin.kind == Origin::file ? std::filesystem::path(deck_).parent_path() : std::filesystem::path();
+    auto resolve_path = [&](const std::string& p) {
+      const std::filesystem::path q(p);
+      return (q.is_relative() && !base.empty() ? base / q : q).lexically_normal().string();
+    };
+    std::vector<std::string> out;
+    if (v.value.is_string()) {
+      const std::string pattern = resolve_path(v.value.get<std::string>());
+      if (pattern.find_first_of("*?[") == std::string::npos) {
+        out.push_back(pattern);
+      } else {
+        glob_t g{};
+        const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
+        if (rc == 0)
+          for (std::size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+        ::globfree(&g);
+        if (rc == GLOB_NOMATCH || (rc == 0 && out.empty()))
+          fail(v.origin, "source.paths: the pattern '" + pattern + "' matches no files");
+        if (rc != 0)
+          fail(v.origin, "source.paths: cannot expand the pattern '" + pattern + "' (" +
+                             (rc == GLOB_ABORTED ? "a directory could not be read" : "out of memory") + ")");
+        std::sort(out.begin(), out.end());
+      }
+    } else {
+      for (const auto& p : v.value) out.push_back(resolve_path(p.get<std::string>()));
+    }
+    c.source.paths = out;
+    c.source.chunk_rows = int(eff.at("source.chunk_rows").value.get<std::int64_t>());
+    eff["source.paths"] = Value{json(out), v.origin, v.explicit_};
+  }
+
   RunConfig resolve(std::map<std::string, Value>& eff) const {
     auto num = [&](const char* p) { return eff.at(p).value.get<double>(); };
     auto i64 = [&](const char* p) { return eff.at(p).value.get<std::int64_t>(); };
@@ -755,8 +836,25 @@ class Loader {
     c.problem.rank = int(r);
     c.problem.dtype = str("problem.dtype") == "float" ? Dtype::float32 : Dtype::float64;
 
+    c.source.type = str("source.type");
+    const bool npy = c.source.type == "npy";
+    if (npy) resolve_npy_source(eff, c);
+    // npy: the files are the streams, divided over the ranks (strong mode)
+    // unless the deck asks for weak mode explicitly.
+    if (npy && !eff.at("streams.mode").explicit_)
+      eff["streams.mode"] = Value{json("strong"), origin("source.type"), false};
     c.streams.mode = str("streams.mode") == "strong" ? StreamMode::strong : StreamMode::weak;
     c.streams.per_rank = int(i64("streams.per_rank"));
+    if (npy && c.streams.mode == StreamMode::strong) {
+      const std::int64_t files = std::int64_t(c.source.paths.size());
+      if (eff.at("streams.total").value.is_null())
+        eff["streams.total"] = Value{json(files), origin("source.paths"), false};
+      else if (i64("streams.total") != files)
+        fail(origin("streams.total"),
+             "streams.total: expected the number of files in source.paths (" + std::to_string(files) +
+                 ") with source.type npy, found " + std::to_string(i64("streams.total")) +
+                 "; each file is one stream (leave streams.total out to use the file count)");
+    }
     if (c.streams.mode == StreamMode::strong) {
       if (eff.at("streams.total").value.is_null())
         fail(origin("streams.mode"), "streams.total: required when streams.mode is strong "
@@ -765,11 +863,14 @@ class Loader {
     }
     if (!eff.at("streams.total").value.is_null()) c.streams.total = int(i64("streams.total"));
 
-    c.source.type = str("source.type");
     SyntheticSpec& s = c.source.synthetic;
     s.d = int(d);
+    // The synthetic-only keys are accepted and ignored with type npy (their
+    // own type and range are still checked), as streams.total is in weak
+    // mode, so a deck can sweep source.type; their cross-key rules apply
+    // only to the synthetic source.
     if (eff.at("source.rank").value.is_null()) {
-      if (2 * r > d)
+      if (!npy && 2 * r > d)
         fail(origin("problem.rank"),
              "source.rank: defaults to problem.rank = " + std::to_string(r) +
                  ", which must be in [1, d/2] = [1, " + std::to_string(d / 2) +
@@ -778,14 +879,14 @@ class Loader {
       eff["source.rank"] = Value{json(r), origin("problem.rank"), false};
     }
     const std::int64_t sr = i64("source.rank");
-    if (2 * sr > d)
+    if (!npy && 2 * sr > d)
       fail(origin("source.rank"), "source.rank: expected an integer in [1, d/2] = [1, " +
                                       std::to_string(d / 2) + "] for problem.d = " +
                                       std::to_string(d) + ", found " + std::to_string(sr));
     s.r = int(sr);
     s.lambda_max = num("source.lambda_max");
     s.lambda_min = num("source.lambda_min");
-    if (s.lambda_min > s.lambda_max) {
+    if (!npy && s.lambda_min > s.lambda_max) {
       const bool min_explicit = eff.at("source.lambda_min").explicit_;
       fail(origin(min_explicit ? "source.lambda_min" : "source.lambda_max"),
            std::string(min_explicit ? "source.lambda_min" : "source.lambda_max") +
@@ -828,7 +929,16 @@ class Loader {
     a.init_samples = int(n0);
     a.init_scale = num("algorithm.init_scale");
 
-    c.run.steps = i64("run.steps");
+    if (eff.at("run.steps").value.is_string()) {  // `all`
+      if (!npy)
+        fail(origin("run.steps"), "run.steps: 'all' (every row of the input files) needs source.type npy; "
+                                  "give a number of steps (an integer >= 1) for source.type " +
+                                      c.source.type);
+      c.run.steps_all = true;
+      c.run.steps = 0;
+    } else {
+      c.run.steps = i64("run.steps");
+    }
     c.run.warmup_steps = i64("run.warmup_steps");
     c.run.diagnostics_every = i64("run.diagnostics_every");
     c.run.progress_every_s = num("run.progress_every_s");
@@ -843,10 +953,12 @@ class Loader {
     } catch (const std::invalid_argument& e) {
       fail(Origin{}, std::string("algorithm: ") + e.what());
     }
-    try {
-      s.validate();
-    } catch (const std::invalid_argument& e) {
-      fail(Origin{}, std::string("source: ") + e.what());
+    if (!npy) {
+      try {
+        s.validate();
+      } catch (const std::invalid_argument& e) {
+        fail(Origin{}, std::string("source: ") + e.what());
+      }
     }
 
     json& j = c.resolved;
@@ -890,12 +1002,23 @@ void validate_against_ranks(const RunConfig& config, int nranks, const std::stri
   }
   if (nranks < 1)
     throw DeckError(deck_path + ": " + ctx + "invalid number of MPI ranks " + std::to_string(nranks));
+  const bool npy = config.source.type == "npy";
   if (config.streams.mode == StreamMode::strong && config.streams.total < nranks)
     throw DeckError(deck_path + ": " + ctx +
                     "streams.total: strong mode needs at least one stream per MPI rank: expected "
                     "an integer >= " + std::to_string(nranks) + " (the number of MPI ranks), found " +
                     std::to_string(config.streams.total) +
-                    "; raise streams.total or run on fewer ranks");
+                    (npy ? " (the number of files in source.paths); give more files or run on fewer ranks"
+                         : "; raise streams.total or run on fewer ranks"));
+  const std::int64_t files = std::int64_t(config.source.paths.size());
+  if (npy && config.streams.mode == StreamMode::weak &&
+      std::int64_t(config.streams.per_rank) * nranks != files)
+    throw DeckError(deck_path + ": " + ctx +
+                    "streams.per_rank: weak mode with source.type npy needs streams.per_rank x MPI ranks = "
+                    "the number of files in source.paths (" + std::to_string(files) + "), found " +
+                    std::to_string(config.streams.per_rank) + " x " + std::to_string(nranks) + " = " +
+                    std::to_string(std::int64_t(config.streams.per_rank) * nranks) +
+                    "; use streams.mode: strong (the default for npy) to divide the files over the ranks");
 }
 
 const std::vector<std::string>& deck_key_paths() {

@@ -33,14 +33,23 @@ struct StreamsConfig {
 };
 
 struct SourceConfig {
-  std::string type = "synthetic";
+  std::string type = "synthetic";  // "synthetic" or "npy"
   // Synthetic source parameters. spec.d is problem.d; spec.r is source.rank
   // (default problem.rank); spec.seed is run.seed.
   SyntheticSpec synthetic;
+  // npy source: one .npy file per stream, global stream id = position in the
+  // list (already glob-expanded and resolved against the deck's directory),
+  // and the rows staged per chunk per stream.
+  std::vector<std::string> paths;
+  int chunk_rows = 1024;
 };
 
 struct RunSection {
   std::int64_t steps = 1000;          // timed MOSAIC steps per stream (after init)
+  // run.steps: all (npy sources only): every row after init and warm-up of
+  // the shortest file. `steps` is then 0 until the driver has read the file
+  // headers (preflight_npy_streams, npy_source.hpp) and set it.
+  bool steps_all = false;
   std::int64_t warmup_steps = 0;      // untimed steps before the timed ones
   std::int64_t diagnostics_every = 0; // device diagnostics every K steps; 0 = at the end only
   double progress_every_s = 10.0;     // rank 0 progress line period
