@@ -1,0 +1,359 @@
+// Real ordered data for a batch of streams: one 2-D .npy file per stream
+// (shape (samples, features), features == d), memory mapped, staged to the
+// device chunk by chunk with double buffering. Same interface as
+// SyntheticDriftSource (generate / generate_block), so the driver's loop runs
+// either source.
+//
+// Staging. Rows are consumed strictly in order (row t of every stream is the
+// sample of step t; the init block, if any, is rows [0, init_samples)). The
+// source holds two host buffers of B x chunk_rows x d and one device chunk of
+// the same size. While the engine works on the current chunk, a background
+// std::thread (std::async) reads the next chunk of every stream from the
+// mmaps into the other host buffer (NpyStreamReader::read_rows, which also
+// releases the mapped pages it touched, plus prefetch_rows for the chunk
+// after, so the kernel reads ahead); when the current chunk is used up the
+// main thread waits for that read (normally already done), copies the buffer
+// to the device (on host backends the buffer *is* the device chunk: no copy)
+// and starts the read of the chunk after. Host memory is thus bounded by the
+// chunk size (2 host chunks + 1 device chunk + one chunk of mapped pages at
+// a time), whatever the size of the files.
+//
+// Non-finite data. A NaN/Inf (or a float64 that overflows a float run) met
+// while staging a chunk does not stop the run: the stream's row is recorded
+// as an NpyDataError (file, 0-based row in the file, the reader's message),
+// that row and every later row of the stream are staged as NaN, so the engine
+// flags the stream exactly as for a numerical breakdown
+// (status = breakdown_nonfinite_sample, breakdown_step = the step of that
+// row, i.e. row - init_samples) and freezes it; the other streams go on. Rows
+// of the init block are read synchronously by generate_block, which throws
+// NpyError on a non-finite value instead (the driver checks those rows on
+// every rank before the run: preflight_npy_file).
+//
+// I/O accounting (io_stats): bytes copied out of the files, the seconds spent
+// reading them (wherever the read ran: reader thread or, for the init block
+// and an un-prefetched first chunk, the main thread), the seconds the main
+// thread stalled waiting for data (the part of the I/O that was not hidden
+// behind the computation), and the seconds of host-to-device copies.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <Kokkos_Core.hpp>
+
+#include "npy.hpp"
+
+namespace mosaic {
+
+// A non-finite value met in a stream during the run.
+struct NpyDataError {
+  std::uint64_t stream_id = 0;
+  std::string path;
+  std::int64_t row = 0;  // 0-based row in the file
+  std::string message;   // NpyStreamReader's: path, row, column, value
+};
+
+struct NpyIoStats {
+  std::uint64_t bytes_read = 0;   // data bytes copied out of the files
+  double read_seconds = 0;        // time spent in read_rows (reader thread + synchronous reads)
+  double stall_seconds = 0;       // main-thread time blocked on reads
+  double copy_seconds = 0;        // host-to-device copies of staged chunks
+  std::int64_t chunks = 0;        // chunks staged
+  std::int64_t chunk_rows = 0;
+  std::int64_t files = 0;
+  std::vector<NpyDataError> data_errors;
+};
+
+// The checks the driver runs on the files a rank owns before any step (see
+// preflight_npy_streams in run.hpp): the file opens and maps, is a
+// little-endian float32/float64 2-D .npy with d features and at least
+// `min_rows` rows, and its first `init_rows` rows are finite (in the run's
+// type T). Returns the file's row count; throws NpyError naming the file.
+template <class T>
+std::int64_t preflight_npy_file(const std::string& path, int d, std::int64_t min_rows,
+                                const std::string& min_rows_what, std::int64_t init_rows) {
+  NpyStreamReader r(path, d);
+  r.require_rows(min_rows, min_rows_what);
+  if (init_rows > 0) {
+    std::vector<T> buf(std::size_t(init_rows) * std::size_t(d));
+    r.read_rows<T>(0, init_rows, buf.data());
+  }
+  return r.rows();
+}
+
+template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
+class NpyStreamSource {
+ public:
+  using execution_space = ExecSpace;
+  using memory_space = typename ExecSpace::memory_space;
+  using sample_view = Kokkos::View<Scalar**, memory_space>;  // B x d
+  using block_view = Kokkos::View<Scalar***, memory_space>;  // B x n x d
+  static constexpr bool host_accessible =
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
+#if defined(KOKKOS_ENABLE_CUDA)
+  using host_buffer_space = std::conditional_t<host_accessible, memory_space,
+                                               std::conditional_t<std::is_same<ExecSpace, Kokkos::Cuda>::value,
+                                                                  Kokkos::CudaHostPinnedSpace, Kokkos::HostSpace>>;
+#else
+  using host_buffer_space = std::conditional_t<host_accessible, memory_space, Kokkos::HostSpace>;
+#endif
+  using chunk_view = Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space>;
+  using host_chunk_view = Kokkos::View<Scalar***, Kokkos::LayoutRight, host_buffer_space>;
+  // On host backends the staged host buffer is handed to the engine as is.
+  static constexpr bool alias_buffers = std::is_same<host_buffer_space, memory_space>::value;
+
+  // paths[b] is the file of stream stream_ids[b]. Opens and checks every file
+  // (NpyError on a bad one). `end_row`: rows the run will consume (init +
+  // warm-up + steps); -1 = the shortest file's row count. Nothing is read
+  // until the first generate / generate_block.
+  NpyStreamSource(const std::vector<std::string>& paths, std::vector<std::uint64_t> stream_ids, int d,
+                  int chunk_rows, std::int64_t end_row = -1)
+      : ids_(std::move(stream_ids)), d_(d), chunk_rows_(chunk_rows) {
+    if (ids_.empty()) throw std::invalid_argument("NpyStreamSource: no streams");
+    if (paths.size() != ids_.size())
+      throw std::invalid_argument("NpyStreamSource: " + std::to_string(paths.size()) + " files for " +
+                                  std::to_string(ids_.size()) + " streams");
+    if (d < 1 || chunk_rows < 1)
+      throw std::invalid_argument("NpyStreamSource: need d >= 1 and chunk_rows >= 1, got d=" +
+                                  std::to_string(d) + ", chunk_rows=" + std::to_string(chunk_rows));
+    std::int64_t min_rows = std::numeric_limits<std::int64_t>::max();
+    readers_.reserve(paths.size());
+    for (const auto& p : paths) {
+      readers_.emplace_back(p, d);
+      min_rows = std::min(min_rows, readers_.back().rows());
+    }
+    if (end_row < 0) end_row = min_rows;
+    if (end_row > min_rows)
+      throw NpyError(shortest_path() + ": has " + std::to_string(min_rows) + " rows (samples), fewer than the " +
+                     std::to_string(end_row) + " the run consumes");
+    end_row_ = end_row;
+    bad_.assign(ids_.size(), 0);
+    const int B = batch();
+    const std::size_t rows = std::size_t(std::min<std::int64_t>(chunk_rows_, std::max<std::int64_t>(end_row_, 1)));
+    for (auto& h : host_)
+      h = host_chunk_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("npy::staging")), B, rows, d);
+    if constexpr (!alias_buffers)
+      dev_ = chunk_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("npy::chunk")), B, rows, d);
+  }
+
+  NpyStreamSource(const NpyStreamSource&) = delete;
+  NpyStreamSource& operator=(const NpyStreamSource&) = delete;
+  ~NpyStreamSource() {
+    try {
+      wait_pending();
+    } catch (...) {
+    }
+  }
+
+  int batch() const { return int(ids_.size()); }
+  int dim() const { return d_; }
+  const std::vector<std::uint64_t>& stream_ids() const { return ids_; }
+  std::int64_t end_row() const { return end_row_; }
+  std::int64_t rows(int b) const { return readers_.at(std::size_t(b)).rows(); }
+  const std::string& path(int b) const { return readers_.at(std::size_t(b)).path(); }
+
+  // X(b, :) = row `step` of stream b's file. Steps in strict order, starting
+  // where the previous call (or generate_block) stopped.
+  void generate(std::int64_t step, sample_view X) {
+    if (int(X.extent(0)) != batch() || int(X.extent(1)) != d_)
+      throw std::invalid_argument("NpyStreamSource::generate: X is " + std::to_string(X.extent(0)) + " x " +
+                                  std::to_string(X.extent(1)) + ", expected " + std::to_string(batch()) + " x " +
+                                  std::to_string(d_));
+    check_order(step, 1, "generate");
+    if (!(cur_len_ > 0 && step >= cur_first_ && step < cur_first_ + cur_len_)) advance_to(step);
+    const int k = int(step - cur_first_);
+    const chunk_view src = dev_;
+    Kokkos::parallel_for(
+        "mosaic::npy_generate",
+        Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>(ExecSpace(), {0, 0}, {batch(), d_}),
+        KOKKOS_LAMBDA(const int b, const int i) { X(b, i) = src(b, k, i); });
+    next_row_ = step + 1;
+  }
+
+  // X(b, j, :) = row first + j of stream b's file, j < n (the init block).
+  // Read synchronously; throws NpyError on a non-finite value.
+  void generate_block(std::int64_t first, int n, block_view X) {
+    if (n < 1 || int(X.extent(0)) != batch() || int(X.extent(1)) != n || int(X.extent(2)) != d_)
+      throw std::invalid_argument("NpyStreamSource::generate_block: X must be B x n x d = " +
+                                  std::to_string(batch()) + " x " + std::to_string(n) + " x " + std::to_string(d_));
+    check_order(first, n, "generate_block");
+    wait_pending();
+    auto h = Kokkos::create_mirror_view(X);
+    std::vector<Scalar> rowbuf(std::size_t(n) * std::size_t(d_));
+    const auto t0 = clock::now();
+    for (int b = 0; b < batch(); ++b) {
+      readers_[b].read_rows(first, n, rowbuf.data());
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < d_; ++i) h(b, j, i) = rowbuf[std::size_t(j) * d_ + i];
+    }
+    const double s = seconds_since(t0);
+    stats_.read_seconds += s;
+    stats_.stall_seconds += s;
+    Kokkos::deep_copy(X, h);
+    next_row_ = first + n;
+    cur_len_ = 0;  // nothing staged covers the rows after the block yet
+    if (next_row_ < end_row_) launch(next_row_);
+  }
+
+  // Waits for a read in flight, then returns the accounting so far.
+  NpyIoStats io_stats() {
+    wait_pending();
+    NpyIoStats s = stats_;
+    s.bytes_read = 0;
+    for (const auto& r : readers_) s.bytes_read += r.bytes_read();
+    s.chunk_rows = chunk_rows_;
+    s.files = std::int64_t(readers_.size());
+    return s;
+  }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  static double seconds_since(clock::time_point t0) {
+    return std::chrono::duration<double>(clock::now() - t0).count();
+  }
+
+  struct ReadResult {
+    double seconds = 0;
+    std::vector<NpyDataError> errors;
+  };
+
+  std::string shortest_path() const {
+    std::size_t best = 0;
+    for (std::size_t b = 1; b < readers_.size(); ++b)
+      if (readers_[b].rows() < readers_[best].rows()) best = b;
+    return readers_[best].path();
+  }
+
+  void check_order(std::int64_t first, std::int64_t n, const char* what) const {
+    if (first != next_row_)
+      throw std::invalid_argument(std::string("NpyStreamSource::") + what + ": rows are consumed in order; expected row " +
+                                  std::to_string(next_row_) + ", got " + std::to_string(first));
+    if (first + n > end_row_)
+      throw std::out_of_range(std::string("NpyStreamSource::") + what + ": rows [" + std::to_string(first) + ", " +
+                              std::to_string(first + n) + ") requested, but the run was set up for " +
+                              std::to_string(end_row_) + " rows");
+  }
+
+  std::int64_t chunk_len(std::int64_t first) const { return std::min<std::int64_t>(chunk_rows_, end_row_ - first); }
+
+  // Reads rows [first, first + len) of every stream into host buffer `buf`.
+  // Runs on the reader thread (or synchronously); touches only the readers,
+  // bad_ and the buffer, never Kokkos.
+  ReadResult fill(int buf, std::int64_t first, std::int64_t len) {
+    ReadResult out;
+    const auto t0 = clock::now();
+    const host_chunk_view h = host_[buf];
+    const std::size_t row = std::size_t(d_);
+    const Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
+    for (int b = 0; b < batch(); ++b) {
+      Scalar* dst = &h(b, 0, 0);
+      if (bad_[b]) {  // frozen by an earlier non-finite row: stage NaN
+        std::fill(dst, dst + std::size_t(len) * row, nan);
+        continue;
+      }
+      NpyStreamReader& r = readers_[b];
+      try {
+        r.read_rows(first, len, dst);
+      } catch (const NpyError&) {
+        // Find the first bad row (one row at a time, per read_rows' contract),
+        // keep the rows before it, stage NaN from it on.
+        std::int64_t k = 0;
+        std::string message;
+        for (; k < len; ++k) {
+          try {
+            r.read_rows(first + k, 1, dst + std::size_t(k) * row);
+          } catch (const NpyError& e) {
+            message = e.what();
+            break;
+          }
+        }
+        if (k == len) throw;  // not a data error after all
+        std::fill(dst + std::size_t(k) * row, dst + std::size_t(len) * row, nan);
+        bad_[b] = 1;
+        out.errors.push_back(NpyDataError{ids_[b], r.path(), first + k, message});
+        continue;
+      }
+      // Let the kernel start on the chunk after this one.
+      const std::int64_t after = first + len;
+      if (after < end_row_) r.prefetch_rows(after, chunk_len(after));
+    }
+    out.seconds = seconds_since(t0);
+    return out;
+  }
+
+  void merge(ReadResult&& r) {
+    stats_.read_seconds += r.seconds;
+    for (auto& e : r.errors) stats_.data_errors.push_back(std::move(e));
+  }
+
+  // Starts the background read of the chunk at `first` into the spare buffer.
+  void launch(std::int64_t first) {
+    const int spare = 1 - cur_;
+    const std::int64_t len = chunk_len(first);
+    pend_first_ = first;
+    pend_len_ = len;
+    pending_ = std::async(std::launch::async, [this, spare, first, len] { return fill(spare, first, len); });
+  }
+
+  void wait_pending() {
+    if (!pending_.valid()) return;
+    const auto t0 = clock::now();
+    ReadResult r = pending_.get();
+    stats_.stall_seconds += seconds_since(t0);
+    merge(std::move(r));
+  }
+
+  // Makes the chunk starting at `step` current (on the device) and starts
+  // reading the one after it.
+  void advance_to(std::int64_t step) {
+    const bool prefetched = pending_.valid() && pend_first_ == step;
+    std::int64_t len;
+    if (prefetched) {
+      len = pend_len_;
+      wait_pending();
+    } else {
+      wait_pending();  // a read of some other range: finish and drop it
+      len = chunk_len(step);
+      const auto t0 = clock::now();
+      ReadResult r = fill(1 - cur_, step, len);
+      stats_.stall_seconds += seconds_since(t0);
+      merge(std::move(r));
+    }
+    cur_ = 1 - cur_;
+    if constexpr (alias_buffers) {
+      dev_ = host_[cur_];
+    } else {
+      const auto t0 = clock::now();
+      Kokkos::deep_copy(dev_, host_[cur_]);
+      Kokkos::fence();
+      stats_.copy_seconds += seconds_since(t0);
+    }
+    cur_first_ = step;
+    cur_len_ = len;
+    ++stats_.chunks;
+    if (step + len < end_row_) launch(step + len);
+  }
+
+  std::vector<std::uint64_t> ids_;
+  int d_ = 0;
+  std::int64_t chunk_rows_ = 0, end_row_ = 0;
+  std::vector<NpyStreamReader> readers_;
+  std::vector<char> bad_;  // per stream: a non-finite row was met (reader thread only while a read is in flight)
+  host_chunk_view host_[2];
+  chunk_view dev_;
+  int cur_ = 0;  // host_[cur_] holds the current chunk; host_[1 - cur_] is the spare
+  std::int64_t cur_first_ = 0, cur_len_ = 0, next_row_ = 0;
+  std::future<ReadResult> pending_;
+  std::int64_t pend_first_ = -1, pend_len_ = 0;
+  NpyIoStats stats_;
+};
+
+}  // namespace mosaic
