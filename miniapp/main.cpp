@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -70,12 +71,14 @@ CommandLine parse_command_line(int argc, char** argv) {
 
 // Bytes one rank needs for a configuration: stream states, the engine's
 // per-stream work space (estimated as one more state), the synthetic truth
-// (V0, W0, mean, noise std in double) and the sample buffers.
+// (V0, W0, mean, noise std in double) or the npy staging buffers (two host
+// chunks and one device chunk), and the sample buffers.
 std::size_t estimate_rank_bytes(const mosaic::RunConfig& c, int streams) {
   const std::size_t d = c.problem.d, r = c.problem.rank, rs = c.source.synthetic.r;
   const std::size_t scalar = c.problem.dtype == mosaic::Dtype::float32 ? 4 : 8;
   const std::size_t state = (d + d * r + r * r + 1) * scalar;
-  const std::size_t truth = (2 * d * rs + 2 * d + rs) * 8;
+  const std::size_t truth = c.source.type == "npy" ? 3 * std::size_t(c.source.chunk_rows) * d * scalar
+                                                   : (2 * d * rs + 2 * d + rs) * 8;
   const std::size_t n0 = c.algorithm.init == mosaic::InitMode::data ? c.algorithm.resolved_init_samples(c.problem.rank) : 0;
   const std::size_t samples = (d + n0 * d) * scalar;
   return std::size_t(streams) * (2 * state + truth + samples);
@@ -107,6 +110,16 @@ void print_summary(const nlohmann::json& run) {
     std::printf("  projector distance to truth (max) %.3e   noise rel. error (max) %.3e\n",
                 fin["accuracy"]["projector_distance_max"].get<double>(),
                 fin["accuracy"]["noise_rel_error_max"].get<double>());
+  if (run.contains("io")) {
+    const auto& io = run["io"];
+    std::printf("  npy input           %.4g MiB read in %.4g s (%.4g MiB/s), main thread stalled %.4g s, "
+                "%zu non-finite rows\n",
+                io["bytes_read"].get<double>() / 1048576.0, io["read_seconds"].get<double>(),
+                io["read_bandwidth_bytes_per_s"].get<double>() / 1048576.0, io["stall_seconds"].get<double>(),
+                io["nonfinite_rows"].size());
+  }
+  if (run.contains("state_files"))
+    std::printf("  final states        %s/\n", run["state_files"]["directory"].get<std::string>().c_str());
   std::printf("  verification        %s\n", run["verification"]["passed"].get<bool>() ? "PASSED" : "FAILED");
   std::printf("  FIGURE OF MERIT     %.6g %s\n", fom["value"].get<double>(),
               "update samples/s (steps x streams / max update time)");
@@ -186,6 +199,34 @@ int main(int argc, char** argv) {
   }
   MPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (!writable) return fail(why, 2);
+
+  // So does a state directory that cannot be created or written.
+  const std::string state_dir = points.front().config.output.state_dir;
+  if (!state_dir.empty()) {
+    if (root) {
+      try {
+        std::error_code ec;
+        std::filesystem::create_directories(state_dir, ec);
+        if (ec) throw std::runtime_error(state_dir + ": cannot create the state directory (output.state_dir): " +
+                                         ec.message());
+        mosaic::check_writable((std::filesystem::path(state_dir) / "mu.npy").string());
+      } catch (const std::exception& e) {
+        writable = 0;
+        why = e.what();
+      }
+    }
+    MPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!writable) return fail(why, 2);
+  }
+
+  // npy sources: every rank checks the files of its own streams (header,
+  // dtype, d, rows, finite init rows) for every point before anything runs;
+  // the first problem is printed once and nothing runs. run.steps: all is
+  // resolved here.
+  for (auto& p : points) {
+    const std::string error = mosaic::preflight_npy_streams(p.config, MPI_COMM_WORLD);
+    if (!error.empty()) return fail(error, 2);
+  }
 
   // One GPU per rank: ranks on a node take the node's devices round-robin by
   // local rank, unless the user chose with --kokkos-device-id.

@@ -1,17 +1,27 @@
 // One run (one sweep point) of the mini-app on one MPI rank: set up the
 // rank's streams, initialize, warm up, advance them for the timed steps with
 // diagnostics every K steps, then reduce statistics across ranks. Only
-// statistics cross ranks (counts, times, diagnostics, per-stream checksums);
-// stream states never do.
+// statistics cross ranks (counts, times, diagnostics, per-stream checksums)
+// during the run; stream states never do. The one exception is at the very
+// end: with output.state_dir set, the final states are gathered to rank 0
+// and written as .npy files.
+//
+// The data come from the synthetic source or from .npy files
+// (source.type: npy, npy_source.hpp); one loop (run_with_source) serves both.
 #pragma once
 
 #include <mpi.h>
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <Kokkos_Core.hpp>
@@ -21,6 +31,8 @@
 #include "batched_engine.hpp"
 #include "decomposition.hpp"
 #include "environment.hpp"
+#include "npy.hpp"
+#include "npy_source.hpp"
 #include "run_config.hpp"
 #include "stream_batch.hpp"
 #include "synthetic_source.hpp"
@@ -132,19 +144,210 @@ inline nlohmann::json reduce_timers(const TimerSet& timers, MPI_Comm comm, int n
   return j;
 }
 
+// Sends rank `from`'s string to every rank.
+inline std::string broadcast_string(std::string s, int from, MPI_Comm comm) {
+  long long n = (long long)s.size();
+  MPI_Bcast(&n, 1, MPI_LONG_LONG, from, comm);
+  s.resize(std::size_t(n));
+  if (n > 0) MPI_Bcast(s.data(), int(n), MPI_CHAR, from, comm);
+  return s;
+}
+
+template <class T>
+MPI_Datatype mpi_type() {
+  if constexpr (std::is_same<T, float>::value) return MPI_FLOAT;
+  else if constexpr (std::is_same<T, double>::value) return MPI_DOUBLE;
+  else if constexpr (std::is_same<T, std::int64_t>::value) return MPI_INT64_T;
+  else if constexpr (std::is_same<T, std::uint64_t>::value) return MPI_UINT64_T;
+  else return MPI_CHAR;
+}
+
+template <class Source>
+struct is_npy_source : std::false_type {};
+template <class S, class E>
+struct is_npy_source<NpyStreamSource<S, E>> : std::true_type {};
+
+// Reduces one rank's I/O accounting of an npy source over all ranks.
+inline nlohmann::json reduce_io(const NpyIoStats& io, MPI_Comm comm) {
+  const long long bytes = allreduce((long long)io.bytes_read, MPI_SUM, comm);
+  const double read_max = allreduce(io.read_seconds, MPI_MAX, comm);
+  const double rank_bw = io.read_seconds > 0 ? double(io.bytes_read) / io.read_seconds : 0.0;
+  nlohmann::json local_errors = nlohmann::json::array();
+  for (const auto& e : io.data_errors)
+    local_errors.push_back({{"stream_id", e.stream_id}, {"path", e.path}, {"row", e.row}, {"message", e.message}});
+  const std::string text = local_errors.dump();
+  const auto all = gather_to_root(std::vector<char>(text.begin(), text.end()), MPI_CHAR, comm);
+  // gather_to_root concatenates the ranks' JSON arrays: "[...][...]".
+  nlohmann::json errors = nlohmann::json::array();
+  for (std::size_t pos = 0; pos < all.size();) {
+    std::size_t depth = 0, end = pos;
+    bool in_string = false, escaped = false;
+    for (; end < all.size(); ++end) {
+      const char c = all[end];
+      if (in_string) {
+        if (escaped) escaped = false;
+        else if (c == '\\') escaped = true;
+        else if (c == '"') in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '[') {
+        ++depth;
+      } else if (c == ']' && --depth == 0) {
+        break;
+      }
+    }
+    for (auto& e : nlohmann::json::parse(all.begin() + long(pos), all.begin() + long(end) + 1)) errors.push_back(e);
+    pos = end + 1;
+  }
+  std::sort(errors.begin(), errors.end(), [](const auto& a, const auto& b) {
+    return a["stream_id"].template get<unsigned long long>() < b["stream_id"].template get<unsigned long long>();
+  });
+  return {
+      {"bytes_read", bytes},
+      {"read_seconds", read_max},
+      {"read_bandwidth_bytes_per_s", read_max > 0 ? double(bytes) / read_max : 0.0},
+      {"per_rank_read_bandwidth_bytes_per_s_min", allreduce(rank_bw, MPI_MIN, comm)},
+      {"stall_seconds", allreduce(io.stall_seconds, MPI_MAX, comm)},
+      {"copy_seconds", allreduce(io.copy_seconds, MPI_MAX, comm)},
+      {"chunks_staged_max", allreduce((long long)io.chunks, MPI_MAX, comm)},
+      {"chunk_rows", io.chunk_rows},
+      {"files", allreduce((long long)io.files, MPI_SUM, comm)},
+      {"nonfinite_rows", errors},
+  };
+}
+
+// The final state of every stream, gathered to rank 0 (rank order = stream id
+// order: each rank owns a contiguous block of ids) and written by rank 0 into
+// `dir` as NumPy files, each atomically: mu (streams, d), U (streams, d, r)
+// row-major, S (streams, r, r), s2 (streams,), stream_ids (uint64), steps
+// (int64: MOSAIC steps taken, init excluded), status (int64: 0 = healthy,
+// else the BreakdownCode that froze the stream). Collective. Returns
+// {"directory", "files"} on rank 0.
+template <class Scalar, class Exec>
+nlohmann::json write_state_files(const StreamBatch<Scalar, Exec>& batch, const std::string& dir, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const int B = batch.batch, d = batch.d, r = batch.r;
+  const long long per_stream = (long long)d * r;
+  const long long total_streams = allreduce((long long)B, MPI_SUM, comm);
+  if (total_streams * per_stream > (long long)INT_MAX)
+    throw std::runtime_error("output.state_dir: the states of " + std::to_string(total_streams) +
+                             " streams (d x r = " + std::to_string(per_stream) +
+                             ") are too large to gather to rank 0 in one message");
+  std::vector<Scalar> mu, U, S, s2;
+  std::vector<std::int64_t> steps, status;
+  auto h_status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), batch.status);
+  for (int b = 0; b < B; ++b) {
+    const ReferenceState<Scalar> st = batch.to_host(b);
+    mu.insert(mu.end(), st.mu.begin(), st.mu.end());
+    U.insert(U.end(), st.U.begin(), st.U.end());
+    S.insert(S.end(), st.S.begin(), st.S.end());
+    s2.push_back(st.s2);
+    steps.push_back(st.steps);
+    status.push_back(h_status(b));
+  }
+  std::vector<std::uint64_t> ids(batch.stream_ids.begin(), batch.stream_ids.end());
+  const auto all_mu = gather_to_root(mu, mpi_type<Scalar>(), comm);
+  const auto all_U = gather_to_root(U, mpi_type<Scalar>(), comm);
+  const auto all_S = gather_to_root(S, mpi_type<Scalar>(), comm);
+  const auto all_s2 = gather_to_root(s2, mpi_type<Scalar>(), comm);
+  const auto all_steps = gather_to_root(steps, mpi_type<std::int64_t>(), comm);
+  const auto all_status = gather_to_root(status, mpi_type<std::int64_t>(), comm);
+  const auto all_ids = gather_to_root(ids, mpi_type<std::uint64_t>(), comm);
+  if (rank != 0) return nlohmann::json::object();
+  const std::int64_t n = std::int64_t(all_ids.size());
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(dir + ": cannot create the state directory: " + ec.message());
+  auto file = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
+  write_npy(file("mu.npy"), {n, d}, all_mu.data());
+  write_npy(file("U.npy"), {n, d, r}, all_U.data());
+  write_npy(file("S.npy"), {n, r, r}, all_S.data());
+  write_npy(file("s2.npy"), {n}, all_s2.data());
+  write_npy(file("stream_ids.npy"), {n}, all_ids.data());
+  write_npy(file("steps.npy"), {n}, all_steps.data());
+  write_npy(file("status.npy"), {n}, all_status.data());
+  return {{"directory", dir},
+          {"files", {"mu.npy", "U.npy", "S.npy", "s2.npy", "stream_ids.npy", "steps.npy", "status.npy"}}};
+}
+
+// The directory a run writes its states into: output.state_dir itself, or
+// state_dir/point_<index> for each point of a sweep of more than one point.
+inline std::string state_dir_for(const RunConfig& cfg) {
+  if (cfg.output.state_dir.empty()) return "";
+  const auto& sw = cfg.resolved.contains("sweep") ? cfg.resolved["sweep"] : nlohmann::json();
+  if (sw.is_object() && sw.value("count", std::size_t(1)) > 1)
+    return (std::filesystem::path(cfg.output.state_dir) / ("point_" + std::to_string(sw["index"].get<std::size_t>())))
+        .string();
+  return cfg.output.state_dir;
+}
+
 }  // namespace detail
 
-// Runs one configuration on this rank; collective over `comm`. Returns the
-// run's result object on rank 0 (an empty object elsewhere).
-template <class Scalar>
-nlohmann::json run_point(const RunConfig& cfg, MPI_Comm comm) {
+// The checks of an npy run's files, before any step (collective over comm):
+// every rank opens the files of its own streams and checks each one
+// (preflight_npy_file: a readable little-endian float32/float64 2-D .npy
+// with problem.d features, enough rows, finite init rows). Then the ranks
+// agree: the message of the lowest rank that found a problem is returned on
+// every rank ("" when all is well). With run.steps: all, sets cfg.run.steps
+// to the rows of the shortest file (over all ranks) minus init_samples and
+// warmup_steps. Does nothing for other sources.
+inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
+  if (cfg.source.type != "npy") return "";
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &nranks);
+  const StreamDecomposition decomp = decompose_streams(cfg.streams, rank, nranks);
+  const std::int64_t n0 =
+      cfg.algorithm.init == InitMode::data ? cfg.algorithm.resolved_init_samples(cfg.problem.rank) : 0;
+  const std::int64_t w = cfg.run.warmup_steps;
+  const bool all = cfg.run.steps_all;
+  const std::int64_t need = n0 + w + (all ? 1 : cfg.run.steps);
+  const std::string what = "algorithm.init_samples (" + std::to_string(n0) + ") + run.warmup_steps (" +
+                           std::to_string(w) + ") + " +
+                           (all ? std::string("at least one step (run.steps: all)")
+                                : "run.steps (" + std::to_string(cfg.run.steps) + ")");
+  std::string error;
+  long long min_rows = LLONG_MAX;
+  for (auto id : decomp.local_ids) {
+    if (id >= cfg.source.paths.size()) {
+      error = "stream " + std::to_string(id) + " has no file: source.paths lists " +
+              std::to_string(cfg.source.paths.size());
+      break;
+    }
+    try {
+      const std::string& path = cfg.source.paths[id];
+      const std::int64_t rows =
+          cfg.problem.dtype == Dtype::float32
+              ? preflight_npy_file<float>(path, cfg.problem.d, need, what, n0)
+              : preflight_npy_file<double>(path, cfg.problem.d, need, what, n0);
+      min_rows = std::min<long long>(min_rows, rows);
+    } catch (const std::exception& e) {
+      error = e.what();
+      break;
+    }
+  }
+  const int first_bad = int(detail::allreduce((long long)(error.empty() ? nranks : rank), MPI_MIN, comm));
+  if (first_bad < nranks) return detail::broadcast_string(error, first_bad, comm);
+  min_rows = detail::allreduce(min_rows, MPI_MIN, comm);
+  if (all) cfg.run.steps = std::int64_t(min_rows) - n0 - w;
+  return "";
+}
+
+namespace detail {
+
+// The run itself, for either source (SyntheticDriftSource or
+// NpyStreamSource): `cfg.run.steps` is the resolved number of timed steps.
+template <class Scalar, class Source>
+nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const StreamDecomposition& decomp,
+                               Source& source) {
   using Exec = Kokkos::DefaultExecutionSpace;
   using Mem = typename Exec::memory_space;
+  constexpr bool npy = is_npy_source<std::remove_const_t<Source>>::value;
   int rank = 0, nranks = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &nranks);
 
-  const StreamDecomposition decomp = decompose_streams(cfg.streams, rank, nranks);
   const int B = int(decomp.local_ids.size());
   const int d = cfg.problem.d, r = cfg.problem.rank;
   const MosaicParams& params = cfg.algorithm;
@@ -152,7 +355,6 @@ nlohmann::json run_point(const RunConfig& cfg, MPI_Comm comm) {
 
   StreamBatch<Scalar, Exec> batch(B, d, r, decomp.local_ids);
   MosaicEngine<Scalar, Exec> engine(params, B, d, r);
-  const SyntheticDriftSource<Scalar, Exec> source(cfg.source.synthetic, decomp.local_ids);
   Kokkos::View<Scalar**, Mem> X("mosaic::samples", B, d);
 
   // Sample index of the next sample each stream consumes.
@@ -178,14 +380,14 @@ nlohmann::json run_point(const RunConfig& cfg, MPI_Comm comm) {
   nlohmann::json series = nlohmann::json::array();
   auto diagnose = [&](std::int64_t steps_done) {
     BatchDiagnostics diag;
-    TruthAccuracy acc;
+    std::optional<TruthAccuracy> acc;  // against the truth: synthetic data only
     timers.time("diagnostics", [&] {
       diag = compute_diagnostics(batch);
-      acc = source.accuracy(batch, t - 1);
+      if constexpr (!npy) acc = source.accuracy(batch, t - 1);
     });
     nlohmann::json entry;
     timers.time("reduce", [&] {
-      entry = detail::reduce_diagnostics(diag, &acc, B, decomp.total_streams, comm);
+      entry = detail::reduce_diagnostics(diag, acc ? &*acc : nullptr, B, decomp.total_streams, comm);
     });
     entry["step"] = steps_done;
     entry["sample_index"] = t - 1;
@@ -224,6 +426,10 @@ nlohmann::json run_point(const RunConfig& cfg, MPI_Comm comm) {
   const double rank_rate = update_s > 0 ? double(cfg.run.steps) * B / update_s : 0.0;
   const double rank_rate_min = detail::allreduce(rank_rate, MPI_MIN, comm);
   const double rank_rate_max = detail::allreduce(rank_rate, MPI_MAX, comm);
+  nlohmann::json io;
+  if constexpr (npy) io = detail::reduce_io(source.io_stats(), comm);
+  nlohmann::json state_files;
+  if (!cfg.output.state_dir.empty()) state_files = detail::write_state_files(batch, detail::state_dir_for(cfg), comm);
   if (rank != 0) return nlohmann::json::object();
 
   const double samples = double(cfg.run.steps) * double(decomp.total_streams);
@@ -264,7 +470,7 @@ nlohmann::json run_point(const RunConfig& cfg, MPI_Comm comm) {
   for (const auto& c : checks) passed = passed && c["passed"].get<bool>();
 
   const std::size_t state_bytes = batch.state_bytes_per_stream();
-  return {
+  nlohmann::json result = {
       {"sweep_point", nlohmann::json::object()},
       {"resolved_deck", cfg.resolved},
       {"dtype", to_string(cfg.problem.dtype)},
@@ -300,6 +506,40 @@ nlohmann::json run_point(const RunConfig& cfg, MPI_Comm comm) {
                   {"breakdowns", breakdowns}}},
       {"verification", {{"passed", passed}, {"checks", checks}, {"per_stream_checksums", checksums}}},
   };
+  if constexpr (npy) result["io"] = io;
+  if (!state_files.is_null()) result["state_files"] = state_files;
+  return result;
+}
+
+}  // namespace detail
+
+// Runs one configuration on this rank; collective over `comm`. Returns the
+// run's result object on rank 0 (an empty object elsewhere). An npy run whose
+// files were not checked yet (run.steps: all still unresolved) is checked
+// here first (preflight_npy_streams); a problem then throws on every rank.
+template <class Scalar>
+nlohmann::json run_point(const RunConfig& config, MPI_Comm comm) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &nranks);
+  const StreamDecomposition decomp = decompose_streams(config.streams, rank, nranks);
+  if (config.source.type == "npy") {
+    RunConfig cfg = config;
+    if (cfg.run.steps_all && cfg.run.steps <= 0) {
+      const std::string error = preflight_npy_streams(cfg, comm);
+      if (!error.empty()) throw NpyError(error);
+    }
+    const std::int64_t n0 =
+        cfg.algorithm.init == InitMode::data ? cfg.algorithm.resolved_init_samples(cfg.problem.rank) : 0;
+    std::vector<std::string> paths;
+    for (auto id : decomp.local_ids) paths.push_back(cfg.source.paths.at(id));
+    NpyStreamSource<Scalar, Exec> source(paths, decomp.local_ids, cfg.problem.d, cfg.source.chunk_rows,
+                                         n0 + cfg.run.warmup_steps + cfg.run.steps);
+    return detail::run_with_source<Scalar>(cfg, comm, decomp, source);
+  }
+  const SyntheticDriftSource<Scalar, Exec> source(config.source.synthetic, decomp.local_ids);
+  return detail::run_with_source<Scalar>(config, comm, decomp, source);
 }
 
 }  // namespace mosaic
