@@ -55,6 +55,7 @@
 #include <KokkosBatched_Gemv_Decl.hpp>
 #include <KokkosBatched_Trsv_Decl.hpp>
 
+#include "blocked_step.hpp"
 #include "kokkos_compat.hpp"
 #include "params.hpp"
 #include "reference.hpp"
@@ -85,6 +86,8 @@ constexpr int reduction_chunks() {
 
 template <class Scalar, class ExecSpace>
 struct StepFunctor {
+  using scalar_type = Scalar;
+  using execution_space = ExecSpace;
   using memory_space = typename ExecSpace::memory_space;
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   static constexpr bool column_major = BasisLayout<ExecSpace>::column_major;
@@ -474,6 +477,7 @@ class MosaicEngine {
   using sample_view = Kokkos::View<Scalar**, memory_space>;        // B x d
   using block_view = Kokkos::View<Scalar***, memory_space>;        // B x n x d
   using functor_type = detail::StepFunctor<Scalar, ExecSpace>;
+  using block_functor_type = detail::BlockFunctor<functor_type>;
 
   MosaicEngine(const MosaicParams& params, int batch, int d, int r)
       : params_(params), batch_(batch), d_(d), r_(r) {
@@ -502,6 +506,9 @@ class MosaicEngine {
     const int conc = ExecSpace().concurrency();
     if (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible)
       team_size_ = std::max(1, conc / batch);
+    maintained_ = params.precision_solve == PrecisionSolve::maintained;
+    if (params.block_size > 1 || maintained_) allocate_block(std::max(1, params.block_size));
+    set_block_gemm(BlockGemm::automatic);
   }
 
   const MosaicParams& params() const { return params_; }
@@ -513,6 +520,20 @@ class MosaicEngine {
   // depend on it (see the file comment); exposed for tests and tuning.
   void set_team_size(int team_size) { team_size_ = team_size; }
   int team_size() const { return team_size_; }
+
+  // Samples per block of step_block (0: the engine was built for the
+  // sequential kernel only).
+  int block_capacity() const { return kcap_; }
+
+  // GEMM kernel of the blocked update (blocked_step.hpp); automatic =
+  // row-wise on host spaces, KokkosBatched::TeamGemm on devices.
+  void set_block_gemm(BlockGemm g) {
+    gemm_ = g;
+    blk_.use_kb = g == BlockGemm::kokkos_batched ||
+                  (g == BlockGemm::automatic && functor_type::column_major);
+  }
+  BlockGemm block_gemm() const { return gemm_; }
+  bool block_uses_kokkos_batched() const { return blk_.use_kb; }
 
   // init: data from the first n0 samples of every stream (X: B x n0 x d).
   // One-time setup, done on the host by the reference and copied in.
@@ -544,16 +565,14 @@ class MosaicEngine {
     if (int(X.extent(0)) != batch_ || int(X.extent(1)) != d_)
       throw std::invalid_argument("MosaicEngine::step: X must be B x d = " +
                                   std::to_string(batch_) + " x " + std::to_string(d_));
-    functor_type f = f_;
-    f.mu = sb.mu;
-    f.U = sb.U;
-    f.S = sb.S;
-    f.s2 = sb.s2;
-    f.steps = sb.steps;
-    f.clamped_steps = sb.clamped_steps;
-    f.breakdown_step = sb.breakdown_step;
-    f.reorths = sb.reorthonormalizations;
-    f.status = sb.status;
+    if (maintained_) {
+      // The maintained solve lives in the blocked kernel: a block of one.
+      // X (B x d) and a B x 1 x d view share their memory in either layout.
+      Kokkos::View<const Scalar***, memory_space> X1(X.data(), batch_, 1, d_);
+      step_block(sb, X1);
+      return;
+    }
+    functor_type f = bind(sb);
     f.X = X;
     // Dynamic schedule: streams are independent, so a thread that is slowed
     // down (shared cores) does not hold back the others; results do not
@@ -565,7 +584,73 @@ class MosaicEngine {
       Kokkos::parallel_for("mosaic::step", policy(ExecSpace(), batch_, Kokkos::AUTO), f);
   }
 
+  // n <= block_capacity() MOSAIC steps of every healthy stream with the
+  // samples Xb(b, 0..n-1, :) (B x n x d), by the exact blocked form
+  // (blocked_step.hpp). The state afterwards is the sequential kernel's after
+  // the same n steps (up to rounding), with the same clamp counts and the
+  // same breakdown step and code.
+  void step_block(batch_type& sb, Kokkos::View<const Scalar***, memory_space> Xb) const {
+    check_batch(sb);
+    const int n = int(Xb.extent(1));
+    if (kcap_ < 1)
+      throw std::invalid_argument("MosaicEngine::step_block: the engine was built with block_size " +
+                                  std::to_string(params_.block_size) + " (sequential kernel)");
+    if (int(Xb.extent(0)) != batch_ || int(Xb.extent(2)) != d_ || n < 1 || n > kcap_)
+      throw std::invalid_argument("MosaicEngine::step_block: X must be B x n x d = " + std::to_string(batch_) +
+                                  " x n x " + std::to_string(d_) + " with 1 <= n <= " + std::to_string(kcap_));
+    block_functor_type f = blk_;
+    f.base = bind(sb);
+    f.Rfac = sb.Rfac;
+    f.factor_age = sb.factor_age;
+    f.refactors = sb.refactors;
+    f.solve_drift = sb.solve_drift;
+    f.Xb = Xb;
+    f.n = n;
+    using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
+    if (team_size_ > 0)
+      Kokkos::parallel_for("mosaic::step_block", policy(ExecSpace(), batch_, team_size_), f);
+    else
+      Kokkos::parallel_for("mosaic::step_block", policy(ExecSpace(), batch_, Kokkos::AUTO), f);
+  }
+
  private:
+  functor_type bind(batch_type& sb) const {
+    functor_type f = f_;
+    f.mu = sb.mu;
+    f.U = sb.U;
+    f.S = sb.S;
+    f.s2 = sb.s2;
+    f.steps = sb.steps;
+    f.clamped_steps = sb.clamped_steps;
+    f.breakdown_step = sb.breakdown_step;
+    f.reorths = sb.reorthonormalizations;
+    f.status = sb.status;
+    return f;
+  }
+
+  void allocate_block(int k) {
+    const int B = batch_, d = d_, r = r_, K = k + 1;
+    kcap_ = k;
+    auto& f = blk_;
+    f.kcap = k;
+    f.maintained = maintained_;
+    f.refactor_every = params_.refactor_every;
+    f.wX = decltype(f.wX)("mosaic::block_X", B, d, K);
+    f.wG = decltype(f.wG)("mosaic::block_G", B, K, r);
+    f.wH = decltype(f.wH)("mosaic::block_H", B, K, K);
+    f.wAs = decltype(f.wAs)("mosaic::block_As", B, r, r);
+    f.wBs = decltype(f.wBs)("mosaic::block_Bs", B, K, r);
+    f.wUn = decltype(f.wUn)(Kokkos::view_alloc(std::string("mosaic::block_Unew")),
+                            BasisLayout<ExecSpace>::layout(B, d, r));
+    f.dG = decltype(f.dG)("mosaic::block_dG", B, K, r);
+    f.dH = decltype(f.dH)("mosaic::block_dH", B, K, K);
+    f.dA = decltype(f.dA)("mosaic::block_dA", B, r, r);
+    f.dB = decltype(f.dB)("mosaic::block_dB", B, K, r);
+    f.dM = decltype(f.dM)("mosaic::block_dM", B, int(detail::bm_count), r, r);
+    f.dv = decltype(f.dv)("mosaic::block_dv", B, int(detail::bv_count), std::max(r, K));
+    f.dsc = decltype(f.dsc)("mosaic::block_dsc", B, 2);
+  }
+
   void check_batch(const batch_type& sb) const {
     if (sb.batch != batch_ || sb.d != d_ || sb.r != r_)
       throw std::invalid_argument("MosaicEngine: batch is B=" + std::to_string(sb.batch) +
@@ -578,6 +663,10 @@ class MosaicEngine {
   int batch_, d_, r_;
   int team_size_ = 0;
   functor_type f_;
+  block_functor_type blk_;
+  int kcap_ = 0;
+  bool maintained_ = false;
+  BlockGemm gemm_ = BlockGemm::automatic;
 };
 
 }  // namespace mosaic

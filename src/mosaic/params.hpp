@@ -12,6 +12,11 @@ namespace mosaic {
 enum class CovarianceUpdate { exact, first_order };
 enum class SubspaceDirection { precision, oja };
 enum class InitMode { data, random };
+// How w = S^{-1} z is solved (docs/ALGORITHM.md, "Maintained precision
+// factorization"): dense = factor S afresh every step (normative);
+// maintained = keep a Cholesky factor of S up to date in O(r^2) per step and
+// refactor every refactor_every steps.
+enum class PrecisionSolve { dense, maintained };
 
 inline const char* to_string(CovarianceUpdate c) {
   return c == CovarianceUpdate::exact ? "exact" : "first_order";
@@ -20,6 +25,9 @@ inline const char* to_string(SubspaceDirection s) {
   return s == SubspaceDirection::precision ? "precision" : "oja";
 }
 inline const char* to_string(InitMode m) { return m == InitMode::data ? "data" : "random"; }
+inline const char* to_string(PrecisionSolve p) {
+  return p == PrecisionSolve::dense ? "dense" : "maintained";
+}
 
 struct MosaicParams {
   double eta_mu = 0.01;
@@ -34,6 +42,11 @@ struct MosaicParams {
   InitMode init = InitMode::data;
   int init_samples = 0;      // 0 = default 2r
   double init_scale = 1.0;   // s0 of init: random (S = s0 I, s2 = s0)
+  // Implementation options of the Kokkos engine (the host reference ignores
+  // them; both change only the rounding, not the algorithm):
+  int block_size = 0;  // k samples per block (ALGORITHM.md section 6); 0 or 1 = sequential kernel
+  PrecisionSolve precision_solve = PrecisionSolve::dense;
+  int refactor_every = 64;  // maintained solve: fresh Cholesky of S every this many steps
 
   int resolved_init_samples(int r) const { return init_samples > 0 ? init_samples : 2 * r; }
 
@@ -66,6 +79,12 @@ struct MosaicParams {
     if (init == InitMode::data && resolved_init_samples(r) < r + 1)
       throw std::invalid_argument("init_samples must be >= r+1 = " + std::to_string(r + 1) +
                                   ", got " + std::to_string(init_samples));
+    if (block_size < 0)
+      throw std::invalid_argument("block_size must be >= 0 (0 or 1 = sequential), got " +
+                                  std::to_string(block_size));
+    if (refactor_every < 1)
+      throw std::invalid_argument("refactor_every must be >= 1, got " +
+                                  std::to_string(refactor_every));
     if (!(init_scale > 0.0) || !std::isfinite(init_scale))
       throw std::invalid_argument("init_scale must be finite and > 0, got " +
                                   std::to_string(init_scale));

@@ -90,6 +90,14 @@ struct StreamBatch {
   Kokkos::View<std::int64_t*, memory_space> steps, clamped_steps, breakdown_step,
       reorthonormalizations;
   Kokkos::View<int*, memory_space> status;  // BreakdownCode; nonzero = frozen
+  // precision_solve: maintained (blocked_step.hpp): upper-triangular R with
+  // R^T R = S, kept in double; factor_age = steps since R was last computed
+  // afresh (-1 = none yet: the next step factors S); refactors = fresh
+  // factorizations that replaced a maintained R; solve_drift = the largest
+  // max|R_maintained - R_fresh| / max|R_fresh| seen at those.
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Rfac;  // B x r x r
+  Kokkos::View<std::int64_t*, memory_space> factor_age, refactors;
+  Kokkos::View<double*, memory_space> solve_drift;
   std::vector<std::uint64_t> stream_ids;    // global ids, host
 
   StreamBatch() = default;
@@ -113,6 +121,11 @@ struct StreamBatch {
     reorthonormalizations = decltype(reorthonormalizations)("mosaic::reorth", batch);
     status = decltype(status)("mosaic::status", batch);
     Kokkos::deep_copy(breakdown_step, std::int64_t(-1));
+    Rfac = decltype(Rfac)("mosaic::Rfac", batch, r, r);
+    factor_age = decltype(factor_age)("mosaic::factor_age", batch);
+    refactors = decltype(refactors)("mosaic::refactors", batch);
+    solve_drift = decltype(solve_drift)("mosaic::solve_drift", batch);
+    Kokkos::deep_copy(factor_age, std::int64_t(-1));
   }
 
   // mu, U, S, s2 of one stream (the fixed-size state of ALGORITHM.md section 1).
@@ -169,6 +182,7 @@ struct StreamBatch {
     write_scalar(reorthonormalizations, b, st.reorthonormalizations);
     write_scalar(status, b, 0);
     write_scalar(breakdown_step, b, std::int64_t(-1));
+    write_scalar(factor_age, b, std::int64_t(-1));  // S changed: no maintained factor
   }
 
  private:
