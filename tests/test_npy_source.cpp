@@ -302,6 +302,13 @@ long peak_rss_bytes() {
   return ru.ru_maxrss * 1024L;  // Linux: kilobytes
 }
 
+// acc(j) += X(0, j) on the device.
+struct Accumulate {
+  Kokkos::View<double*, Mem> acc;
+  Kokkos::View<double**, Mem> X;
+  KOKKOS_INLINE_FUNCTION void operator()(const int j) const { acc(j) += X(0, j); }
+};
+
 // An NpyStreamSource consuming a file 40 chunks long, row by row, raises the
 // peak RSS by less than a few chunks: its two staging buffers plus at most
 // a chunk or two of mapped file pages in flight, whatever the file size.
@@ -340,8 +347,7 @@ TEST(NpySourceMemory, PeakRssStaysWithinAFewChunksForAFile40xTheChunk) {
     for (std::int64_t t = 0; t < rows; ++t) {
       src.generate(t, X);
       // Touch the sample on the device (a running sum), like an engine would.
-      Kokkos::parallel_for(
-          "acc", Kokkos::RangePolicy<Exec>(0, d), KOKKOS_LAMBDA(const int j) { acc(j) += X(0, j); });
+      Kokkos::parallel_for("acc", Kokkos::RangePolicy<Exec>(0, d), Accumulate{acc, X});
       if (t % 256 == 0) rss_max = std::max(rss_max, current_rss_bytes());
       if (t % 4099 == 0 || t == rows - 1) {
         auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), X);

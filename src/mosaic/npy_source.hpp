@@ -169,12 +169,9 @@ class NpyStreamSource {
                                   std::to_string(d_));
     check_order(step, 1, "generate");
     if (!(cur_len_ > 0 && step >= cur_first_ && step < cur_first_ + cur_len_)) advance_to(step);
-    const int k = int(step - cur_first_);
-    const chunk_view src = dev_;
-    Kokkos::parallel_for(
-        "mosaic::npy_generate",
-        Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>(ExecSpace(), {0, 0}, {batch(), d_}),
-        KOKKOS_LAMBDA(const int b, const int i) { X(b, i) = src(b, k, i); });
+    Kokkos::parallel_for("mosaic::npy_generate",
+                         Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>(ExecSpace(), {0, 0}, {batch(), d_}),
+                         CopyRow{dev_, X, int(step - cur_first_)});
     next_row_ = step + 1;
   }
 
@@ -219,6 +216,14 @@ class NpyStreamSource {
   static double seconds_since(clock::time_point t0) {
     return std::chrono::duration<double>(clock::now() - t0).count();
   }
+
+  // X(b, i) = chunk(b, k, i).
+  struct CopyRow {
+    chunk_view chunk;
+    sample_view X;
+    int k;
+    KOKKOS_INLINE_FUNCTION void operator()(const int b, const int i) const { X(b, i) = chunk(b, k, i); }
+  };
 
   struct ReadResult {
     double seconds = 0;
