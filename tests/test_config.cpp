@@ -76,6 +76,18 @@ std::vector<ErrorCase> error_cases() {
        {"run.seed", "found 18446744073709551616"}},
       {"reorth_negative", p + "algorithm:\n  reorthonormalize_every: -3\n", {},
        {"algorithm.reorthonormalize_every", "expected an integer >= 0", "found -3"}},
+      {"block_size_negative", p + "algorithm:\n  block_size: -2\n", {},
+       {"deck.yaml:5:15:", "algorithm.block_size", "expected an integer >= 0", "found -2"}},
+      {"block_size_float", p + "algorithm:\n  block_size: 1.5\n", {},
+       {"algorithm.block_size", "expected an integer >= 0", "found '1.5'"}},
+      {"precision_solve_unknown", p + "algorithm:\n  precision_solve: maintain\n", {},
+       {"deck.yaml:5:20:", "algorithm.precision_solve", "expected one of dense, maintained",
+        "did you mean 'maintained'?"}},
+      {"refactor_every_zero", p + "algorithm:\n  refactor_every: 0\n", {},
+       {"algorithm.refactor_every", "expected an integer >= 1", "found 0"}},
+      {"diagnostics_not_block_multiple", p + "algorithm:\n  block_size: 64\nrun:\n  diagnostics_every: 100\n", {},
+       {"deck.yaml:7:22:", "run.diagnostics_every", "expected 0 or a multiple of algorithm.block_size = 64",
+        "found 100"}},
       {"result_empty", p + "output:\n  result: \"\"\n", {},
        {"output.result", "expected a non-empty path", "found an empty string"}},
       {"result_list", p + "output:\n  result: [a, b]\n", {},
@@ -297,6 +309,9 @@ TEST(Deck, DefaultsResolve) {
   EXPECT_EQ(a.init, mosaic::InitMode::data);
   EXPECT_EQ(a.init_samples, 4);  // 2 * rank
   EXPECT_EQ(a.init_scale, 1.0);
+  EXPECT_EQ(a.block_size, 0);
+  EXPECT_EQ(a.precision_solve, mosaic::PrecisionSolve::dense);
+  EXPECT_EQ(a.refactor_every, 64);
   EXPECT_EQ(c.run.steps, 1000);
   EXPECT_EQ(c.run.warmup_steps, 0);
   EXPECT_EQ(c.run.diagnostics_every, 0);
@@ -327,7 +342,7 @@ TEST(Deck, DefaultsResolve) {
 // Every key of the schema appears in the resolved JSON, and nothing else.
 TEST(Deck, ResolvedJsonHasEveryKey) {
   const auto& paths = mosaic::deck_key_paths();
-  EXPECT_EQ(paths.size(), 35u);
+  EXPECT_EQ(paths.size(), 38u);
   const json r = load_deck_from_string(kMinimal, kDeck)[0].config.resolved;
   std::size_t leaves = 0;
   for (const auto& [sec, body] : r.items())
@@ -367,6 +382,9 @@ algorithm:
   init: random
   init_samples: 3
   init_scale: 2.0
+  block_size: 13
+  precision_solve: maintained
+  refactor_every: 16
 run: {steps: 1e5, warmup_steps: 11, diagnostics_every: 13, progress_every_s: 0.5, seed: 18446744073709551615}
 output: {result: out/r.json, state_dir: out/states}
 )";
@@ -403,6 +421,9 @@ output: {result: out/r.json, state_dir: out/states}
   EXPECT_EQ(a.init, mosaic::InitMode::random);
   EXPECT_EQ(a.init_samples, 3);  // init: random does not need rank + 1
   EXPECT_EQ(a.init_scale, 2.0);
+  EXPECT_EQ(a.block_size, 13);
+  EXPECT_EQ(a.precision_solve, mosaic::PrecisionSolve::maintained);
+  EXPECT_EQ(a.refactor_every, 16);
   EXPECT_EQ(c.run.steps, 100000);
   EXPECT_EQ(c.run.warmup_steps, 11);
   EXPECT_EQ(c.run.diagnostics_every, 13);

@@ -45,6 +45,11 @@ struct BatchDiagnostics {
   std::int64_t nonfinite_count = 0;  // non-finite entries of mu, U, S, s2, all streams
   std::int64_t clamped_steps = 0;    // total over the streams
   std::int64_t breakdown_streams = 0;
+  // precision_solve: maintained: the largest relative drift of the
+  // maintained Cholesky factor corrected by a refactorization, and the count
+  // of such refactorizations (both 0 with the dense solve).
+  double maintained_solve_drift_max = 0;
+  std::int64_t maintained_refactorizations = 0;
   std::vector<BreakdownRecord> breakdowns;
   std::vector<double> per_stream_checksum;
   // Per-stream values behind the maxima (same order as the batch).
@@ -192,6 +197,8 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb) {
   auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.status);
   auto bstep = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.breakdown_step);
   auto clamped = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.clamped_steps);
+  auto drift = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.solve_drift);
+  auto refactors = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.refactors);
 
   BatchDiagnostics diag;
   const double inf = std::numeric_limits<double>::infinity();
@@ -220,6 +227,8 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb) {
       diag.s_condition_max = std::max(diag.s_condition_max, lo > 0 ? hi / lo : inf);
     }
     diag.clamped_steps += clamped(b);
+    if (!(drift(b) <= diag.maintained_solve_drift_max)) diag.maintained_solve_drift_max = drift(b);
+    diag.maintained_refactorizations += refactors(b);
     if (status(b) != 0) {
       diag.breakdown_streams += 1;
       diag.breakdowns.push_back(BreakdownRecord{sb.stream_ids[b], bstep(b), status(b)});

@@ -179,6 +179,9 @@ const std::vector<KeySpec>& schema() {
     v.push_back(choice("algorithm", "init", {"data", "random"}, "data"));
     v.push_back(integer("algorithm", "init_samples", 1, kIntMax, nullptr));  // default 2*rank
     v.push_back(number("algorithm", "init_scale", 0, true, kInf, false, 1.0));
+    v.push_back(integer("algorithm", "block_size", 0, kIntMax, 0));
+    v.push_back(choice("algorithm", "precision_solve", {"dense", "maintained"}, "dense"));
+    v.push_back(integer("algorithm", "refactor_every", 1, kIntMax, 64));
     {
       KeySpec k = integer("run", "steps", 1, kInt64Max, 1000);
       k.allow_all = true;  // npy sources: every row of the shortest file
@@ -928,6 +931,10 @@ class Loader {
                std::to_string(r + 1) + " with algorithm.init: data, found " + std::to_string(n0));
     a.init_samples = int(n0);
     a.init_scale = num("algorithm.init_scale");
+    a.block_size = int(i64("algorithm.block_size"));
+    a.precision_solve =
+        str("algorithm.precision_solve") == "dense" ? PrecisionSolve::dense : PrecisionSolve::maintained;
+    a.refactor_every = int(i64("algorithm.refactor_every"));
 
     if (eff.at("run.steps").value.is_string()) {  // `all`
       if (!npy)
@@ -941,6 +948,12 @@ class Loader {
     }
     c.run.warmup_steps = i64("run.warmup_steps");
     c.run.diagnostics_every = i64("run.diagnostics_every");
+    // The blocked update advances k steps per call: diagnostics are taken at
+    // block ends only, so their period must be a whole number of blocks.
+    if (a.block_size > 1 && c.run.diagnostics_every > 0 && c.run.diagnostics_every % a.block_size != 0)
+      fail(origin("run.diagnostics_every"),
+           "run.diagnostics_every: expected 0 or a multiple of algorithm.block_size = " +
+               std::to_string(a.block_size) + ", found " + std::to_string(c.run.diagnostics_every));
     c.run.progress_every_s = num("run.progress_every_s");
     c.run.seed = s.seed;
 

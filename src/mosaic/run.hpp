@@ -97,6 +97,8 @@ inline nlohmann::json reduce_diagnostics(const BatchDiagnostics& d, const TruthA
       {"nonfinite_count", allreduce((long long)d.nonfinite_count, MPI_SUM, comm)},
       {"clamped_steps", allreduce((long long)d.clamped_steps, MPI_SUM, comm)},
       {"breakdown_streams", allreduce((long long)d.breakdown_streams, MPI_SUM, comm)},
+      {"maintained_solve_drift_max", allreduce(d.maintained_solve_drift_max, MPI_MAX, comm)},
+      {"maintained_refactorizations", allreduce((long long)d.maintained_refactorizations, MPI_SUM, comm)},
   };
   if (acc) {
     const double w = double(local_streams) / double(total_streams);
@@ -370,10 +372,29 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
       engine.init_random(batch, cfg.run.seed);
     }
   });
+  // algorithm.block_size k > 1: the exact blocked update, k samples per
+  // call (generate_block + step_block; the last block of a phase may be
+  // shorter). Diagnostics fall on block ends (config: diagnostics_every is a
+  // multiple of k).
+  const int kb = params.block_size > 1 ? params.block_size : 0;
+  Kokkos::View<Scalar***, Mem> Xblk;
+  if (kb) Xblk = Kokkos::View<Scalar***, Mem>("mosaic::sample_block", B, kb, d);
+  auto block_of = [&](int n) { return n == kb ? Xblk : Kokkos::View<Scalar***, Mem>("mosaic::sample_block_tail", B, n, d); };
   timers.time("warmup", [&] {
-    for (std::int64_t k = 0; k < cfg.run.warmup_steps; ++k, ++t) {
-      source.generate(t, X);
-      engine.step(batch, X);
+    for (std::int64_t k = 0; k < cfg.run.warmup_steps;) {
+      if (kb) {
+        const int n = int(std::min<std::int64_t>(kb, cfg.run.warmup_steps - k));
+        auto Xn = block_of(n);
+        source.generate_block(t, n, Xn);
+        engine.step_block(batch, Xn);
+        k += n;
+        t += n;
+      } else {
+        source.generate(t, X);
+        engine.step(batch, X);
+        ++k;
+        ++t;
+      }
     }
   });
 
@@ -397,9 +418,20 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   ProgressReporter progress(rank == 0, cfg.run.progress_every_s, cfg.run.steps, decomp.total_streams);
   const std::int64_t every = cfg.run.diagnostics_every;
   const auto loop_start = std::chrono::steady_clock::now();
-  for (std::int64_t k = 1; k <= cfg.run.steps; ++k, ++t) {
-    timers.time("generate", [&] { source.generate(t, X); });
-    timers.time("update", [&] { engine.step(batch, X); });
+  for (std::int64_t k = 0; k < cfg.run.steps;) {
+    if (kb) {
+      const int n = int(std::min<std::int64_t>(kb, cfg.run.steps - k));
+      auto Xn = block_of(n);
+      timers.time("generate", [&] { source.generate_block(t, n, Xn); });
+      timers.time("update", [&] { engine.step_block(batch, Xn); });
+      k += n;
+      t += n;
+    } else {
+      timers.time("generate", [&] { source.generate(t, X); });
+      timers.time("update", [&] { engine.step(batch, X); });
+      ++k;
+      ++t;
+    }
     if (every > 0 && k % every == 0 && k < cfg.run.steps) series.push_back(diagnose(k).first);
     progress.update(k);
   }
