@@ -88,6 +88,35 @@ std::vector<ErrorCase> error_cases() {
       {"diagnostics_not_block_multiple", p + "algorithm:\n  block_size: 64\nrun:\n  diagnostics_every: 100\n", {},
        {"deck.yaml:7:22:", "run.diagnostics_every", "expected 0 or a multiple of algorithm.block_size = 64",
         "found 100"}},
+      // ---- output.checkpoint (a nested key group) and run.restart_from
+      {"ckpt_every_zero", p + "output:\n  checkpoint:\n    dir: c\n    every_steps: 0\n", {},
+       {"deck.yaml:7:18: output.checkpoint.every_steps: expected an integer >= 1, found 0"}},
+      {"ckpt_unknown_key", p + "output:\n  checkpoint:\n    dri: c\n", {},
+       {"deck.yaml:6:5: unknown key 'output.checkpoint.dri' (did you mean 'output.checkpoint.dir'?)",
+        "valid keys in output.checkpoint: dir, every_steps, every_seconds, keep"}},
+      {"ckpt_not_mapping", p + "output:\n  checkpoint: c\n", {},
+       {"deck.yaml:5:15: output.checkpoint: expected a mapping of keys (dir, every_steps, every_seconds, keep), "
+        "found 'c'"}},
+      {"ckpt_both_every", p + "output:\n  checkpoint: {dir: c, every_steps: 10, every_seconds: 5}\n", {},
+       {"output.checkpoint.every_seconds: cannot be combined with output.checkpoint.every_steps"}},
+      {"ckpt_every_without_dir", p + "output:\n  checkpoint: {every_seconds: 60}\n", {},
+       {"deck.yaml:5:31:", "output.checkpoint.dir: required when output.checkpoint.every_seconds is given"}},
+      {"ckpt_keep_zero", p + "output:\n  checkpoint: {dir: c, keep: 0}\n", {},
+       {"output.checkpoint.keep: expected an integer >= 1, found 0"}},
+      {"ckpt_seconds_negative", p + "output:\n  checkpoint: {dir: c, every_seconds: -1}\n", {},
+       {"output.checkpoint.every_seconds: expected a number > 0, found -1"}},
+      {"ckpt_with_sweep", p + "output:\n  checkpoint: {dir: c}\nsweep:\n  problem.rank: [1, 2]\n", {},
+       {"deck.yaml:5:21: output.checkpoint.dir: expected a deck without a sweep", "found a sweep of 2 points"}},
+      {"restart_with_sweep", p + "sweep:\n  problem.rank: [1, 2]\n", {"run.restart_from=ck"},
+       {"--set run.restart_from=ck: run.restart_from: expected a deck without a sweep"}},
+      {"restart_auto_without_dir", p + "run:\n  restart_from: auto\n", {},
+       {"deck.yaml:5:17: run.restart_from: 'auto' resumes from output.checkpoint.dir, which is not set"}},
+      {"ckpt_set_group_unknown", p, {"output.checkpoint={dri: x}"},
+       {"--set output.checkpoint={dri: x}: unknown key 'output.checkpoint.dri'", "did you mean 'output.checkpoint.dir'?"}},
+      {"ckpt_set_group_scalar", p, {"output.checkpoint=x"},
+       {"output.checkpoint: expected a mapping of keys", "--set output.checkpoint.dir=..."}},
+      {"ckpt_every_steps_block", p + "algorithm:\n  block_size: 8\noutput:\n  checkpoint: {dir: c, every_steps: 12}\n", {},
+       {"output.checkpoint.every_steps: expected a multiple of algorithm.block_size = 8, found 12"}},
       {"result_empty", p + "output:\n  result: \"\"\n", {},
        {"output.result", "expected a non-empty path", "found an empty string"}},
       {"result_list", p + "output:\n  result: [a, b]\n", {},
@@ -342,18 +371,47 @@ TEST(Deck, DefaultsResolve) {
 // Every key of the schema appears in the resolved JSON, and nothing else.
 TEST(Deck, ResolvedJsonHasEveryKey) {
   const auto& paths = mosaic::deck_key_paths();
-  EXPECT_EQ(paths.size(), 38u);
+  EXPECT_EQ(paths.size(), 43u);
   const json r = load_deck_from_string(kMinimal, kDeck)[0].config.resolved;
   std::size_t leaves = 0;
   for (const auto& [sec, body] : r.items())
-    if (sec != "sweep" && sec != "input") leaves += body.size();
+    if (sec != "sweep" && sec != "input")
+      for (const auto& [key, value] : body.items()) leaves += value.is_object() ? value.size() : 1;  // groups nest
   EXPECT_EQ(leaves, paths.size());
   for (const auto& p : paths) {
     const auto dot = p.find('.');
     const std::string sec = p.substr(0, dot), key = p.substr(dot + 1);
     ASSERT_TRUE(r.contains(sec)) << p;
-    EXPECT_TRUE(r[sec].contains(key)) << p;
+    const auto sub = key.find('.');
+    if (sub == std::string::npos) EXPECT_TRUE(r[sec].contains(key)) << p;
+    else EXPECT_TRUE(r[sec][key.substr(0, sub)].contains(key.substr(sub + 1))) << p;
   }
+}
+
+// output.checkpoint: nested in the deck, by dotted --set, or as a --set
+// mapping; defaults; resolved JSON nested.
+TEST(Deck, CheckpointGroup) {
+  auto c = load_deck_from_string(kMinimal, kDeck)[0].config;
+  EXPECT_TRUE(c.output.checkpoint.dir.empty());
+  EXPECT_EQ(c.output.checkpoint.every_steps, 0);
+  EXPECT_EQ(c.output.checkpoint.every_seconds, 0.0);
+  EXPECT_EQ(c.output.checkpoint.keep, 2);
+  EXPECT_TRUE(c.run.restart_from.empty());
+  EXPECT_EQ(c.resolved["output"]["checkpoint"],
+            json({{"dir", ""}, {"every_steps", nullptr}, {"every_seconds", nullptr}, {"keep", 2}}));
+  c = load_deck_from_string(kMinimal + "output:\n  checkpoint:\n    dir: ck\n    every_steps: 500\n    keep: 3\n"
+                                       "run:\n  restart_from: auto\n", kDeck)[0].config;
+  EXPECT_EQ(c.output.checkpoint.dir, "ck");
+  EXPECT_EQ(c.output.checkpoint.every_steps, 500);
+  EXPECT_EQ(c.output.checkpoint.keep, 3);
+  EXPECT_EQ(c.run.restart_from, "auto");
+  EXPECT_EQ(c.resolved["output"]["checkpoint"]["every_steps"], 500);
+  c = load_deck_from_string(kMinimal, kDeck, {"output.checkpoint={dir: a, keep: 4}", "output.checkpoint.every_seconds=30"})[0]
+          .config;
+  EXPECT_EQ(c.output.checkpoint.dir, "a");
+  EXPECT_EQ(c.output.checkpoint.keep, 4);
+  EXPECT_EQ(c.output.checkpoint.every_seconds, 30.0);
+  EXPECT_EQ(c.output.checkpoint.every_steps, 0);
 }
 
 // A deck that sets every key to a non-default value reaches RunConfig intact.

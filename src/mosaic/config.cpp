@@ -198,8 +198,19 @@ const std::vector<KeySpec>& schema() {
       k.def = std::uint64_t(1);
       v.push_back(k);
     }
+    v.push_back(string_key("run", "restart_from", true, ""));
     v.push_back(string_key("output", "result", false, "mosaic_result.json"));
     v.push_back(string_key("output", "state_dir", true, ""));
+    // output.checkpoint: a nested mapping (a key group, see group_of);
+    // docs/CHECKPOINT.md.
+    v.push_back(string_key("output", "checkpoint.dir", true, ""));
+    v.push_back(integer("output", "checkpoint.every_steps", 1, kInt64Max, nullptr));  // default: none
+    {
+      KeySpec k = number("output", "checkpoint.every_seconds", 0, true, kInf, false, 0);
+      k.def = nullptr;  // default: none
+      v.push_back(k);
+    }
+    v.push_back(integer("output", "checkpoint.keep", 1, kIntMax, 2));
     return v;
   }();
   return s;
@@ -219,6 +230,19 @@ std::vector<std::string> keys_of(const std::string& section) {
   std::vector<std::string> out;
   for (const auto& k : schema())
     if (k.section == section) out.push_back(k.name);
+  return out;
+}
+
+// A key group: a key of a section whose value is itself a mapping of keys
+// (output.checkpoint: {dir, every_steps, ...}); its leaves are schema keys
+// named "group.leaf". Returns the leaf names of group `path` ("" if `path`
+// is not a group).
+std::vector<std::string> group_leaves(const std::string& path) {
+  std::vector<std::string> out;
+  if (path.find('.') == std::string::npos) return out;  // a section, not a group
+  const std::string prefix = path + ".";
+  for (const auto& k : schema())
+    if (k.path().compare(0, prefix.size(), prefix) == 0) out.push_back(k.path().substr(prefix.size()));
   return out;
 }
 
@@ -579,12 +603,35 @@ class Loader {
         const std::string name = key_text(kt->first);
         const std::string path = sec + "." + name;
         check_duplicate(seen_keys, name, kt->first, path);
+        if (!find_key(path) && !group_leaves(path).empty()) {
+          read_group(path, kt->first, kt->second);
+          continue;
+        }
         if (!find_key(path))
           fail(at(kt->first), "unknown key '" + path + "'" +
                                   did_you_mean(name, keys_of(sec), sec + ".") + "; valid keys in " +
                                   sec + ": " + join(keys_of(sec)));
         given_[path] = Given{kt->second, value_origin(kt->first, kt->second)};
       }
+    }
+  }
+
+  // A key group given as a mapping in the deck, e.g. output.checkpoint.
+  void read_group(const std::string& path, const YAML::Node& key, const YAML::Node& body) {
+    const std::vector<std::string> leaves = group_leaves(path);
+    if (body.IsNull()) return;
+    if (!body.IsMap())
+      fail(value_origin(key, body), path + ": expected a mapping of keys (" + join(leaves) + "), found " +
+                                        describe_found(body, false));
+    std::map<std::string, Origin> seen;
+    for (auto it = body.begin(); it != body.end(); ++it) {
+      const std::string name = key_text(it->first);
+      const std::string leaf = path + "." + name;
+      check_duplicate(seen, name, it->first, leaf);
+      if (!find_key(leaf))
+        fail(at(it->first), "unknown key '" + leaf + "'" + did_you_mean(name, leaves, path + ".") +
+                                "; valid keys in " + path + ": " + join(leaves));
+      given_[leaf] = Given{it->second, value_origin(it->first, it->second)};
     }
   }
 
@@ -658,6 +705,20 @@ class Loader {
       }
       if (path == "sweep")
         fail(o, "set one swept key at a time: --set sweep.<key.path>=[v1, v2, ...]");
+      if (!find_key(path) && !group_leaves(path).empty()) {  // --set output.checkpoint={dir: c, keep: 3}
+        if (!value.IsMap())
+          fail(o, path + ": expected a mapping of keys (" + join(group_leaves(path)) + "), found " +
+                      describe_found(value, false) + "; or set one key, e.g. --set " + path + "." +
+                      group_leaves(path).front() + "=...");
+        for (auto it = value.begin(); it != value.end(); ++it) {
+          const std::string name = it->first.IsScalar() ? it->first.Scalar() : std::string("?");
+          if (!find_key(path + "." + name))
+            fail(o, "unknown key '" + path + "." + name + "'" + did_you_mean(name, group_leaves(path), path + ".") +
+                        "; valid keys in " + path + ": " + join(group_leaves(path)));
+          given_[path + "." + name] = Given{it->second, o};
+        }
+        continue;
+      }
       if (!find_key(path)) {
         const auto dot = path.find('.');
         const std::string sec = path.substr(0, dot);
@@ -739,6 +800,18 @@ class Loader {
       count *= e.values.size();
       if (count > kMaxSweepPoints)
         fail(e.origin, "sweep: more than " + std::to_string(kMaxSweepPoints) + " points");
+    }
+    // A checkpoint holds the state of one run: no checkpoints, and no
+    // restart, across the points of a sweep.
+    for (const char* p : {"output.checkpoint.dir", "run.restart_from"}) {
+      const auto it = checked_.find(p);
+      const bool set = it != checked_.end() && !it->second.value.get<std::string>().empty();
+      bool swept = false;
+      for (const auto& e : sweep_) swept = swept || e.path == p;
+      if ((set || swept) && count > 1)
+        fail(set ? it->second.origin : sweep_.front().origin,
+             std::string(p) + ": expected a deck without a sweep (a checkpoint holds the state of one run), "
+                              "found a sweep of " + std::to_string(count) + " points");
     }
     std::vector<SweepPoint> points;
     points.reserve(count);
@@ -959,6 +1032,30 @@ class Loader {
 
     c.output.result = str("output.result");
     c.output.state_dir = str("output.state_dir");
+    CheckpointConfig& ck = c.output.checkpoint;
+    ck.dir = str("output.checkpoint.dir");
+    const bool by_steps = !eff.at("output.checkpoint.every_steps").value.is_null();
+    const bool by_seconds = !eff.at("output.checkpoint.every_seconds").value.is_null();
+    if (by_steps && by_seconds)
+      fail(origin("output.checkpoint.every_seconds"),
+           "output.checkpoint.every_seconds: cannot be combined with output.checkpoint.every_steps (given at " +
+               where(origin("output.checkpoint.every_steps")) + "); give one of the two");
+    for (const char* p : {"output.checkpoint.every_steps", "output.checkpoint.every_seconds"})
+      if (!eff.at(p).value.is_null() && ck.dir.empty())
+        fail(origin(p), "output.checkpoint.dir: required when " + std::string(p) +
+                            " is given (expected the directory the checkpoints are written into)");
+    if (by_steps) ck.every_steps = i64("output.checkpoint.every_steps");
+    if (by_seconds) ck.every_seconds = num("output.checkpoint.every_seconds");
+    if (by_steps && a.block_size > 1 && ck.every_steps % a.block_size != 0)
+      fail(origin("output.checkpoint.every_steps"),
+           "output.checkpoint.every_steps: expected a multiple of algorithm.block_size = " +
+               std::to_string(a.block_size) + ", found " + std::to_string(ck.every_steps));
+    ck.keep = int(i64("output.checkpoint.keep"));
+    c.run.restart_from = str("run.restart_from");
+    if (c.run.restart_from == "auto" && ck.dir.empty())
+      fail(origin("run.restart_from"),
+           "run.restart_from: 'auto' resumes from output.checkpoint.dir, which is not set; give "
+           "output.checkpoint.dir or a checkpoint directory");
 
     // Safety net: the library's own validation must agree.
     try {
@@ -976,7 +1073,11 @@ class Loader {
 
     json& j = c.resolved;
     j = json::object();
-    for (const auto& k : schema()) j[k.section][k.name] = eff.at(k.path()).value;
+    for (const auto& k : schema()) {
+      const auto dot = k.name.find('.');  // a key group's leaf: nested
+      if (dot == std::string::npos) j[k.section][k.name] = eff.at(k.path()).value;
+      else j[k.section][k.name.substr(0, dot)][k.name.substr(dot + 1)] = eff.at(k.path()).value;
+    }
     j["input"] = {{"deck", deck_}, {"overrides", overrides_}};
     return c;
   }

@@ -54,11 +54,29 @@ struct RunSection {
   std::int64_t diagnostics_every = 0; // device diagnostics every K steps; 0 = at the end only
   double progress_every_s = 10.0;     // rank 0 progress line period
   std::uint64_t seed = 1;
+  // Resume from a checkpoint (docs/CHECKPOINT.md): a checkpoint directory
+  // (the newest complete checkpoint under it, or one ckpt_<n> directory), or
+  // "auto": output.checkpoint.dir if it holds a complete checkpoint, else a
+  // fresh start. Empty = fresh start. --restart DIR overrides it.
+  std::string restart_from;
+};
+
+// output.checkpoint (docs/CHECKPOINT.md): empty dir = no checkpoints. With a
+// dir, a checkpoint is written every `every_steps` timed steps or every
+// `every_seconds` seconds (at most one of the two; neither = only when a
+// SIGTERM/SIGINT stops the run and at its end), and the `keep` newest
+// complete ones are kept.
+struct CheckpointConfig {
+  std::string dir;
+  std::int64_t every_steps = 0;  // 0 = not by steps
+  double every_seconds = 0;      // 0 = not by time
+  int keep = 2;
 };
 
 struct OutputConfig {
   std::string result = "mosaic_result.json";  // result file (JSON), written atomically by rank 0
   std::string state_dir;                      // final states as .npy; empty = none
+  CheckpointConfig checkpoint;
 };
 
 struct RunConfig {
