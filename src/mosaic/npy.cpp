@@ -1,5 +1,7 @@
 #include "npy.hpp"
 
+#include "atomic_file.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -837,6 +839,7 @@ void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, 
     ::unlink(tmp.c_str());
     fail(path, std::string("cannot write: close failed (") + std::strerror(e) + ")");
   }
+  test_fail_before_rename(path);
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int e = errno;
     ::unlink(tmp.c_str());
@@ -847,6 +850,7 @@ void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, 
     ::fsync(dir);
     ::close(dir);
   }
+  remove_stale_temps(path);
 }
 
 template void write_npy<float>(const std::string&, const std::vector<std::int64_t>&, const float*);

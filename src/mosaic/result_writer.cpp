@@ -1,5 +1,7 @@
 #include "result_writer.hpp"
 
+#include "atomic_file.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,6 +45,7 @@ void write_file_atomically(const std::string& path, const std::string& contents)
     ::unlink(tmp.c_str());
     fail("flush failed", path);
   }
+  test_fail_before_rename(path);
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     ::unlink(tmp.c_str());
     fail("rename failed", path);
@@ -53,6 +56,7 @@ void write_file_atomically(const std::string& path, const std::string& contents)
     ::fsync(dir);
     ::close(dir);
   }
+  remove_stale_temps(path);
 }
 
 void write_json_atomically(const std::string& path, const nlohmann::json& doc) {
