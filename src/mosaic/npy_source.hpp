@@ -200,6 +200,49 @@ class NpyStreamSource {
     if (next_row_ < end_row_) launch(next_row_);
   }
 
+  // Restart from a checkpoint (docs/CHECKPOINT.md): the next row consumed is
+  // `row` (the rows before it are not read again); frozen[b] != 0: stream b
+  // met a non-finite row before the checkpoint, so its rows are staged as
+  // NaN, as in a run that was never stopped; `earlier`: those non-finite
+  // rows, reported by io_stats() with the ones met from here on. Starts the
+  // read of the chunk at `row`.
+  void resume_at(std::int64_t row, const std::vector<unsigned char>& frozen, std::vector<NpyDataError> earlier) {
+    wait_pending();
+    if (row < 0 || row > end_row_)
+      throw std::out_of_range("NpyStreamSource::resume_at: row " + std::to_string(row) + " outside [0, " +
+                              std::to_string(end_row_) + "]");
+    if (frozen.size() != ids_.size())
+      throw std::invalid_argument("NpyStreamSource::resume_at: " + std::to_string(frozen.size()) +
+                                  " frozen flags for " + std::to_string(ids_.size()) + " streams");
+    for (std::size_t b = 0; b < ids_.size(); ++b) bad_[b] = frozen[b] ? 1 : 0;
+    for (auto& e : stats_.data_errors) earlier.push_back(std::move(e));
+    stats_.data_errors = std::move(earlier);
+    next_row_ = row;
+    cur_len_ = 0;
+    if (row < end_row_) launch(row);
+  }
+
+  // The row the next generate() consumes.
+  std::int64_t next_row() const { return next_row_; }
+
+  // For a checkpoint at next_row(): the non-finite rows met before it (rows
+  // read ahead are left out: a resumed run reads them again), and per stream
+  // whether one of them froze it.
+  std::vector<NpyDataError> data_errors_before(std::int64_t row) const {
+    std::vector<NpyDataError> out;
+    for (const auto& e : stats_.data_errors)
+      if (e.row < row) out.push_back(e);
+    return out;
+  }
+  std::vector<unsigned char> frozen_before(std::int64_t row) const {
+    std::vector<unsigned char> out(ids_.size(), 0);
+    for (const auto& e : stats_.data_errors)
+      if (e.row < row)
+        for (std::size_t b = 0; b < ids_.size(); ++b)
+          if (ids_[b] == e.stream_id) out[b] = 1;
+    return out;
+  }
+
   // Waits for a read in flight, then returns the accounting so far.
   NpyIoStats io_stats() {
     wait_pending();
