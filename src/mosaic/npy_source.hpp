@@ -348,11 +348,15 @@ class NpyStreamSource {
     const std::int64_t len = chunk_len(first);
     pend_first_ = first;
     pend_len_ = len;
+    ready_first_ = -1;
     pending_ = std::async(std::launch::async, [this, spare, first, len] { return fill(spare, first, len); });
   }
 
+  // Finishes a read in flight; its chunk stays usable in the spare buffer
+  // (ready_first_), e.g. after io_stats() was called for a checkpoint.
   void wait_pending() {
     if (!pending_.valid()) return;
+    ready_first_ = pend_first_;
     const auto t0 = clock::now();
     ReadResult r = pending_.get();
     stats_.stall_seconds += seconds_since(t0);
@@ -362,7 +366,7 @@ class NpyStreamSource {
   // Makes the chunk starting at `step` current (on the device) and starts
   // reading the one after it.
   void advance_to(std::int64_t step) {
-    const bool prefetched = pending_.valid() && pend_first_ == step;
+    const bool prefetched = (pending_.valid() || ready_first_ >= 0) && pend_first_ == step;
     std::int64_t len;
     if (prefetched) {
       len = pend_len_;
@@ -370,11 +374,13 @@ class NpyStreamSource {
     } else {
       wait_pending();  // a read of some other range: finish and drop it
       len = chunk_len(step);
+      ready_first_ = -1;  // the spare buffer is refilled below
       const auto t0 = clock::now();
       ReadResult r = fill(1 - cur_, step, len);
       stats_.stall_seconds += seconds_since(t0);
       merge(std::move(r));
     }
+    ready_first_ = -1;
     cur_ = 1 - cur_;
     if constexpr (alias_buffers) {
       dev_ = host_[cur_];
@@ -401,6 +407,7 @@ class NpyStreamSource {
   std::int64_t cur_first_ = 0, cur_len_ = 0, next_row_ = 0;
   std::future<ReadResult> pending_;
   std::int64_t pend_first_ = -1, pend_len_ = 0;
+  std::int64_t ready_first_ = -1;  // a finished read's chunk still in the spare buffer (-1: none)
   NpyIoStats stats_;
 };
 
