@@ -20,6 +20,7 @@
 #include "mosaic/environment.hpp"
 #include "mosaic/result_writer.hpp"
 #include "mosaic/run.hpp"
+#include "mosaic/stop_signal.hpp"
 
 namespace {
 
@@ -27,12 +28,16 @@ constexpr int kResultSchemaVersion = 1;
 
 const char* kUsage =
     "usage: mosaic_miniapp DECK.yaml [--set key.path=value ...] [--output FILE]\n"
-    "                      [--dry-run] [--help] [--version] [--kokkos-...]\n"
+    "                      [--restart DIR|auto] [--dry-run] [--help] [--version] [--kokkos-...]\n"
     "\n"
     "  DECK.yaml          input deck (docs/INPUT_DECK.md)\n"
     "  --set k.path=v     override one deck key (repeatable), e.g. --set problem.d=512\n"
     "                     or --set sweep.problem.rank=[8,16]\n"
     "  --output FILE      result file (overrides output.result)\n"
+    "  --restart DIR      resume from the newest complete checkpoint under DIR (or the\n"
+    "                     checkpoint directory DIR itself); 'auto': from output.checkpoint.dir\n"
+    "                     if it holds one, else start afresh (sets run.restart_from;\n"
+    "                     docs/CHECKPOINT.md)\n"
     "  --dry-run          validate the deck, print the resolved configuration and the\n"
     "                     memory it needs, and exit\n"
     "  --kokkos-...       passed to Kokkos (e.g. --kokkos-num-threads=2)\n";
@@ -41,6 +46,7 @@ struct CommandLine {
   std::string deck;
   std::vector<std::string> overrides;
   std::string output;
+  std::string restart;
   bool dry_run = false, help = false, version = false;
 };
 
@@ -61,6 +67,7 @@ CommandLine parse_command_line(int argc, char** argv) {
     else if (a == "--dry-run") cl.dry_run = true;
     else if (a == "--set" || a.rfind("--set=", 0) == 0) cl.overrides.push_back(value("--set"));
     else if (a == "--output" || a.rfind("--output=", 0) == 0) cl.output = value("--output");
+    else if (a == "--restart" || a.rfind("--restart=", 0) == 0) cl.restart = value("--restart");
     else if (a.rfind("-", 0) == 0) throw std::invalid_argument("unknown option '" + a + "'");
     else if (cl.deck.empty()) cl.deck = a;
     else throw std::invalid_argument("more than one deck given ('" + cl.deck + "' and '" + a + "')");
@@ -134,6 +141,8 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   const bool root = rank == 0;
+  // SIGTERM/SIGINT from here on stop the run cleanly (stop_signal.hpp).
+  mosaic::install_stop_signal_handlers();
   auto fail = [&](const std::string& message, int code) {
     if (root) std::fprintf(stderr, "mosaic_miniapp: error: %s\n", message.c_str());
     MPI_Finalize();
@@ -162,6 +171,15 @@ int main(int argc, char** argv) {
       if (!cl.output.empty()) {
         p.config.output.result = cl.output;
         p.config.resolved["output"]["result"] = cl.output;
+      }
+      if (!cl.restart.empty()) {
+        if (points.size() > 1)
+          throw mosaic::DeckError(cl.deck + ": --restart: expected a deck without a sweep (a checkpoint holds the "
+                                  "state of one run), found a sweep of " + std::to_string(points.size()) + " points");
+        if (cl.restart == "auto" && p.config.output.checkpoint.dir.empty())
+          throw mosaic::DeckError(cl.deck + ": --restart auto resumes from output.checkpoint.dir, which is not set");
+        p.config.run.restart_from = cl.restart;
+        p.config.resolved["run"]["restart_from"] = cl.restart;
       }
       mosaic::validate_against_ranks(p.config, nranks, cl.deck);
     }
@@ -228,6 +246,64 @@ int main(int argc, char** argv) {
     if (!error.empty()) return fail(error, 2);
   }
 
+  // Checkpoints (docs/CHECKPOINT.md; decks with checkpoints or a restart
+  // have one point): the directory must be writable, and a fresh run does
+  // not start over checkpoints of an earlier run (it would replace them).
+  // A restart finds and verifies its checkpoint (manifest, deck, every rank
+  // file's checksum) before anything runs.
+  mosaic::ckpt::RestartPlan restart_plan;
+  bool restarting = false;
+  {
+    const mosaic::RunConfig& c = points.front().config;
+    const std::string& ck_dir = c.output.checkpoint.dir;
+    std::string where = c.run.restart_from;
+    std::string error;
+    if (root) {
+      try {
+        if (!ck_dir.empty()) {
+          std::error_code ec;
+          std::filesystem::create_directories(ck_dir, ec);
+          if (ec) throw std::runtime_error(ck_dir + ": cannot create the checkpoint directory (output.checkpoint.dir): " +
+                                           ec.message());
+          mosaic::check_writable((std::filesystem::path(ck_dir) / "probe").string());
+        }
+        std::string newest;
+        for (const auto& [n, path] : mosaic::ckpt::list_checkpoints(ck_dir.empty() ? "/nonexistent" : ck_dir))
+          if (newest.empty() && mosaic::ckpt::is_complete(path)) newest = path.string();
+        if (where == "auto") {
+          where = newest.empty() ? "" : ck_dir;
+          if (newest.empty()) std::printf("[mosaic] run.restart_from: auto: no complete checkpoint in %s, starting afresh\n",
+                                          ck_dir.c_str());
+        } else if (where.empty() && !newest.empty()) {
+          throw std::runtime_error(ck_dir + ": output.checkpoint.dir already holds checkpoints of an earlier run (" +
+                                   newest + "); resume with --restart " + ck_dir +
+                                   " (or run.restart_from: auto), or remove them, or choose another directory");
+        }
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    }
+    error = mosaic::ckpt::bcast_string(error, 0, MPI_COMM_WORLD);
+    if (!error.empty()) return fail(error, 2);
+    where = mosaic::ckpt::bcast_string(where, 0, MPI_COMM_WORLD);
+    if (!where.empty()) {
+      const auto total = mosaic::decompose_streams(c.streams, rank, nranks).total_streams;
+      error = mosaic::ckpt::prepare_restart(c, where, total, MPI_COMM_WORLD, restart_plan);
+      if (!error.empty()) return fail(error, 2);
+      restarting = true;
+      if (root) {
+        for (const auto& note : restart_plan.notes) std::printf("[mosaic] note: %s\n", note.c_str());
+        const auto& pos = restart_plan.manifest["position"];
+        std::printf("[mosaic] restarting from %s (sample index %lld, warm-up steps %lld, timed steps %lld of %lld, "
+                    "written on %d ranks)\n",
+                    restart_plan.dir.c_str(), pos["sample_index"].get<long long>(),
+                    pos["warmup_done"].get<long long>(), pos["timed_done"].get<long long>(),
+                    (long long)c.run.steps, restart_plan.manifest["nranks"].get<int>());
+        std::fflush(stdout);
+      }
+    }
+  }
+
   // One GPU per rank: ranks on a node take the node's devices round-robin by
   // local rank, unless the user chose with --kokkos-device-id.
   std::vector<char*> kokkos_argv(argv, argv + argc);
@@ -253,20 +329,26 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     nlohmann::json runs = nlohmann::json::array();
+    mosaic::RunControl control;
+    if (restarting) control.restart = &restart_plan;
     for (std::size_t k = 0; k < points.size(); ++k) {
       const auto& c = points[k].config;
       if (root && points.size() > 1)
         std::printf("[mosaic] sweep point %zu/%zu: %s\n", k + 1, points.size(), points[k].point.dump().c_str());
       nlohmann::json run = c.problem.dtype == mosaic::Dtype::float32
-                               ? mosaic::run_point<float>(c, MPI_COMM_WORLD)
-                               : mosaic::run_point<double>(c, MPI_COMM_WORLD);
+                               ? mosaic::run_point<float>(c, MPI_COMM_WORLD, &control)
+                               : mosaic::run_point<double>(c, MPI_COMM_WORLD, &control);
       if (root) {
         run["sweep_point"] = points[k].point;
         print_summary(run);
         if (!run["verification"]["passed"].get<bool>()) rc = 3;
         runs.push_back(std::move(run));
       }
+      if (control.stop_signal) break;  // the points after it do not run
     }
+    // Stopped by SIGTERM/SIGINT: the result is marked interrupted and the
+    // exit status is 128 + the signal (every rank).
+    if (control.stop_signal) rc = 128 + control.stop_signal;
     if (root) {
       std::vector<std::string> args(argv, argv + argc);
       nlohmann::json doc = {
@@ -277,11 +359,24 @@ int main(int argc, char** argv) {
           {"overrides", cl.overrides},
           {"mpi_ranks", nranks},
           {"environment", mosaic::collect_environment()},
-          {"status", "completed"},
+          {"status", control.stop_signal ? "interrupted" : "completed"},
           {"runs", runs},
       };
+      if (control.stop_signal)
+        doc["interrupted"] = {
+            {"signal", control.stop_signal},
+            {"signal_name", mosaic::stop_signal_name(control.stop_signal)},
+            {"checkpoint", control.last_checkpoint.empty() ? nlohmann::json() : nlohmann::json(control.last_checkpoint)},
+            {"resume", control.last_checkpoint.empty()
+                           ? "no checkpoint (output.checkpoint.dir not set): the run cannot be resumed"
+                           : "mosaic_miniapp " + cl.deck + " --restart " + points.front().config.output.checkpoint.dir}};
       mosaic::write_json_atomically(result_path, doc);
-      std::printf("[mosaic] result written to %s\n", result_path.c_str());
+      if (control.stop_signal)
+        std::printf("[mosaic] stopped by %s: partial result (status interrupted) written to %s%s%s\n",
+                    mosaic::stop_signal_name(control.stop_signal), result_path.c_str(),
+                    control.last_checkpoint.empty() ? "" : ", checkpoint ", control.last_checkpoint.c_str());
+      else
+        std::printf("[mosaic] result written to %s\n", result_path.c_str());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mosaic_miniapp: rank %d: error: %s\n", rank, e.what());

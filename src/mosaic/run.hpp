@@ -33,6 +33,7 @@
 #include "environment.hpp"
 #include "npy.hpp"
 #include "npy_source.hpp"
+#include "run_checkpoint.hpp"
 #include "run_config.hpp"
 #include "stream_batch.hpp"
 #include "synthetic_source.hpp"
@@ -58,6 +59,8 @@ class ProgressReporter {
     last_ = now;
     last_done_ = done;
   }
+  // A restarted run: `done` steps were done before this process started.
+  void resume(std::int64_t done) { last_done_ = done; }
 
  private:
   using clock = std::chrono::steady_clock;
@@ -135,7 +138,7 @@ std::vector<T> gather_to_root(const std::vector<T>& local, MPI_Datatype type, MP
 
 // Timer statistics over ranks: {"max", "min", "mean"} seconds.
 inline nlohmann::json reduce_timers(const TimerSet& timers, MPI_Comm comm, int nranks) {
-  static const char* phases[] = {"init", "warmup", "generate", "update", "diagnostics", "reduce"};
+  static const char* phases[] = {"init", "warmup", "generate", "update", "diagnostics", "reduce", "checkpoint"};
   nlohmann::json j = nlohmann::json::object();
   for (const char* p : phases) {
     const double s = timers.seconds(p);
@@ -340,9 +343,12 @@ namespace detail {
 
 // The run itself, for either source (SyntheticDriftSource or
 // NpyStreamSource): `cfg.run.steps` is the resolved number of timed steps.
+// With control->restart, the streams, the position and the statistics so far
+// come from that checkpoint instead of the init; checkpoints and the stop on
+// SIGTERM/SIGINT follow cfg.output.checkpoint (run_checkpoint.hpp).
 template <class Scalar, class Source>
 nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const StreamDecomposition& decomp,
-                               Source& source) {
+                               Source& source, RunControl* control = nullptr) {
   using Exec = Kokkos::DefaultExecutionSpace;
   using Mem = typename Exec::memory_space;
   constexpr bool npy = is_npy_source<std::remove_const_t<Source>>::value;
@@ -359,9 +365,30 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   MosaicEngine<Scalar, Exec> engine(params, B, d, r);
   Kokkos::View<Scalar**, Mem> X("mosaic::samples", B, d);
 
-  // Sample index of the next sample each stream consumes.
-  std::int64_t t = 0;
-  timers.time("init", [&] {
+  // Sample index of the next sample each stream consumes; warm-up and timed
+  // steps done (all non-zero only when resuming from a checkpoint).
+  std::int64_t t = 0, warm = 0, k = 0;
+  const ckpt::RestartPlan* restart = control ? control->restart : nullptr;
+  nlohmann::json segments = nlohmann::json::array();  // of the process runs before this one
+  nlohmann::json series = nlohmann::json::array();
+  if (restart) {
+    timers.time("checkpoint", [&] {
+      const ckpt::LoadedSources loaded = ckpt::load_streams(*restart, batch);
+      const auto& pos = restart->manifest.at("position");
+      t = pos.at("sample_index").get<std::int64_t>();
+      warm = pos.at("warmup_done").get<std::int64_t>();
+      k = pos.at("timed_done").get<std::int64_t>();
+      if constexpr (npy) {
+        std::vector<NpyDataError> earlier;
+        for (const auto& e : loaded.data_errors)
+          earlier.push_back(NpyDataError{e.at("stream_id").get<std::uint64_t>(), e.at("path").get<std::string>(),
+                                         e.at("row").get<std::int64_t>(), e.at("message").get<std::string>()});
+        source.resume_at(t, loaded.frozen, std::move(earlier));
+      }
+    });
+    segments = restart->manifest.at("segments");
+    series = restart->manifest.at("diagnostics_series");
+  } else timers.time("init", [&] {
     if (params.init == InitMode::data) {
       const int n0 = params.resolved_init_samples(r);
       Kokkos::View<Scalar***, Mem> X0("mosaic::init_samples", B, n0, d);
@@ -380,25 +407,67 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   Kokkos::View<Scalar***, Mem> Xblk;
   if (kb) Xblk = Kokkos::View<Scalar***, Mem>("mosaic::sample_block", B, kb, d);
   auto block_of = [&](int n) { return n == kb ? Xblk : Kokkos::View<Scalar***, Mem>("mosaic::sample_block_tail", B, n, d); };
+  const std::int64_t warm0 = warm, k0 = k;  // where this process started
+  CheckpointPolicy policy(cfg.output.checkpoint, comm);
+  int stop = 0;  // the agreed SIGTERM/SIGINT that stops the run
   timers.time("warmup", [&] {
-    for (std::int64_t k = 0; k < cfg.run.warmup_steps;) {
+    while (warm < cfg.run.warmup_steps && !stop) {
       if (kb) {
-        const int n = int(std::min<std::int64_t>(kb, cfg.run.warmup_steps - k));
+        const int n = int(std::min<std::int64_t>(kb, cfg.run.warmup_steps - warm));
         auto Xn = block_of(n);
         source.generate_block(t, n, Xn);
         engine.step_block(batch, Xn);
-        k += n;
+        warm += n;
         t += n;
       } else {
         source.generate(t, X);
         engine.step(batch, X);
-        ++k;
+        ++warm;
         ++t;
       }
+      stop = policy.after_step(-1).signal;
     }
   });
 
-  nlohmann::json series = nlohmann::json::array();
+  // A checkpoint of the current position (collective): the statistics of
+  // this process so far join those of the segments before it.
+  std::string last_checkpoint;
+  std::int64_t last_checkpoint_at = restart ? t : -1, checkpoints_written = 0;
+  std::optional<std::chrono::steady_clock::time_point> loop_start;
+  auto write_checkpoint = [&] {
+    timers.time("checkpoint", [&] {
+      nlohmann::json io_now;
+      if constexpr (npy) io_now = detail::reduce_io(source.io_stats(), comm);
+      const double loop_now =
+          loop_start ? std::chrono::duration<double>(std::chrono::steady_clock::now() - *loop_start).count() : 0.0;
+      nlohmann::json segs = segments;
+      segs.push_back(segment_stats(timers, comm, k - k0, warm - warm0, loop_now, B,
+                                   detail::reduce_timers(timers, comm, nranks), io_now));
+      ckpt::WriteRequest req;
+      req.root = cfg.output.checkpoint.dir;
+      req.keep = cfg.output.checkpoint.keep;
+      req.number = t;
+      req.manifest_extra = {{"deck_path", cfg.deck_path},
+                            {"resolved_deck", cfg.resolved},
+                            {"position", {{"sample_index", t}, {"warmup_done", warm}, {"timed_done", k}}},
+                            {"run_steps", cfg.run.steps},
+                            {"segments", segs},
+                            {"diagnostics_series", series}};
+      std::vector<unsigned char> frozen;
+      nlohmann::json errors = nlohmann::json::array();
+      if constexpr (npy) {
+        frozen = source.frozen_before(t);
+        for (const auto& e : source.data_errors_before(t))
+          errors.push_back({{"stream_id", e.stream_id}, {"path", e.path}, {"row", e.row}, {"message", e.message}});
+      }
+      last_checkpoint = ckpt::write_checkpoint(req, batch, frozen, errors, comm);
+    });
+    last_checkpoint_at = t;
+    ++checkpoints_written;
+    policy.written();
+  };
+  if (stop && policy.enabled()) write_checkpoint();
+
   auto diagnose = [&](std::int64_t steps_done) {
     BatchDiagnostics diag;
     std::optional<TruthAccuracy> acc;  // against the truth: synthetic data only
@@ -416,9 +485,10 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   };
 
   ProgressReporter progress(rank == 0, cfg.run.progress_every_s, cfg.run.steps, decomp.total_streams);
+  progress.resume(k0);
   const std::int64_t every = cfg.run.diagnostics_every;
-  const auto loop_start = std::chrono::steady_clock::now();
-  for (std::int64_t k = 0; k < cfg.run.steps;) {
+  loop_start = std::chrono::steady_clock::now();
+  while (k < cfg.run.steps && !stop) {
     if (kb) {
       const int n = int(std::min<std::int64_t>(kb, cfg.run.steps - k));
       auto Xn = block_of(n);
@@ -434,11 +504,21 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
     }
     if (every > 0 && k % every == 0 && k < cfg.run.steps) series.push_back(diagnose(k).first);
     progress.update(k);
+    const CheckpointPolicy::Decision next = policy.after_step(k);
+    stop = next.signal;
+    if (next.checkpoint) write_checkpoint();
   }
+  // The end of the run is checkpointed too: a later run can extend it (a
+  // larger run.steps) from there.
+  if (!stop && policy.enabled() && last_checkpoint_at != t) write_checkpoint();
   const double loop_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
-  auto [final_diag, diag] = diagnose(cfg.run.steps);
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - *loop_start).count();
+  auto [final_diag, diag] = diagnose(k);
   series.push_back(final_diag);
+  if (control) {
+    control->stop_signal = stop;
+    control->last_checkpoint = last_checkpoint;
+  }
 
   // Per-stream verification checksums and breakdown records, gathered to rank 0.
   std::vector<unsigned long long> ids(decomp.local_ids.begin(), decomp.local_ids.end());
@@ -451,20 +531,28 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   const auto all_rss = detail::gather_to_root(std::vector<long long>{peak_rss_bytes()}, MPI_LONG_LONG, comm);
   const long long device_used = detail::allreduce(device_memory_used_bytes(), MPI_MAX, comm);
 
-  nlohmann::json timer_stats = detail::reduce_timers(timers, comm, nranks);
-  const double loop_max_s = detail::allreduce(loop_s, MPI_MAX, comm);
-  const double update_s = timers.seconds("update");
-  const double update_max = detail::allreduce(update_s, MPI_MAX, comm);
-  const double rank_rate = update_s > 0 ? double(cfg.run.steps) * B / update_s : 0.0;
-  const double rank_rate_min = detail::allreduce(rank_rate, MPI_MIN, comm);
-  const double rank_rate_max = detail::allreduce(rank_rate, MPI_MAX, comm);
+  // This process's statistics, added to those of the segments before it
+  // (a run that was never stopped has one segment: the plain statistics).
+  nlohmann::json io_now;
+  if constexpr (npy) io_now = detail::reduce_io(source.io_stats(), comm);
+  segments.push_back(segment_stats(timers, comm, k - k0, warm - warm0, loop_s, B,
+                                   detail::reduce_timers(timers, comm, nranks), io_now));
+  const nlohmann::json total = combine_segments(segments);
+  const nlohmann::json timer_stats = total["timers"];
+  const double loop_max_s = total["loop_max_s"];
+  const double update_max = timer_stats["update"]["max_s"];
+  const double rank_rate_min = total["per_rank_update_samples_per_second_min"];
+  const double rank_rate_max = total["per_rank_update_samples_per_second_max"];
   nlohmann::json io;
-  if constexpr (npy) io = detail::reduce_io(source.io_stats(), comm);
+  if constexpr (npy) io = total["io"];
+  // An interrupted run writes no state files: output.state_dir holds final
+  // states only (the checkpoint holds the interrupted ones).
   nlohmann::json state_files;
-  if (!cfg.output.state_dir.empty()) state_files = detail::write_state_files(batch, detail::state_dir_for(cfg), comm);
+  if (!cfg.output.state_dir.empty() && !stop)
+    state_files = detail::write_state_files(batch, detail::state_dir_for(cfg), comm);
   if (rank != 0) return nlohmann::json::object();
 
-  const double samples = double(cfg.run.steps) * double(decomp.total_streams);
+  const double samples = double(k) * double(decomp.total_streams);
   nlohmann::json checksums = nlohmann::json::array();
   for (std::size_t k = 0; k < all_ids.size(); ++k)
     checksums.push_back({{"stream_id", all_ids[k]}, {"checksum", all_sums[k]}});
@@ -514,7 +602,7 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
         {"streams_per_rank_max", decomp.max_per_rank},
         {"imbalance", decomp.imbalance},
         {"policy", "each stream is owned whole by one rank; stream states are never split, exchanged or averaged; only statistics cross ranks"}}},
-      {"steps", {{"timed", cfg.run.steps}, {"warmup", cfg.run.warmup_steps},
+      {"steps", {{"timed", k}, {"warmup", warm}, {"timed_planned", cfg.run.steps},
                  {"init_samples", params.init == InitMode::data ? params.resolved_init_samples(r) : 0}}},
       {"timers", timer_stats},
       {"figure_of_merit",
@@ -540,6 +628,19 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   };
   if constexpr (npy) result["io"] = io;
   if (!state_files.is_null()) result["state_files"] = state_files;
+  if (restart || segments.size() > 1)
+    result["restart"] = {{"restarted_from", restart ? nlohmann::json(restart->dir) : nlohmann::json()},
+                         {"segments", segments.size()},
+                         {"per_segment", segments}};
+  if (policy.enabled()) {
+    const auto& ck = cfg.output.checkpoint;
+    result["checkpoints"] = {{"dir", ck.dir},
+                             {"written", checkpoints_written},
+                             {"last", last_checkpoint.empty() ? nlohmann::json() : nlohmann::json(last_checkpoint)},
+                             {"keep", ck.keep},
+                             {"every_steps", ck.every_steps},
+                             {"every_seconds", ck.every_seconds}};
+  }
   return result;
 }
 
@@ -549,8 +650,10 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
 // run's result object on rank 0 (an empty object elsewhere). An npy run whose
 // files were not checked yet (run.steps: all still unresolved) is checked
 // here first (preflight_npy_streams); a problem then throws on every rank.
+// `control` (optional): resume from a checkpoint, and learn whether a
+// SIGTERM/SIGINT stopped the run (RunControl, run_checkpoint.hpp).
 template <class Scalar>
-nlohmann::json run_point(const RunConfig& config, MPI_Comm comm) {
+nlohmann::json run_point(const RunConfig& config, MPI_Comm comm, RunControl* control = nullptr) {
   using Exec = Kokkos::DefaultExecutionSpace;
   int rank = 0, nranks = 1;
   MPI_Comm_rank(comm, &rank);
@@ -568,10 +671,10 @@ nlohmann::json run_point(const RunConfig& config, MPI_Comm comm) {
     for (auto id : decomp.local_ids) paths.push_back(cfg.source.paths.at(id));
     NpyStreamSource<Scalar, Exec> source(paths, decomp.local_ids, cfg.problem.d, cfg.source.chunk_rows,
                                          n0 + cfg.run.warmup_steps + cfg.run.steps);
-    return detail::run_with_source<Scalar>(cfg, comm, decomp, source);
+    return detail::run_with_source<Scalar>(cfg, comm, decomp, source, control);
   }
   const SyntheticDriftSource<Scalar, Exec> source(config.source.synthetic, decomp.local_ids);
-  return detail::run_with_source<Scalar>(config, comm, decomp, source);
+  return detail::run_with_source<Scalar>(config, comm, decomp, source, control);
 }
 
 }  // namespace mosaic

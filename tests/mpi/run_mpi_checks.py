@@ -8,26 +8,42 @@ two cores) and inspects what it wrote. Usage:
       --deck tests/decks/mpi_small.yaml --workdir DIR CHECK [--ranks N]
 
 CHECK is one of: weak, strong_invariance, sweep, unwritable_output, bad_deck,
-npy_stream, npy_bad_file. The npy checks write their .npy files into the
-workdir with numpy (system python3).
+npy_stream, npy_bad_file, checkpoint_resume, checkpoint_redistribute,
+checkpoint_crash_safety, checkpoint_refused, checkpoint_npy. The npy checks write their .npy
+files into the workdir with numpy (system python3). The checkpoint checks
+(docs/CHECKPOINT.md) signal running ranks with SIGTERM and compare the final
+state files of stopped-and-resumed runs with uninterrupted ones, bitwise.
 """
 import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import jsonschema
 
 
-def mpirun(args, ranks, extra, cwd):
+def mpirun_cmd(args, ranks, extra, env=()):
     cmd = [args.mpiexec, "-np", str(ranks), "--oversubscribe"]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
-    cmd += ["-x", "OMP_NUM_THREADS=1", "-x", "OMP_PROC_BIND=false", args.miniapp, args.deck] + extra
+    cmd += ["-x", "OMP_NUM_THREADS=1", "-x", "OMP_PROC_BIND=false"]
+    for e in env:
+        cmd += ["-x", e]
+    return cmd + [args.miniapp, args.deck] + extra
+
+
+def mpirun(args, ranks, extra, cwd, env=(), timeout=600):
+    cmd = mpirun_cmd(args, ranks, extra, env)
     print("+", " ".join(cmd), flush=True)
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
+    environ = dict(os.environ)
+    for e in env:
+        k, v = e.split("=", 1)
+        environ[k] = v
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=environ)
     print(proc.stdout)
     print(proc.stderr, file=sys.stderr)
     return proc
@@ -320,10 +336,314 @@ def check_npy_bad_file(args):
         fail(f"status.npy {st['status']}, steps.npy {st['steps']}")
 
 
+# ---------------------------------------------------------------- checkpoints
+
+STATE_FILES = ("mu", "U", "S", "s2", "stream_ids", "steps", "status")
+CKPT_STEPS = 150000  # long enough to be signalled mid-run (several seconds), short enough for ctest
+
+
+def same_states(dir_a, dir_b, what):
+    import numpy as np
+    for name in STATE_FILES:
+        a = np.load(os.path.join(dir_a, name + ".npy"))
+        b = np.load(os.path.join(dir_b, name + ".npy"))
+        if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
+            fail(f"{what}: {name}.npy differs from the uninterrupted run's")
+
+
+def child_pids(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def miniapp_pids(launcher_pid):
+    """The mini-app processes under mpiexec (any depth)."""
+    out, todo = [], [launcher_pid]
+    while todo:
+        for c in child_pids(todo.pop()):
+            try:
+                with open(f"/proc/{c}/cmdline", "rb") as f:
+                    cmd = f.read().split(b"\0")[0].decode()
+            except OSError:
+                continue
+            if os.path.basename(cmd) == os.path.basename(os.path.abspath(args_global.miniapp)):
+                out.append(c)
+            else:
+                todo.append(c)
+    return sorted(out)
+
+
+def run_and_signal(args, ranks, extra, ckpt_dir, which="one"):
+    """Starts a run, waits for its first complete checkpoint, sends SIGTERM
+    to one rank (or all), and waits for the job. Returns the process."""
+    cmd = mpirun_cmd(args, ranks, extra)
+    print("+", " ".join(cmd), "(SIGTERM after the first checkpoint)", flush=True)
+    proc = subprocess.Popen(cmd, cwd=args.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if any(os.path.exists(os.path.join(ckpt_dir, d, "MANIFEST.json"))
+               for d in (os.listdir(ckpt_dir) if os.path.isdir(ckpt_dir) else [])):
+            break
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        out, err = proc.communicate()
+        print(out, err)
+        fail("the run ended before it could be signalled (make it longer)")
+    pids = miniapp_pids(proc.pid)
+    if len(pids) != ranks:
+        proc.kill()
+        fail(f"found {len(pids)} mini-app processes under mpiexec, expected {ranks}")
+    for pid in (pids[-1:] if which == "one" else pids):
+        os.kill(pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=300)
+    print(out)
+    print(err, file=sys.stderr)
+    proc.stdout_text, proc.stderr_text = out, err
+    return proc
+
+
+def ckpt_args(ckpt_dir, state_dir, every=20000, steps=CKPT_STEPS):
+    return ["--set", f"run.steps={steps}", "--set", "run.diagnostics_every=0",
+            "--set", f"output.checkpoint.dir={ckpt_dir}", "--set", f"output.checkpoint.every_steps={every}",
+            "--set", f"output.state_dir={state_dir}"]
+
+
+def check_interrupted(args, out, proc, ckpt_dir, state_dir):
+    if proc.returncode != 128 + signal.SIGTERM:
+        fail(f"a SIGTERM'ed run should exit with 143, got {proc.returncode}")
+    doc = load_valid(args, out)
+    if doc["status"] != "interrupted" or doc["interrupted"]["signal_name"] != "SIGTERM":
+        fail(f"partial result: status {doc['status']}, {doc.get('interrupted')}")
+    ck = doc["interrupted"]["checkpoint"]
+    if not ck or not os.path.exists(os.path.join(ck if os.path.isabs(ck) else os.path.join(args.workdir, ck),
+                                                 "MANIFEST.json")):
+        fail(f"the interrupted result names no complete checkpoint: {ck}")
+    run = doc["runs"][0]
+    if not 0 < run["steps"]["timed"] < CKPT_STEPS or run["steps"]["timed_planned"] != CKPT_STEPS:
+        fail(f"interrupted run steps {run['steps']}")
+    if os.path.exists(os.path.join(state_dir, "mu.npy")):
+        fail("an interrupted run wrote final state files")
+    if "stopped by SIGTERM" not in proc.stdout_text:
+        fail("rank 0 did not report the stop")
+    return doc
+
+
+def check_checkpoint_resume(args):
+    """(a)+(c): uninterrupted vs SIGTERM'ed mid-run and resumed: the final
+    states are bitwise equal; the partial result is valid and interrupted."""
+    n = args.ranks
+    w = args.workdir
+    base = ["--set", "streams.mode=weak", "--set", "streams.per_rank=2"]
+    full_states = os.path.join(w, f"full_states_{n}")
+    shutil.rmtree(full_states, ignore_errors=True)
+    run_ok(args, n, base + ["--set", f"run.steps={CKPT_STEPS}", "--set", "run.diagnostics_every=0",
+                            "--set", f"output.state_dir={full_states}"], f"full_{n}.json")
+    ckpt_dir, states = os.path.join(w, f"ckpt_{n}"), os.path.join(w, f"states_{n}")
+    out = os.path.join(w, f"resumed_{n}.json")
+    for p in (ckpt_dir, states):
+        shutil.rmtree(p, ignore_errors=True)
+    proc = run_and_signal(args, n, base + ckpt_args(ckpt_dir, states) + ["--output", out], ckpt_dir)
+    doc = check_interrupted(args, out, proc, ckpt_dir, states)
+    stopped_at = doc["runs"][0]["steps"]["timed"]
+    proc = mpirun(args, n, base + ckpt_args(ckpt_dir, states) + ["--output", out, "--restart", ckpt_dir], w)
+    if proc.returncode != 0:
+        fail(f"the restart exited with {proc.returncode}")
+    if "restarting from" not in proc.stdout:
+        fail("the restart did not report its checkpoint")
+    doc = load_valid(args, out)
+    run = doc["runs"][0]
+    if doc["status"] != "completed" or run["steps"]["timed"] != CKPT_STEPS:
+        fail(f"resumed run: status {doc['status']}, steps {run['steps']}")
+    if run["restart"]["segments"] != 2 or sum(s["timed_steps"] for s in run["restart"]["per_segment"]) != CKPT_STEPS:
+        fail(f"restart record {run['restart']}")
+    upd = run["timers"]["update"]["max_s"]
+    fom = run["figure_of_merit"]["value"]
+    if abs(fom - CKPT_STEPS * 2 * n / upd) > 1e-6 * fom:
+        fail(f"FOM {fom} != steps x streams / summed update time")
+    same_states(full_states, states, f"{n} ranks, stopped at timed step {stopped_at} and resumed")
+    print(f"{n} ranks: stopped by SIGTERM at timed step {stopped_at}, resumed, final states bitwise equal")
+
+
+def check_checkpoint_redistribute(args):
+    """(b) strong mode: stopped on 2 ranks, resumed on 1: bitwise equal to an
+    uninterrupted 1-rank run (streams are redistributed by global id)."""
+    w = args.workdir
+    strong = ["--set", "streams.mode=strong", "--set", "streams.total=5"]
+    full_states = os.path.join(w, "full_states_strong")
+    shutil.rmtree(full_states, ignore_errors=True)
+    run_ok(args, 1, strong + ["--set", f"run.steps={CKPT_STEPS}", "--set", "run.diagnostics_every=0",
+                              "--set", f"output.state_dir={full_states}"], "full_strong.json")
+    ckpt_dir, states = os.path.join(w, "ckpt_strong"), os.path.join(w, "states_strong")
+    out = os.path.join(w, "strong.json")
+    for p in (ckpt_dir, states):
+        shutil.rmtree(p, ignore_errors=True)
+    proc = run_and_signal(args, 2, strong + ckpt_args(ckpt_dir, states) + ["--output", out], ckpt_dir, which="all")
+    check_interrupted(args, out, proc, ckpt_dir, states)
+    proc = mpirun(args, 1, strong + ckpt_args(ckpt_dir, states) + ["--output", out, "--restart", ckpt_dir], w)
+    if proc.returncode != 0 or "written on 2 ranks" not in proc.stdout:
+        fail(f"the 1-rank restart of a 2-rank checkpoint exited with {proc.returncode}")
+    doc = load_valid(args, out)
+    if doc["runs"][0]["restart"]["per_segment"][0]["ranks"] != 2 or doc["mpi_ranks"] != 1:
+        fail("segments do not record the rank counts")
+    same_states(full_states, states, "strong mode, 2 ranks -> 1 rank")
+    # Weak mode cannot change the stream set: refused, naming the manifest.
+    ckpt_weak, st_weak = os.path.join(w, "ckpt_weak"), os.path.join(w, "states_weak")
+    for p in (ckpt_weak, st_weak):
+        shutil.rmtree(p, ignore_errors=True)
+    run_ok(args, 2, ckpt_args(ckpt_weak, st_weak, every=100, steps=200), "weak_ck.json")
+    proc = mpirun(args, 1, ckpt_args(ckpt_weak, st_weak, every=100, steps=400) + ["--restart", ckpt_weak], w)
+    if proc.returncode != 2 or "MANIFEST.json" not in proc.stderr or "the stream set differs" not in proc.stderr:
+        fail("a weak-mode restart on another number of ranks was not refused clearly")
+    print("strong mode: 2-rank checkpoint resumed on 1 rank, final states bitwise equal; weak mode refused")
+
+
+def files_in(d):
+    return sorted(os.listdir(d)) if os.path.isdir(d) else []
+
+
+def check_checkpoint_crash_safety(args):
+    """(d) a failure between write and rename (MOSAIC_TEST_FAIL_BEFORE_RENAME)
+    leaves the previous result, state and checkpoint files intact, and no
+    partial target; the next write removes the stale temporary; a rank that
+    fails while checkpointing aborts the job with its rank and reason."""
+    import numpy as np
+    w = args.workdir
+    out, states, ckpt_dir = os.path.join(w, "crash.json"), os.path.join(w, "crash_states"), os.path.join(w, "crash_ckpt")
+    # The result, a state file, the checkpoint manifest, a rank file: each
+    # time the process dies between writing the file and renaming it.
+    for pattern in ("crash.json", "U.npy", "MANIFEST.json", "rank_1.bin"):
+        for p in (states, ckpt_dir):
+            shutil.rmtree(p, ignore_errors=True)
+        run_ok(args, 2, ckpt_args(ckpt_dir, states, every=100, steps=200), "crash.json")  # the previous good files
+        saved = {p: open(p, "rb").read() for p in [out] + [os.path.join(states, f + ".npy") for f in STATE_FILES]}
+        if files_in(ckpt_dir) != ["ckpt_000000000126", "ckpt_000000000226"]:
+            fail(f"checkpoints kept: {files_in(ckpt_dir)}")
+        extra = ckpt_args(ckpt_dir, states, every=100, steps=400) + ["--restart", ckpt_dir, "--output", out]
+        proc = mpirun(args, 2, extra, w, env=[f"MOSAIC_TEST_FAIL_BEFORE_RENAME={pattern}"], timeout=120)
+        if proc.returncode == 0 or "simulated failure between writing and renaming" not in proc.stderr:
+            fail(f"{pattern}: the injected failure did not happen (rc {proc.returncode})")
+        for p, data in saved.items():
+            if pattern in os.path.basename(p) and open(p, "rb").read() != data:
+                fail(f"{pattern}: {p} was changed by the failed write")
+        for f in STATE_FILES:  # every state file is whole: the old one or a complete new one
+            np.load(os.path.join(states, f + ".npy"))
+        load_valid(args, out)
+        temps = [f for d in (w, states) for f in files_in(d) if pattern in f and ".tmp." in f]
+        if pattern in ("crash.json", "U.npy") and not temps:
+            fail(f"{pattern}: expected the stale temporary file of the failed write")
+        if pattern in ("MANIFEST.json", "rank_1.bin"):
+            new = os.path.join(ckpt_dir, "ckpt_000000000326")
+            if not os.path.isdir(new) or os.path.exists(os.path.join(new, "MANIFEST.json")):
+                fail(f"{pattern}: expected an incomplete checkpoint {new}")
+            for c in ("ckpt_000000000126", "ckpt_000000000226"):
+                if not os.path.exists(os.path.join(ckpt_dir, c, "MANIFEST.json")):
+                    fail(f"{pattern}: the previous good checkpoint {c} was removed before the new one was complete")
+        # The restart skips an incomplete checkpoint, completes, and its
+        # writes remove the stale temporaries of their targets.
+        proc = mpirun(args, 2, extra, w)
+        if proc.returncode != 0:
+            fail(f"{pattern}: the restart after the failure exited with {proc.returncode}")
+        if pattern in ("MANIFEST.json", "rank_1.bin") and "skipping incomplete checkpoint" not in proc.stdout:
+            fail(f"{pattern}: the restart did not skip the incomplete checkpoint")
+        left = [f for d in (w, states) for f in files_in(d) if ".tmp." in f and ("crash.json" in f or ".npy" in f)]
+        if left:
+            fail(f"{pattern}: stale temporary files left after a successful write: {left}")
+        if load_valid(args, out)["runs"][0]["steps"]["timed"] != 400:
+            fail(f"{pattern}: the restarted run did not complete")
+    # A rank that fails while writing a checkpoint: the job aborts with the
+    # rank and the reason, it does not hang.
+    shutil.rmtree(ckpt_dir, ignore_errors=True)
+    t0 = time.time()
+    proc = mpirun(args, 2, ckpt_args(ckpt_dir, states, every=100, steps=300), w,
+                  env=["MOSAIC_TEST_FAIL_CHECKPOINT_RANK=1"], timeout=120)
+    if proc.returncode == 0 or "rank 1: error: cannot write checkpoint file" not in proc.stderr:
+        fail(f"a failing rank did not abort the job with its rank and reason (rc {proc.returncode})")
+    print(f"crash safety: previous files intact after 4 injected failures; rank failure aborted in "
+          f"{time.time() - t0:.1f} s")
+
+
+def check_checkpoint_npy(args):
+    """npy source with a non-finite row: resumed from checkpoints before and
+    after the bad row (2 ranks -> 1 rank), the final states, breakdowns,
+    non-finite rows and diagnostics series equal the uninterrupted run's."""
+    import numpy as np
+    paths = write_npy_streams(args)
+    x = np.load(paths[2])
+    x[200, 7] = np.nan
+    nan_path = os.path.join(args.workdir, "with_nan.npy")
+    np.save(nan_path, x)
+    files = paths[:2] + [nan_path] + paths[3:]
+    w = args.workdir
+    ckpt_dir, full = os.path.join(w, "npy_ckpt"), os.path.join(w, "npy_full")
+    shutil.rmtree(ckpt_dir, ignore_errors=True)
+    base = npy_args(files, full) + ["--set", "run.diagnostics_every=100", "--set", f"output.checkpoint.dir={ckpt_dir}",
+                                    "--set", "output.checkpoint.every_steps=50", "--set", "output.checkpoint.keep=10"]
+    proc = mpirun(args, 2, base + ["--output", os.path.join(w, "npy_full.json")], w)
+    if proc.returncode != 3:
+        fail(f"the uninterrupted npy run exited with {proc.returncode}, expected 3 (a frozen stream)")
+    ref = load_valid(args, os.path.join(w, "npy_full.json"))["runs"][0]
+    saved = os.path.join(w, "npy_ckpt_saved")
+    shutil.rmtree(saved, ignore_errors=True)
+    shutil.copytree(ckpt_dir, saved)
+    for ck in ("ckpt_000000000126", "ckpt_000000000226"):  # before and after the bad row 200
+        shutil.rmtree(ckpt_dir)
+        shutil.copytree(saved, ckpt_dir)
+        states = os.path.join(w, "npy_resumed")
+        out = os.path.join(w, "npy_resumed.json")
+        args_run = npy_args(files, states)[:-2] + ["--set", f"output.state_dir={states}"] + base[len(npy_args(files, full)):]
+        proc = mpirun(args, 1, args_run + ["--output", out, "--restart", os.path.join(ckpt_dir, ck)], w)
+        if proc.returncode != 3:
+            fail(f"{ck}: the resumed npy run exited with {proc.returncode}")
+        run = load_valid(args, out)["runs"][0]
+        same_states(full, states, f"npy resumed from {ck}")
+        for key in ("counts",):
+            if run[key] != ref[key]:
+                fail(f"{ck}: {key} {run[key]} != {ref[key]}")
+        if run["io"]["nonfinite_rows"] != ref["io"]["nonfinite_rows"]:
+            fail(f"{ck}: io.nonfinite_rows {run['io']['nonfinite_rows']}")
+        if run["diagnostics"]["series"] != ref["diagnostics"]["series"]:
+            fail(f"{ck}: diagnostics series differ")
+    print("npy: resumed before and after the non-finite row (2 -> 1 rank), identical to the uninterrupted run")
+
+
+def check_checkpoint_refused(args):
+    """A corrupted checkpoint or one of another deck is refused before the
+    run, once, naming the file; a fresh run does not start over checkpoints."""
+    w = args.workdir
+    ckpt_dir, states = os.path.join(w, "ref_ckpt"), os.path.join(w, "ref_states")
+    for p in (ckpt_dir, states):
+        shutil.rmtree(p, ignore_errors=True)
+    run_ok(args, 2, ckpt_args(ckpt_dir, states, every=100, steps=200), "ref.json")
+    newest = os.path.join(ckpt_dir, "ckpt_000000000226")
+    cases = [("another deck", ["--set", "problem.rank=4"], None, ["MANIFEST.json", "problem.rank: the checkpoint has 3"]),
+             ("a fresh run over checkpoints", [], "fresh", ["already holds checkpoints", "--restart"])]
+    for what, extra, mode, words in cases:
+        args_run = ckpt_args(ckpt_dir, states, every=100, steps=400) + extra
+        if mode != "fresh":
+            args_run += ["--restart", ckpt_dir]
+        proc = mpirun(args, 2, args_run, w)
+        if proc.returncode != 2 or proc.stderr.count("error:") != 1 or any(x not in proc.stderr for x in words):
+            fail(f"{what}: not refused clearly once (rc {proc.returncode})")
+        if "[mosaic] step" in proc.stdout:
+            fail(f"{what}: the run started")
+    rank1 = os.path.join(newest, "rank_1.bin")
+    data = bytearray(open(rank1, "rb").read())
+    data[-5] ^= 0x10
+    open(rank1, "wb").write(bytes(data))
+    proc = mpirun(args, 2, ckpt_args(ckpt_dir, states, every=100, steps=400) + ["--restart", ckpt_dir], w)
+    if proc.returncode != 2 or f"{rank1}: checksum mismatch" not in proc.stderr or proc.stderr.count("error:") != 1:
+        fail(f"a corrupted rank file was not refused naming it (rc {proc.returncode})")
+    print("corrupted and mismatched checkpoints refused before the run")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("check", choices=["weak", "strong_invariance", "sweep", "unwritable_output", "bad_deck",
-                                     "npy_stream", "npy_bad_file"])
+                                     "npy_stream", "npy_bad_file", "checkpoint_resume", "checkpoint_redistribute",
+                                     "checkpoint_crash_safety", "checkpoint_refused", "checkpoint_npy"])
     p.add_argument("--miniapp", required=True)
     p.add_argument("--mpiexec", required=True)
     p.add_argument("--schema", required=True)
@@ -334,6 +654,7 @@ def main():
     for name in ("miniapp", "mpiexec", "schema", "deck", "workdir"):
         setattr(args, name, os.path.abspath(getattr(args, name)))
     os.makedirs(args.workdir, exist_ok=True)
+    globals()["args_global"] = args
     globals()["check_" + args.check](args)
     print("check passed:", args.check)
 
