@@ -4,6 +4,16 @@
 //
 //   mosaic_bench [--d 2048,4096,8192] [--r 32,64,128] [--streams 8]
 //                [--steps N] [--seconds T] [--ref-steps N]
+//                [--block-size 0,32,64,96,128] [--gemm auto|kokkos_batched|rowwise]
+//                [--solve dense|maintained]
+//
+// --block-size: the blocked update (ALGORITHM.md section 6) is run for every
+// k > 1 of the list, in the same run as the sequential kernel (always run),
+// on the same kind of samples: one table row per (d, r, k) with samples/s,
+// speedup over the sequential kernel, GFLOP/s of the blocked model
+// d (4r + k + 2r^2/k) flops per sample, and that rate as a fraction of the
+// measured sgemm rate; the best k per (d, r) is marked. Timed per block:
+// step_block() fence to fence; samples come from generate_block (untimed).
 //
 // --steps N fixes the engine steps per (d, r); otherwise the engine runs for
 // about --seconds of wall time (default 1, at least 5 steps). The reference
@@ -54,6 +64,9 @@ struct Options {
   long steps = 0;  // 0 = auto
   double seconds = 1.0;
   long ref_steps = 0;  // 0 = auto
+  std::vector<int> block = {};  // k > 1 values of the blocked runs
+  mosaic::BlockGemm gemm = mosaic::BlockGemm::automatic;
+  mosaic::PrecisionSolve solve = mosaic::PrecisionSolve::dense;
 };
 
 Options parse(int argc, char** argv) {
@@ -72,9 +85,29 @@ Options parse(int argc, char** argv) {
     else if (!std::strcmp(argv[k], "--steps")) o.steps = std::atol(next("--steps"));
     else if (!std::strcmp(argv[k], "--seconds")) o.seconds = std::atof(next("--seconds"));
     else if (!std::strcmp(argv[k], "--ref-steps")) o.ref_steps = std::atol(next("--ref-steps"));
+    else if (!std::strcmp(argv[k], "--block-size")) o.block = parse_list(next("--block-size"));
+    else if (!std::strcmp(argv[k], "--gemm")) {
+      const std::string g = next("--gemm");
+      if (g == "auto") o.gemm = mosaic::BlockGemm::automatic;
+      else if (g == "kokkos_batched") o.gemm = mosaic::BlockGemm::kokkos_batched;
+      else if (g == "rowwise") o.gemm = mosaic::BlockGemm::rowwise;
+      else {
+        std::fprintf(stderr, "mosaic_bench: --gemm auto|kokkos_batched|rowwise, got %s\n", g.c_str());
+        std::exit(2);
+      }
+    } else if (!std::strcmp(argv[k], "--solve")) {
+      const std::string g = next("--solve");
+      if (g == "dense") o.solve = mosaic::PrecisionSolve::dense;
+      else if (g == "maintained") o.solve = mosaic::PrecisionSolve::maintained;
+      else {
+        std::fprintf(stderr, "mosaic_bench: --solve dense|maintained, got %s\n", g.c_str());
+        std::exit(2);
+      }
+    }
     else if (!std::strcmp(argv[k], "--help") || !std::strcmp(argv[k], "-h")) {
       std::printf("usage: mosaic_bench [--d list] [--r list] [--streams B] [--steps N] "
-                  "[--seconds T] [--ref-steps N]  (plus Kokkos flags)\n");
+                  "[--seconds T] [--ref-steps N] [--block-size list] [--gemm auto|kokkos_batched|rowwise] "
+                  "[--solve dense|maintained]  (plus Kokkos flags)\n");
       std::exit(0);
     } else if (std::strncmp(argv[k], "--kokkos", 8) != 0) {
       std::fprintf(stderr, "mosaic_bench: unknown option %s\n", argv[k]);
@@ -241,6 +274,66 @@ Row bench_point(const Options& o, int d, int r) {
   return row;
 }
 
+// The blocked update with k samples per block: samples/s over whole blocks.
+struct BlockRow {
+  int k;
+  long steps;
+  double sps;
+  long clamped;
+  int broken;
+};
+
+BlockRow bench_block(const Options& o, int d, int r, int k) {
+  const int B = o.streams;
+  std::vector<std::uint64_t> ids(B);
+  for (int b = 0; b < B; ++b) ids[b] = std::uint64_t(b);
+  mosaic::SyntheticSpec spec;
+  spec.d = d;
+  spec.r = r;
+  spec.lambda_max = 4.0;
+  spec.lambda_min = 0.5;
+  spec.noise = 0.1;
+  spec.drift = 1e-4;
+  spec.seed = 2024;
+  mosaic::MosaicParams p;
+  p.block_size = k;
+  p.precision_solve = o.solve;
+  mosaic::SyntheticDriftSource<float, Exec> src(spec, ids);
+  mosaic::StreamBatch<float, Exec> sb(B, d, r, ids);
+  mosaic::MosaicEngine<float, Exec> eng(p, B, d, r);
+  eng.set_block_gemm(o.gemm);
+  eng.init_random(sb, 1);
+  Kokkos::View<float***, Mem> X("Xblock", B, k, d);
+  std::int64_t t = 0;
+  double t_engine = 0;
+  auto timed_block = [&]() {
+    src.generate_block(t, k, X);
+    t += k;
+    Kokkos::fence();
+    const auto t0 = Clock::now();
+    eng.step_block(sb, X);
+    Kokkos::fence();
+    t_engine += seconds_since(t0);
+  };
+  timed_block();  // warm-up
+  t_engine = 0;
+  long blocks = 0;
+  const auto wall0 = Clock::now();
+  const long want_blocks = o.steps > 0 ? std::max(1L, o.steps / k) : 0;
+  while (want_blocks > 0 ? blocks < want_blocks : (blocks < 2 || seconds_since(wall0) < o.seconds)) {
+    timed_block();
+    ++blocks;
+  }
+  auto clamped = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.clamped_steps);
+  auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.status);
+  BlockRow row{k, blocks * k, double(B) * blocks * k / t_engine, 0, 0};
+  for (int b = 0; b < B; ++b) {
+    row.clamped += clamped(b);
+    row.broken += status(b) != 0;
+  }
+  return row;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -258,6 +351,7 @@ int main(int argc, char** argv) {
     std::printf("# model per sample: 4dr flops, 3dr floats of U traffic; impl: 8dr flops, 4dr floats\n");
     std::printf("| d | r | engine steps | engine samples/s | reference samples/s (1 thread) | ratio | GB/s model | GB/s impl | %% of copy BW (impl) | GFLOP/s model | GFLOP/s impl | clamped | broken |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    std::vector<std::string> blocked_rows;
     for (int d : o.d)
       for (int r : o.r) {
         if (2 * r > d) continue;
@@ -268,7 +362,31 @@ int main(int argc, char** argv) {
                     w.clamped, w.broken);
         std::fflush(stdout);
         if (w.broken) rc = 1;
+        std::vector<BlockRow> rows;
+        for (int k : o.block)
+          if (k > 1) rows.push_back(bench_block(o, d, r, k));
+        double best = 0;
+        for (const auto& br : rows) best = std::max(best, br.sps);
+        for (const auto& br : rows) {
+          const double flops = double(d) * (4.0 * r + br.k + 2.0 * r * r / br.k);
+          const double gfs = br.sps * flops / 1e9;
+          char line[512];
+          std::snprintf(line, sizeof line, "| %d | %d | %.1f | %d | %ld | %.1f | %.2fx | %.2f | %.0f%% | %ld | %d |%s",
+                        d, r, w.engine_sps, br.k, br.steps, br.sps, br.sps / w.engine_sps, gfs, 100.0 * gfs / gf,
+                        br.clamped, br.broken, br.sps == best ? " **best k** |" : " |");
+          blocked_rows.push_back(line);
+          std::printf("# blocked: %s\n", line);
+          std::fflush(stdout);
+          if (br.broken) rc = 1;
+        }
       }
+    if (!blocked_rows.empty()) {
+      std::printf("\n# blocked update (ALGORITHM.md section 6), gemm %s, precision_solve %s; model d(4r + k + 2r^2/k) flops/sample\n",
+                  mosaic::to_string(o.gemm), mosaic::to_string(o.solve));
+      std::printf("| d | r | sequential samples/s | k | blocked steps | blocked samples/s | speedup | GFLOP/s (model) | %% of sgemm | clamped | broken | |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      for (const auto& l : blocked_rows) std::printf("%s\n", l.c_str());
+    }
   }
   Kokkos::finalize();
   return rc;
