@@ -503,9 +503,17 @@ class MosaicEngine {
     f_.wvec = decltype(f_.wvec)("mosaic::work_vec", batch, 6, r);
     f_.wmat = decltype(f_.wmat)("mosaic::work_mat", batch, 4, r, r);
     f_.wpart = decltype(f_.wpart)("mosaic::work_part", batch, f_.nc);
+    // Host spaces: spread the threads over the streams, but give a team more
+    // than one thread only when each thread gets a large share of U between
+    // the step's many team barriers. Measured on the 2-core machine with one
+    // stream, team of 2 vs 1 thread: d=256, r=8 ran 10x slower, d=8192, r=64
+    // 1.7x slower. Results do not depend on the team size (every reduction
+    // has a fixed order), only the speed does.
     const int conc = ExecSpace().concurrency();
+    constexpr long long basis_entries_per_thread = 1LL << 20;
     if (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible)
-      team_size_ = std::max(1, conc / batch);
+      team_size_ = int(std::max<long long>(
+          1, std::min<long long>(conc / batch, (long long)d * r / basis_entries_per_thread)));
     maintained_ = params.precision_solve == PrecisionSolve::maintained;
     if (params.block_size > 1 || maintained_) allocate_block(std::max(1, params.block_size));
     set_block_gemm(BlockGemm::automatic);
