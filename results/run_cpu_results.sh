@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Reproduces every result file in results/cpu/ and the plots in results/plots/
+# on a CPU machine (OpenMP build), with the committed decks scaled down by
+# --set overrides so that the whole set finishes in minutes on 2 cores. The
+# overrides are part of each file name's suffix and are recorded in each
+# result file (command_line, overrides, resolved_deck).
+#
+#   results/run_cpu_results.sh          (from the repository root)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/common.sh   # bootstrap + build the openmp preset; sets mpi_flags, build_dir
+app="$build_dir/miniapp/mosaic_miniapp"
+out=results/cpu
+mkdir -p "$out" results/plots
+rm -f "$out"/*.json results/plots/*.png
+
+# 1 rank with 2 OpenMP threads, or 2 ranks with 1 thread each: both use the
+# machine's 2 cores.
+run() {  # run NRANKS DECK OUTPUT [--set ...]
+  local n="$1" deck="$2" file="$3"; shift 3
+  local threads=$((2 / n)); ((threads >= 1)) || threads=1
+  echo "== mpirun -np $n $app $deck --output $out/$file $*"
+  OMP_NUM_THREADS=$threads OMP_PROC_BIND=false \
+    mpirun -np "$n" "${mpi_flags[@]}" -x OMP_NUM_THREADS -x OMP_PROC_BIND \
+    "$app" "$deck" --output "$out/$file" "$@"
+}
+
+run 2 inputs/smoke_cpu.yaml smoke_cpu_np2.json
+run 1 inputs/single_gpu.yaml single_gpu_steps300_np1.json \
+  --set run.steps=300 --set run.warmup_steps=20
+run 1 inputs/rank_sweep.yaml rank_sweep_steps200_np1.json \
+  --set run.steps=200 --set run.warmup_steps=10
+for n in 1 2; do
+  run "$n" inputs/weak_8gpu.yaml "weak_perrank4_steps200_np$n.json" \
+    --set streams.per_rank=4 --set run.steps=200 --set run.warmup_steps=10
+  run "$n" inputs/strong_8gpu.yaml "strong_total8_steps200_np$n.json" \
+    --set streams.total=8 --set run.steps=200 --set run.warmup_steps=10
+done
+run 1 inputs/sustained.yaml sustained_steps2000_np1.json \
+  --set run.steps=2000 --set run.diagnostics_every=200
+run 1 inputs/accuracy_drift.yaml accuracy_drift_np1.json
+run 1 inputs/ablation.yaml ablation_np1.json
+
+py=/usr/bin/python3
+$py -m analysis.collect "$out" --csv results/all_runs.csv > results/all_runs.md
+$py -m analysis.scaling "$out"/weak_*.json "$out"/strong_*.json --out results/plots > results/scaling.md
+$py -m analysis.sweep "$out"/single_gpu_*.json "$out"/rank_sweep_*.json --out results/plots > results/sweep.md
+$py -m analysis.stability "$out"/accuracy_drift_np1.json "$out"/ablation_np1.json "$out"/sustained_*.json \
+  --out results/plots > results/stability.md
+echo "done: $(ls "$out" | wc -l) result files, $(ls results/plots | wc -l) plots"
