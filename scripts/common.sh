@@ -19,6 +19,8 @@ cmake --build --preset "$preset" -j "$(nproc)" >"$root/build-$preset.log" 2>&1 |
 }
 
 # Open MPI refuses to run as root unless told to; containers and CI run as
-# root. Oversubscribe so 2 ranks run on any laptop.
-mpi_flags=(--oversubscribe)
+# root. Oversubscribe so 2 ranks run on any laptop. Open MPI binds each rank
+# to one core by default when there are at most 2 ranks, which would put all
+# of a rank's OpenMP threads on that core: leave placement to the OS here.
+mpi_flags=(--oversubscribe --bind-to none)
 [[ "$(id -u)" == 0 ]] && mpi_flags+=(--allow-run-as-root)
