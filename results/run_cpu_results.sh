@@ -14,32 +14,33 @@ out=results/cpu
 mkdir -p "$out" results/plots
 rm -f "$out"/*.json results/plots/*.png
 
-# 1 rank with 2 OpenMP threads, or 2 ranks with 1 thread each: both use the
-# machine's 2 cores.
-run() {  # run NRANKS DECK OUTPUT [--set ...]
-  local n="$1" deck="$2" file="$3"; shift 3
-  local threads=$((2 / n)); ((threads >= 1)) || threads=1
-  echo "== mpirun -np $n $app $deck --output $out/$file $*"
+# run NRANKS THREADS DECK OUTPUT [--set ...]. Single-rank decks use both
+# cores (1 rank x 2 OpenMP threads). The weak and strong series use 1 thread
+# per rank, so N ranks use N cores and the efficiencies measure scaling from
+# 1 to 2 cores (not 1 x 2 threads against 2 x 1 on the same two cores).
+run() {
+  local n="$1" threads="$2" deck="$3" file="$4"; shift 4
+  echo "== OMP_NUM_THREADS=$threads mpirun -np $n $app $deck --output $out/$file $*"
   OMP_NUM_THREADS=$threads OMP_PROC_BIND=false \
     mpirun -np "$n" "${mpi_flags[@]}" -x OMP_NUM_THREADS -x OMP_PROC_BIND \
     "$app" "$deck" --output "$out/$file" "$@"
 }
 
-run 2 inputs/smoke_cpu.yaml smoke_cpu_np2.json
-run 1 inputs/single_gpu.yaml single_gpu_steps300_np1.json \
+run 2 1 inputs/smoke_cpu.yaml smoke_cpu_np2.json
+run 1 2 inputs/single_gpu.yaml single_gpu_steps300_np1.json \
   --set run.steps=300 --set run.warmup_steps=20
-run 1 inputs/rank_sweep.yaml rank_sweep_steps200_np1.json \
+run 1 2 inputs/rank_sweep.yaml rank_sweep_steps200_np1.json \
   --set run.steps=200 --set run.warmup_steps=10
 for n in 1 2; do
-  run "$n" inputs/weak_8gpu.yaml "weak_perrank4_steps200_np$n.json" \
+  run "$n" 1 inputs/weak_8gpu.yaml "weak_perrank4_steps200_omp1_np$n.json" \
     --set streams.per_rank=4 --set run.steps=200 --set run.warmup_steps=10
-  run "$n" inputs/strong_8gpu.yaml "strong_total8_steps200_np$n.json" \
+  run "$n" 1 inputs/strong_8gpu.yaml "strong_total8_steps200_omp1_np$n.json" \
     --set streams.total=8 --set run.steps=200 --set run.warmup_steps=10
 done
-run 1 inputs/sustained.yaml sustained_steps2000_np1.json \
+run 1 2 inputs/sustained.yaml sustained_steps2000_np1.json \
   --set run.steps=2000 --set run.diagnostics_every=200
-run 1 inputs/accuracy_drift.yaml accuracy_drift_np1.json
-run 1 inputs/ablation.yaml ablation_np1.json
+run 1 2 inputs/accuracy_drift.yaml accuracy_drift_np1.json
+run 1 2 inputs/ablation.yaml ablation_np1.json
 
 py=/usr/bin/python3
 $py -m analysis.collect "$out" --csv results/all_runs.csv > results/all_runs.md
