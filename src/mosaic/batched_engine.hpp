@@ -56,6 +56,7 @@
 #include <KokkosBatched_Trsv_Decl.hpp>
 
 #include "blocked_step.hpp"
+#include "frame_rotation.hpp"
 #include "kokkos_compat.hpp"
 #include "params.hpp"
 #include "reference.hpp"
@@ -323,29 +324,10 @@ struct StepFunctor {
     gnorm = kmath::sqrt(gnorm);
 
     // 7. Rotation angle and transport of S' to the new frame.
-    const bool rotate = rho * gnorm > tiny;
-    Scalar theta = 0, sn = 0, cm1 = 0;
-    if (rotate) {
-      theta = kmath::atan(eta_U * rho * gnorm);
-      sn = kmath::sin(theta);
-      cm1 = Scalar(-2) * kmath::sin(theta / Scalar(2)) * kmath::sin(theta / Scalar(2));
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { gh(j) = g(j) / gnorm; });
-      m.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
-        Scalar s = 0;
-        for (int c = 0; c < r; ++c) s += Sp(a, c) * gh(c);
-        u(a) = s;
-      });
-      m.team_barrier();
-      Scalar bq = 0;
-      for (int a = 0; a < r; ++a) bq += gh(a) * u(a);
-      const Scalar coef2 = cm1 * cm1 * bq + s2_old * sn * sn;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
-        const int a = k / r, c = k % r;
-        Sp(a, c) += cm1 * (u(a) * gh(c) + gh(a) * u(c)) + coef2 * gh(a) * gh(c);
-      });
-    }
-    m.team_barrier();
+    const FrameRotation<Scalar> rot =
+        rotate_frame_transport_S<Scalar>(m, r, rho, gnorm, tiny, eta_U, s2_old, g, gh, u, Sp);
+    const bool rotate = rot.rotate;
+    const Scalar theta = rot.theta, sn = rot.sn, cm1 = rot.cm1;
     const Scalar s2_new = (1 - eta_s) * s2_old + eta_s * rho2 / Scalar(d - r);
 
     // Never write non-finite numbers: check before the state is touched.

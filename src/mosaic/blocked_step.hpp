@@ -59,6 +59,7 @@
 #include <KokkosBatched_Gemm_Decl.hpp>
 #include <KokkosBatched_Gemm_Team_Impl.hpp>
 
+#include "frame_rotation.hpp"
 #include "kokkos_compat.hpp"
 #include "stream_batch.hpp"
 
@@ -366,29 +367,10 @@ struct BlockFunctor {
     gnorm = kmath::sqrt(gnorm);
 
     // Rotation angle and transport of S'.
-    const bool rotate = rho * gnorm > double(base.tiny);
-    double theta = 0, sn = 0, cm1 = 0;
-    if (rotate) {
-      theta = kmath::atan(double(base.eta_U) * rho * gnorm);
-      sn = kmath::sin(theta);
-      cm1 = -2.0 * kmath::sin(theta / 2) * kmath::sin(theta / 2);
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { gh(j) = g(j) / gnorm; });
-      m.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
-        double s = 0;
-        for (int e = 0; e < r; ++e) s += Sp(a, e) * gh(e);
-        u(a) = s;
-      });
-      m.team_barrier();
-      double bq = 0;
-      for (int a = 0; a < r; ++a) bq += gh(a) * u(a);
-      const double coef2 = cm1 * cm1 * bq + s2_old * sn * sn;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
-        const int a = k / r, e = k % r;
-        Sp(a, e) += cm1 * (u(a) * gh(e) + gh(a) * u(e)) + coef2 * gh(a) * gh(e);
-      });
-    }
-    m.team_barrier();
+    const FrameRotation<double> rot = rotate_frame_transport_S<double>(
+        m, r, rho, gnorm, double(base.tiny), double(base.eta_U), s2_old, g, gh, u, Sp);
+    const bool rotate = rot.rotate;
+    const double theta = rot.theta, sn = rot.sn, cm1 = rot.cm1;
     const double s2_new = (1 - double(base.eta_s)) * s2_old + double(base.eta_s) * rho2 / double(base.d - r);
 
     int nonfinite = 0;

@@ -1,0 +1,55 @@
+// ALGORITHM.md steps 6-7 in the r dimension, shared by the sequential kernel
+// (batched_engine.hpp, in the run's scalar type) and the blocked kernel
+// (blocked_step.hpp, in double): the rotation angle of the frame along the
+// geodesic of e g^T and the transport of S' into the rotated frame,
+//   S' <- S' + (cos-1)(u gh^T + gh u^T) + ((cos-1)^2 b + s2 sin^2) gh gh^T,
+// with u = S' gh, b = gh^T u, and cos(theta)-1 = -2 sin^2(theta/2) (no
+// cancellation for small theta). The caller applies the rotation to U (or to
+// its block coefficients) with the returned sin and cos-1.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include "kokkos_compat.hpp"
+
+namespace mosaic::detail {
+
+template <class T>
+struct FrameRotation {
+  bool rotate = false;  // false when rho ||g|| <= tiny: e g^T is undefined, the frame stays
+  T theta = 0, sn = 0, cm1 = 0;
+};
+
+// Team-collective; ends with a team barrier. g (r) is read; gh and u (r) are
+// work vectors; Sp (r x r) is S' on entry and the transported S on exit.
+template <class T, class Member, class G, class Gh, class Vu, class M>
+KOKKOS_INLINE_FUNCTION FrameRotation<T> rotate_frame_transport_S(const Member& m, int r, T rho, T gnorm,
+                                                                 T tiny, T eta_U, T s2_old, const G& g,
+                                                                 const Gh& gh, const Vu& u, const M& Sp) {
+  FrameRotation<T> out;
+  out.rotate = rho * gnorm > tiny;
+  if (out.rotate) {
+    out.theta = kmath::atan(eta_U * rho * gnorm);
+    out.sn = kmath::sin(out.theta);
+    out.cm1 = T(-2) * kmath::sin(out.theta / T(2)) * kmath::sin(out.theta / T(2));
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { gh(j) = g(j) / gnorm; });
+    m.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
+      T s = 0;
+      for (int c = 0; c < r; ++c) s += Sp(a, c) * gh(c);
+      u(a) = s;
+    });
+    m.team_barrier();
+    T bq = 0;
+    for (int a = 0; a < r; ++a) bq += gh(a) * u(a);
+    const T cm1 = out.cm1, coef2 = cm1 * cm1 * bq + s2_old * out.sn * out.sn;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
+      const int a = k / r, c = k % r;
+      Sp(a, c) += cm1 * (u(a) * gh(c) + gh(a) * u(c)) + coef2 * gh(a) * gh(c);
+    });
+  }
+  m.team_barrier();
+  return out;
+}
+
+}  // namespace mosaic::detail
