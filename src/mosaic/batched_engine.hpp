@@ -331,18 +331,7 @@ struct StepFunctor {
     const Scalar s2_new = (1 - eta_s) * s2_old + eta_s * rho2 / Scalar(d - r);
 
     // Never write non-finite numbers: check before the state is touched.
-    int nonfinite = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(m, r * r),
-        [&](const int k, int& nb) {
-          if (!kmath::isfinite(Sp(k / r, k % r))) nb += 1;
-        },
-        nonfinite);
-    m.team_barrier();
-    const bool finite = nonfinite == 0 && kmath::isfinite(rho2) && kmath::isfinite(q) &&
-                        kmath::isfinite(gnorm) && kmath::isfinite(theta) &&
-                        kmath::isfinite(s2_new) && s2_new > Scalar(0);
-    if (!finite) {
+    if (!step_update_is_finite<Scalar>(m, r, Sp, rho2, q, gnorm, theta, s2_new)) {
       fail(m, b, breakdown_nonfinite_update, step_index);
       return;
     }

@@ -373,17 +373,7 @@ struct BlockFunctor {
     const double theta = rot.theta, sn = rot.sn, cm1 = rot.cm1;
     const double s2_new = (1 - double(base.eta_s)) * s2_old + double(base.eta_s) * rho2 / double(base.d - r);
 
-    int nonfinite = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(m, r * r),
-        [&](const int k, int& nb) {
-          if (!kmath::isfinite(Sp(k / r, k % r))) nb += 1;
-        },
-        nonfinite);
-    m.team_barrier();
-    bool finite = nonfinite == 0 && kmath::isfinite(rho2) && kmath::isfinite(q) && kmath::isfinite(gnorm) &&
-                  kmath::isfinite(theta) && kmath::isfinite(s2_new) && s2_new > 0.0;
-    if (!finite) return breakdown_nonfinite_update;
+    if (!step_update_is_finite<double>(m, r, Sp, rho2, q, gnorm, theta, s2_new)) return breakdown_nonfinite_update;
 
     // Maintained factor of the new S, built aside in F (R^T R = S_new).
     if (maintained) {

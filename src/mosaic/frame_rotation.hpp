@@ -52,4 +52,23 @@ KOKKOS_INLINE_FUNCTION FrameRotation<T> rotate_frame_transport_S(const Member& m
   return out;
 }
 
+// The step's "never write non-finite numbers" test, shared by both kernels
+// and taken before any of the stream's state is written: every entry of the
+// new S and the step's scalars finite, and the new s2 positive.
+// Team-collective; ends with a team barrier.
+template <class T, class Member, class M>
+KOKKOS_INLINE_FUNCTION bool step_update_is_finite(const Member& m, int r, const M& S_new, T rho2, T q,
+                                                  T gnorm, T theta, T s2_new) {
+  int nonfinite = 0;
+  Kokkos::parallel_reduce(
+      Kokkos::TeamThreadRange(m, r * r),
+      [&](const int k, int& nb) {
+        if (!kmath::isfinite(S_new(k / r, k % r))) nb += 1;
+      },
+      nonfinite);
+  m.team_barrier();
+  return nonfinite == 0 && kmath::isfinite(rho2) && kmath::isfinite(q) && kmath::isfinite(gnorm) &&
+         kmath::isfinite(theta) && kmath::isfinite(s2_new) && s2_new > T(0);
+}
+
 }  // namespace mosaic::detail
