@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -53,25 +55,9 @@ void write_file(const std::string& path, const std::string& bytes) {
   ASSERT_TRUE(out.good()) << path;
 }
 
-// A fresh directory, removed with its contents at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string base = ::testing::TempDir();
-    if (base.empty() || base.back() != '/') base += '/';
-    std::string templ = base + "mosaic_npy_XXXXXX";
-    if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+// Temporary directories named after this suite.
+struct TempDir : mosaic_test::TempDir {
+  TempDir() : mosaic_test::TempDir("mosaic_npy") {}
 };
 
 // A .npy file written byte by byte: magic, version, header length (2 bytes

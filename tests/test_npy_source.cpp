@@ -4,6 +4,8 @@
 // host memory stays within a few chunks for a file many chunks long, and a
 // non-finite row freezes only its stream, reported with its row.
 #include <gtest/gtest.h>
+
+#include "temp_dir.hpp"
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -34,23 +36,9 @@ using Mem = Exec::memory_space;
 // log/sin/cos may differ in the last bits.
 constexpr bool kHostBackend = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string base = ::testing::TempDir();
-    if (base.empty() || base.back() != '/') base += '/';
-    std::string templ = base + "mosaic_npy_source_XXXXXX";
-    if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+// Temporary directories named after this suite.
+struct TempDir : mosaic_test::TempDir {
+  TempDir() : mosaic_test::TempDir("mosaic_npy_source") {}
 };
 
 SyntheticSpec test_spec() {
