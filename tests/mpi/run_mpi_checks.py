@@ -8,7 +8,7 @@ two cores) and inspects what it wrote. Usage:
       --deck tests/decks/mpi_small.yaml --workdir DIR CHECK [--ranks N]
 
 CHECK is one of: weak, strong_invariance, sweep, unwritable_output, bad_deck,
-npy_stream, npy_bad_file, checkpoint_resume, checkpoint_redistribute,
+npy_stream, npy_bad_file, npy_blocked, checkpoint_resume, checkpoint_redistribute,
 checkpoint_crash_safety, checkpoint_refused, checkpoint_npy. The npy checks write their .npy
 files into the workdir with numpy (system python3). The checkpoint checks
 (docs/CHECKPOINT.md) signal running ranks with SIGTERM and compare the final
@@ -269,6 +269,52 @@ def check_npy_stream(args):
         if not np.array_equal(states[1][name], states[2][name]):
             fail(f"{name}.npy differs between 1 and 2 ranks")
     print("npy: state files identical at 1 and 2 ranks; steps", list(states[1]["steps"]))
+
+
+def basis_free_gap(a, b):
+    """Largest basis-free difference between two sets of final states
+    (ALGORITHM.md section 3): mean, noise, projector distance
+    r - ||Ua^T Ub||_F^2 and ||Ua Sa Ua^T - Ub Sb Ub^T||_F / ||Ua Sa Ua^T||_F."""
+    import numpy as np
+    gap = 0.0
+    for k in range(len(a["s2"])):
+        Ua, Ub, Sa, Sb = a["U"][k], b["U"][k], a["S"][k], b["S"][k]
+        r = Ua.shape[1]
+        Ca, Cb = Ua @ Sa @ Ua.T, Ub @ Sb @ Ub.T
+        gap = max(gap,
+                  np.abs(a["mu"][k] - b["mu"][k]).max(),
+                  abs(a["s2"][k] - b["s2"][k]) / abs(a["s2"][k]),
+                  abs(r - np.linalg.norm(Ua.T @ Ub) ** 2),
+                  np.linalg.norm(Ca - Cb) / np.linalg.norm(Ca))
+    return gap
+
+
+def check_npy_blocked(args):
+    """The exact blocked update (algorithm.block_size) on .npy streams gives
+    the sequential kernel's final states (double, 1e-10 basis-free) and the
+    same clamp counts, with and without re-orthonormalization."""
+    paths = write_npy_streams(args)
+    for reorth in (0, 32):
+        states, clamps = {}, {}
+        for k in (0, 16):
+            state_dir = os.path.join(args.workdir, f"states_k{k}_reorth{reorth}")
+            doc, _ = run_ok(args, 2, npy_args(paths, state_dir) + [
+                "--set", f"algorithm.block_size={k}", "--set", "run.diagnostics_every=0",
+                "--set", f"algorithm.reorthonormalize_every={reorth}"], f"npy_blocked_k{k}_reorth{reorth}.json")
+            run = doc["runs"][0]
+            if not run["verification"]["passed"]:
+                fail("verification failed: " + json.dumps(run["verification"]["checks"]))
+            states[k] = load_states(state_dir)
+            clamps[k] = run["diagnostics"]["final"]["clamped_steps"]
+        if list(states[0]["steps"]) != list(states[16]["steps"]):
+            fail(f"steps differ: {states[0]['steps']} vs {states[16]['steps']}")
+        gap = basis_free_gap(states[0], states[16])
+        if not gap <= 1e-10:
+            fail(f"blocked (k=16) vs sequential, reorthonormalize_every={reorth}: basis-free gap {gap:.3e} > 1e-10")
+        if clamps[0] != clamps[16]:
+            fail(f"clamped steps differ: sequential {clamps[0]}, blocked {clamps[16]}")
+        print(f"npy blocked k=16 vs sequential, reorthonormalize_every={reorth}: gap {gap:.2e}, "
+              f"clamped steps {clamps[0]}, steps {list(states[0]['steps'])}")
 
 
 def check_npy_bad_file(args):
@@ -642,7 +688,7 @@ def check_checkpoint_refused(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("check", choices=["weak", "strong_invariance", "sweep", "unwritable_output", "bad_deck",
-                                     "npy_stream", "npy_bad_file", "checkpoint_resume", "checkpoint_redistribute",
+                                     "npy_stream", "npy_bad_file", "npy_blocked", "checkpoint_resume", "checkpoint_redistribute",
                                      "checkpoint_crash_safety", "checkpoint_refused", "checkpoint_npy"])
     p.add_argument("--miniapp", required=True)
     p.add_argument("--mpiexec", required=True)
