@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "temp_dir.hpp"
+#include "file_test_support.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -553,18 +553,8 @@ print("numpy", np.__version__, "read every file")
 
 // ---------------------------------------------------------------- bounded memory
 
-long current_rss_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  long pages_total = 0, pages_resident = 0;
-  statm >> pages_total >> pages_resident;
-  return pages_resident * ::sysconf(_SC_PAGESIZE);
-}
-
-long peak_rss_bytes() {
-  struct rusage ru {};
-  ::getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss * 1024L;  // Linux: kilobytes
-}
+using mosaic_test::current_rss_bytes;
+using mosaic_test::peak_rss_bytes;
 
 // Reading a file 32x larger than the chunk, chunk by chunk into one reused
 // buffer, raises the peak RSS (getrusage) by less than 4 chunks: the chunk
@@ -581,20 +571,8 @@ TEST(NpyMemory, PeakRssStaysWithinAFewChunksForAFile32xTheChunk) {
   constexpr std::int64_t rows = 32 * chunk_rows;     // 64 MiB of data
   const std::size_t chunk_bytes = std::size_t(chunk_rows) * d * sizeof(double);
   auto value = [](std::int64_t i, int j) { return double(i) * 0.25 + double(j) / 64.0; };
-  {
-    // Streamed out in 256 KiB pieces: never the whole file in memory.
-    std::FILE* out = std::fopen(path.c_str(), "wb");
-    ASSERT_NE(out, nullptr);
-    const std::string preamble = mosaic::npy_preamble("<f8", {rows, d});
-    std::fwrite(preamble.data(), 1, preamble.size(), out);
-    std::vector<double> piece(512 * d);
-    for (std::int64_t r0 = 0; r0 < rows; r0 += 512) {
-      for (std::int64_t i = 0; i < 512; ++i)
-        for (int j = 0; j < d; ++j) piece[std::size_t(i * d + j)] = value(r0 + i, j);
-      ASSERT_EQ(std::fwrite(piece.data(), sizeof(double), piece.size(), out), piece.size());
-    }
-    ASSERT_EQ(std::fclose(out), 0);
-  }
+  // Streamed out in pieces: never the whole file in memory.
+  mosaic_test::write_f8_npy_streamed(path, rows, d, value);
   const std::uint64_t data_bytes = std::uint64_t(rows) * d * sizeof(double);
   ASSERT_GE(data_bytes, 20 * chunk_bytes);
 

@@ -5,7 +5,7 @@
 // non-finite row freezes only its stream, reported with its row.
 #include <gtest/gtest.h>
 
-#include "temp_dir.hpp"
+#include "file_test_support.hpp"
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -277,18 +277,8 @@ TEST(NpySource, NonFiniteInitRowThrowsNamingTheFile) {
 
 // ---------------------------------------------------------------- bounded memory
 
-long current_rss_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  long pages_total = 0, pages_resident = 0;
-  statm >> pages_total >> pages_resident;
-  return pages_resident * ::sysconf(_SC_PAGESIZE);
-}
-
-long peak_rss_bytes() {
-  struct rusage ru {};
-  ::getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss * 1024L;  // Linux: kilobytes
-}
+using mosaic_test::current_rss_bytes;
+using mosaic_test::peak_rss_bytes;
 
 // acc(j) += X(0, j) on the device.
 struct Accumulate {
@@ -308,19 +298,8 @@ TEST(NpySourceMemory, PeakRssStaysWithinAFewChunksForAFile40xTheChunk) {
   constexpr std::int64_t rows = 40 * chunk_rows;  // 40 MiB of data
   const std::size_t chunk_bytes = std::size_t(chunk_rows) * d * sizeof(double);
   auto value = [](std::int64_t i, int j) { return double(i) * 0.5 + double(j) / 64.0; };
-  {
-    std::FILE* out = std::fopen(path.c_str(), "wb");
-    ASSERT_NE(out, nullptr);
-    const std::string preamble = npy_preamble("<f8", {rows, d});
-    std::fwrite(preamble.data(), 1, preamble.size(), out);
-    std::vector<double> piece(512 * d);
-    for (std::int64_t r0 = 0; r0 < rows; r0 += 512) {
-      for (std::int64_t i = 0; i < 512; ++i)
-        for (int j = 0; j < d; ++j) piece[std::size_t(i * d + j)] = value(r0 + i, j);
-      ASSERT_EQ(std::fwrite(piece.data(), sizeof(double), piece.size(), out), piece.size());
-    }
-    ASSERT_EQ(std::fclose(out), 0);
-  }
+  // Streamed out in pieces: never the whole file in memory.
+  mosaic_test::write_f8_npy_streamed(path, rows, d, value);
   const std::uint64_t data_bytes = std::uint64_t(rows) * d * sizeof(double);
   ASSERT_GE(data_bytes, 20 * chunk_bytes);
 
