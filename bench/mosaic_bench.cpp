@@ -189,10 +189,8 @@ struct Row {
   int broken;
 };
 
-Row bench_point(const Options& o, int d, int r) {
-  const int B = o.streams;
-  std::vector<std::uint64_t> ids(B);
-  for (int b = 0; b < B; ++b) ids[b] = std::uint64_t(b);
+// The benchmark's stream family, the same for the sequential and blocked points.
+mosaic::SyntheticSpec bench_spec(int d, int r) {
   mosaic::SyntheticSpec spec;
   spec.d = d;
   spec.r = r;
@@ -201,6 +199,14 @@ Row bench_point(const Options& o, int d, int r) {
   spec.noise = 0.1;
   spec.drift = 1e-4;
   spec.seed = 2024;
+  return spec;
+}
+
+Row bench_point(const Options& o, int d, int r) {
+  const int B = o.streams;
+  std::vector<std::uint64_t> ids(B);
+  for (int b = 0; b < B; ++b) ids[b] = std::uint64_t(b);
+  const mosaic::SyntheticSpec spec = bench_spec(d, r);
   mosaic::MosaicParams p;  // defaults: exact, precision, gamma = 1, no reorthonormalization
   mosaic::SyntheticDriftSource<float, Exec> src(spec, ids);
   mosaic::StreamBatch<float, Exec> sb(B, d, r, ids);
@@ -287,14 +293,7 @@ BlockRow bench_block(const Options& o, int d, int r, int k) {
   const int B = o.streams;
   std::vector<std::uint64_t> ids(B);
   for (int b = 0; b < B; ++b) ids[b] = std::uint64_t(b);
-  mosaic::SyntheticSpec spec;
-  spec.d = d;
-  spec.r = r;
-  spec.lambda_max = 4.0;
-  spec.lambda_min = 0.5;
-  spec.noise = 0.1;
-  spec.drift = 1e-4;
-  spec.seed = 2024;
+  const mosaic::SyntheticSpec spec = bench_spec(d, r);
   mosaic::MosaicParams p;
   p.block_size = k;
   p.precision_solve = o.solve;
