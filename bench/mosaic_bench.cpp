@@ -4,7 +4,7 @@
 //
 //   mosaic_bench [--d 2048,4096,8192] [--r 32,64,128] [--streams 8]
 //                [--steps N] [--seconds T] [--ref-steps N]
-//                [--block-size 0,32,64,96,128] [--gemm auto|kokkos_batched|rowwise]
+//                [--block-size 0,32,64,96,128] [--gemm auto|kokkos_batched|tiled]
 //                [--solve dense|maintained]
 //
 // --block-size: the blocked update (ALGORITHM.md section 6) is run for every
@@ -41,6 +41,7 @@
 #include "mosaic/batched_engine.hpp"
 #include "mosaic/reference.hpp"
 #include "mosaic/synthetic_source.hpp"
+#include "mosaic/tile_gemm.hpp"
 
 namespace {
 
@@ -90,9 +91,9 @@ Options parse(int argc, char** argv) {
       const std::string g = next("--gemm");
       if (g == "auto") o.gemm = mosaic::BlockGemm::automatic;
       else if (g == "kokkos_batched") o.gemm = mosaic::BlockGemm::kokkos_batched;
-      else if (g == "rowwise") o.gemm = mosaic::BlockGemm::rowwise;
+      else if (g == "tiled") o.gemm = mosaic::BlockGemm::tiled;
       else {
-        std::fprintf(stderr, "mosaic_bench: --gemm auto|kokkos_batched|rowwise, got %s\n", g.c_str());
+        std::fprintf(stderr, "mosaic_bench: --gemm auto|kokkos_batched|tiled, got %s\n", g.c_str());
         std::exit(2);
       }
     } else if (!std::strcmp(argv[k], "--solve")) {
@@ -106,7 +107,7 @@ Options parse(int argc, char** argv) {
     }
     else if (!std::strcmp(argv[k], "--help") || !std::strcmp(argv[k], "-h")) {
       std::printf("usage: mosaic_bench [--d list] [--r list] [--streams B] [--steps N] "
-                  "[--seconds T] [--ref-steps N] [--block-size list] [--gemm auto|kokkos_batched|rowwise] "
+                  "[--seconds T] [--ref-steps N] [--block-size list] [--gemm auto|kokkos_batched|tiled] "
                   "[--solve dense|maintained]  (plus Kokkos flags)\n");
       std::exit(0);
     } else if (std::strncmp(argv[k], "--kokkos", 8) != 0) {
@@ -138,43 +139,53 @@ double copy_bandwidth_gbs() {
   return 2.0 * double(n) * sizeof(float) / best / 1e9;
 }
 
-// sgemm C = A B (n x n, row-major float), a plain cache-blocked kernel
-// parallelized over row blocks with Kokkos (no vendor BLAS): for each block
-// of rows and of k, C(i,:) += A(i,k) * B(k,:) (unit-stride, vectorizable
-// inner loop). Best of 3; 2 n^3 flops.
+// sgemm C = A B (n x n, row-major float) with the blocked update's own
+// register-tiled micro-kernel (tile_gemm.hpp; no vendor BLAS), in the usual
+// packed form: A packed once into panels of MR rows; for every 256 x 256
+// block of B, the block is packed (rows padded to avoid cache-set conflicts)
+// and every MR x NR tile of C in those columns accumulates over it, in
+// parallel over the panels. Packing is timed. Best of 3 after one warm-up;
+// 2 n^3 flops. n is a multiple of MR and of the tile widths.
 double sgemm_gflops(int n) {
-  Kokkos::View<float**, Kokkos::LayoutRight, Mem> A("gemm_A", n, n), B("gemm_B", n, n),
-      C("gemm_C", n, n);
+  namespace tile = mosaic::tile;
+  constexpr int kc = 256, jc = 256, ldb = jc + 16;
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> A("gemm_A", n, n), B("gemm_B", n, n), C("gemm_C", n, n),
+      Ap("gemm_A_packed", n / tile::MR, std::size_t(n) * tile::MR), Bp("gemm_B_packed", kc, ldb);
   Kokkos::deep_copy(A, 0.5f);
   Kokkos::deep_copy(B, 0.25f);
-  const int bi = 32, bk = 256, bj = 512;
-  const int nbi = (n + bi - 1) / bi;
+  const int npanels = n / tile::MR;
   double best = 1e300;
   for (int rep = 0; rep < 4; ++rep) {
     Kokkos::deep_copy(C, 0.0f);
     Kokkos::fence();
     const auto t0 = Clock::now();
-    Kokkos::parallel_for("sgemm", Kokkos::RangePolicy<Exec>(0, nbi), KOKKOS_LAMBDA(const int ib) {
-      const int i0 = ib * bi, i1 = i0 + bi < n ? i0 + bi : n;
-      for (int j0 = 0; j0 < n; j0 += bj) {
-        const int j1 = j0 + bj < n ? j0 + bj : n;
-        for (int k0 = 0; k0 < n; k0 += bk) {
-          const int k1 = k0 + bk < n ? k0 + bk : n;
-          for (int i = i0; i < i1; ++i) {
-            float* c = &C(i, 0);
-            for (int k = k0; k < k1; ++k) {
-              const float aik = A(i, k);
-              const float* bk_row = &B(k, 0);
-              for (int j = j0; j < j1; ++j) c[j] += aik * bk_row[j];
-            }
-          }
-        }
-      }
+    Kokkos::parallel_for("sgemm_pack_A", Kokkos::RangePolicy<Exec>(0, npanels), KOKKOS_LAMBDA(const int pn) {
+      for (int k = 0; k < n; ++k)
+        for (int a = 0; a < tile::MR; ++a) Ap(pn, std::size_t(k) * tile::MR + a) = A(pn * tile::MR + a, k);
     });
+    for (int j0 = 0; j0 < n; j0 += jc) {
+      const int nj = j0 + jc < n ? jc : n - j0;
+      for (int k0 = 0; k0 < n; k0 += kc) {
+        const int nk = k0 + kc < n ? kc : n - k0;
+        Kokkos::parallel_for("sgemm_pack_B", Kokkos::RangePolicy<Exec>(0, nk), KOKKOS_LAMBDA(const int k) {
+          for (int c = 0; c < nj; ++c) Bp(k, c) = B(k0 + k, j0 + c);
+        });
+        Kokkos::parallel_for("sgemm", Kokkos::RangePolicy<Exec>(0, npanels), KOKKOS_LAMBDA(const int pn) {
+          const float* P = &Ap(pn, std::size_t(k0) * tile::MR);
+          float* Ct = &C(pn * tile::MR, j0);
+          tile::for_each_column_tile<float>(nj, [&](const int c0, const bool wide) {
+            if (wide)
+              tile::inner_tile<float, tile::NR<float>>(0, nk, P, tile::MR, &Bp(0, c0), ldb, Ct + c0, n);
+            else
+              tile::inner_tile<float, tile::NR_TAIL<float>>(0, nk, P, tile::MR, &Bp(0, c0), ldb, Ct + c0, n);
+          });
+        });
+      }
+    }
     Kokkos::fence();
     if (rep > 0) best = std::min(best, seconds_since(t0));
   }
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(C, 0, 0));
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(C, n - 1, n - 1));
   if (h() != 0.125f * float(n)) std::fprintf(stderr, "sgemm check failed: %g\n", double(h()));
   return 2.0 * double(n) * n * n / best / 1e9;
 }
@@ -343,10 +354,10 @@ int main(int argc, char** argv) {
     std::printf("# mosaic_bench: Kokkos %d, execution space %s, concurrency %d, float, %d streams\n",
                 KOKKOS_VERSION, Exec::name(), Exec().concurrency(), o.streams);
     const double bw = copy_bandwidth_gbs();
-    const int gemm_n = 1024;
+    const int gemm_n = 1104;  // a multiple of tile::MR and of the tile widths; 1008 (a 4032-byte row) ran 30% slower (cache-set conflicts)
     const double gf = sgemm_gflops(gemm_n);
     std::printf("# roofline: copy bandwidth %.2f GB/s (Kokkos parallel_for a[i]=b[i], 2 x 256 MiB, read+write)\n", bw);
-    std::printf("# roofline: sgemm %.2f GFLOP/s (n=%d, blocked Kokkos/OpenMP loop, no vendor BLAS)\n", gf, gemm_n);
+    std::printf("# roofline: sgemm %.2f GFLOP/s (n=%d, the tiled micro-kernel of the blocked update, packed, no vendor BLAS)\n", gf, gemm_n);
     std::printf("# model per sample: 4dr flops, 3dr floats of U traffic; impl: 8dr flops, 4dr floats\n");
     std::printf("| d | r | engine steps | engine samples/s | reference samples/s (1 thread) | ratio | GB/s model | GB/s impl | %% of copy BW (impl) | GFLOP/s model | GFLOP/s impl | clamped | broken |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");

@@ -28,13 +28,30 @@
 // The product U0^T U0 = I is assumed by the rho^2 formula (exact in exact
 // arithmetic); the sequential kernel computes e and rho directly.
 //
-// GEMM kernels (BlockGemm): KokkosBatched::TeamGemm (Algo::Gemm::Blocked) or
-// a row-wise form (for each row i of X~ / U0, axpy of that row into the
-// outputs: unit-stride, vectorizing inner loops on a row-major host layout;
-// every output entry is still summed in increasing i). The default is the
-// row-wise form on host spaces and TeamGemm on devices; see
-// docs/PERFORMANCE.md for the measurements behind that choice. Results do not
-// depend on the team size with either kernel.
+// GEMM kernels (BlockGemm):
+//   tiled (default on host spaces): register-tiled micro-kernels over packed
+//     buffers (tile_gemm.hpp). X~ is never copied whole: its columns are read
+//     in place from mu0 and the block's samples. G^T and H come from one
+//     product [G^T | H] = X~^T [U0 | X~], reduced over d in chunks of rows that
+//     are packed (transposed) into team scratch and stay in the L2 cache; only
+//     the lower triangle of H is formed. U = [U0 X~] [A; B] is formed MR rows
+//     at a time from a packed panel of those rows and written in place (row i
+//     of the new U depends on row i of U0 and of X~ only), together with
+//     mu = X~ m. The finiteness check of the samples is fused into the packing.
+//   kokkos_batched (default on devices): X~ is copied into a d x (k+1) array
+//     and KokkosBatched::TeamGemm (Algo::Gemm::Blocked) forms G^T, H and the
+//     new U.
+// Every output entry is summed in increasing i (G, H) or in increasing p
+// then j (U) by both kernels, so results do not depend on the team size,
+// and the tiled kernel gives bitwise the results of the naive loops; see
+// docs/PERFORMANCE.md for the measurements behind the default.
+//
+// Small coefficient algebra: every O(r^2 + r k + k^2) matrix-vector product
+// of a step is written as a combination of unit-stride rows (A and B are kept
+// together with their transposes At and Bt, updated by the same rank-one
+// terms, so A z and A^T x both read rows), so the loops vectorize on host
+// without reassociating any sum: each entry is still one running sum in a
+// fixed order.
 //
 // Maintained precision solve (precision_solve: maintained): per stream an
 // upper-triangular R (double) with R^T R = S is kept across steps and blocks:
@@ -62,13 +79,15 @@
 #include "frame_rotation.hpp"
 #include "kokkos_compat.hpp"
 #include "stream_batch.hpp"
+#include "team_loops.hpp"
+#include "tile_gemm.hpp"
 
 namespace mosaic {
 
 // Which kernel forms G, H and U = U0 A + X~ B in the blocked update.
-enum class BlockGemm { automatic, kokkos_batched, rowwise };
+enum class BlockGemm { automatic, kokkos_batched, tiled };
 inline const char* to_string(BlockGemm g) {
-  return g == BlockGemm::automatic ? "auto" : g == BlockGemm::kokkos_batched ? "kokkos_batched" : "rowwise";
+  return g == BlockGemm::automatic ? "auto" : g == BlockGemm::kokkos_batched ? "kokkos_batched" : "tiled";
 }
 
 namespace detail {
@@ -78,8 +97,8 @@ enum BlockVec : int {
   bv_c = 0, bv_m, bv_gc, bv_hc, bv_z, bv_w, bv_g, bv_gh, bv_u, bv_alpha, bv_beta, bv_gb, bv_hb,
   bv_av, bv_bv, bv_x, bv_count
 };
-// Indices of the double r x r work matrices of one stream.
-enum BlockMat : int { bm_S = 0, bm_Sp, bm_F, bm_F2, bm_count };
+// Indices of the double r x r work matrices of one stream (At = A^T).
+enum BlockMat : int { bm_S = 0, bm_Sp, bm_F, bm_F2, bm_At, bm_count };
 
 template <class Base>
 struct BlockFunctor {
@@ -100,38 +119,111 @@ struct BlockFunctor {
   Kokkos::View<const Scalar***, memory_space> Xb;
   int n = 0, kcap = 0;
   // work
+  // kokkos_batched work (allocated only for that kernel)
   view_t<Scalar***> wX;   // B x d x (k+1): X~
   view_t<Scalar***> wG;   // B x (k+1) x r: G^T
   view_t<Scalar***> wH;   // B x (k+1) x (k+1)
   view_t<Scalar***> wAs;  // B x r x r: A in the scalar type
   view_t<Scalar***> wBs;  // B x (k+1) x r: B in the scalar type
   typename StreamBatch<Scalar, execution_space>::basis_view wUn;  // B x d x r: new U
-  view_t<double***> dG, dH, dA, dB;  // double copies / coefficients
-  view_t<double****> dM;             // B x bm_count x r x r
-  view_t<double***> dv;              // B x bv_count x max(r, k+1)
-  view_t<double**> dsc;              // B x 2: s2, clamped steps of the block
+  // tiled work (allocated only for that kernel): [G^T | H] and [A; B] in the
+  // scalar type, zero-padded to whole tiles; the packed chunk of rows of
+  // [U0 | X~] (dc x ldq) lives in team scratch, the packed panel of MR rows
+  // ((r + k + 1) x MR) and its MR x ldw results in thread scratch.
+  view_t<Scalar***> wC;   // B x round_up(k+1, MR) x ldq
+  view_t<Scalar***> wW;   // B x (r + k + 1) x ldw
+  int ldq = 0, ldw = 0, dc = 0;
+  view_t<double***> dG, dH, dA, dB, dBt;  // double copies / coefficients (dBt: r x (k+1) = B^T)
+  view_t<double****> dM;                  // B x bm_count x r x r
+  view_t<double***> dv;                   // B x bv_count x max(r, k+1)
+  view_t<double**> dsc;                   // B x 2: s2, clamped steps of the block
   bool maintained = false, use_kb = false;
   int refactor_every = 64;
+
+  using scratch_view = Kokkos::View<Scalar*, typename execution_space::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  // Scratch sizes of the tiled kernel (bytes, level 1).
+  std::size_t team_scratch_bytes() const { return scratch_view::shmem_size(std::size_t(dc) * ldq); }
+  static constexpr int materialize_chunk_panels = 32;  // rows packed at once in materialize: 32 MR
+  std::size_t thread_scratch_bytes() const {
+    return scratch_view::shmem_size(std::size_t(base.r + kcap + 1) * materialize_chunk_panels * tile::MR +
+                                    std::size_t(tile::MR) * ldw);
+  }
+
+  // y(a) (+)= sum_{j < J} M(j, a) x(j) for a < n, row j of M at Mp + j * ldm
+  // (unit stride): every y(a) is one running sum in increasing j, vectorized
+  // over a. Ends with a team barrier.
+  KOKKOS_INLINE_FUNCTION static void rows_times(const member_type& m, int n, int J, const double* Mp, int ldm,
+                                                const double* x, double* y, bool accumulate) {
+    team_share(m, n, [&](const int lo, const int hi) {
+      if (!accumulate)
+        for (int a = lo; a < hi; ++a) y[a] = 0.0;
+      for (int j = 0; j < J; ++j) {
+        const double xj = x[j];
+        const double* row = Mp + long(j) * ldm;
+        for (int a = lo; a < hi; ++a) y[a] += row[a] * xj;
+      }
+    });
+    m.team_barrier();
+  }
 
   // ---------------------------------------------------------------- small algebra
   // In-place Cholesky of the symmetric matrix whose upper triangle is in a:
   // afterwards a's upper triangle is R with R^T R = A (right-looking, rows of
   // R contiguous; the lower triangle is not read or written). False (same on
   // every thread) on a non-positive or non-finite pivot.
+  // Pivots are taken CP at a time: one thread factors the CP-row panel, then
+  // the team updates the trailing rows with the CP pivots in one pass (CP
+  // subtractions per entry load and store). Each entry still receives its
+  // subtractions one by one in increasing pivot order, as in the unblocked
+  // right-looking loop, so the factor is bitwise that loop's.
   template <class M>
   KOKKOS_INLINE_FUNCTION bool cholesky_upper(const member_type& m, const M& a, int r) const {
+    constexpr int CP = 4;
+    double* const A = &a(0, 0);
+    const long ld = long(a.stride(0));
     m.team_barrier();
-    for (int j = 0; j < r; ++j) {
-      const double piv = a(j, j);
+    for (int j0 = 0; j0 < r; j0 += CP) {
+      const int j1 = j0 + CP < r ? j0 + CP : r;
+      Kokkos::single(Kokkos::PerTeam(m), [&]() {
+        for (int j = j0; j < j1; ++j) {
+          double* aj = A + j * ld;
+          const double piv = aj[j];
+          if (!(piv > 0.0) || !kmath::isfinite(piv)) {
+            aj[j] = -1.0;  // read below by every thread: the factorization failed here
+            return;
+          }
+          const double rjj = kmath::sqrt(piv);
+          for (int i = j + 1; i < r; ++i) aj[i] /= rjj;
+          aj[j] = rjj;
+          for (int c = j + 1; c < j1; ++c) {
+            const double lc = aj[c];
+            double* ac = A + c * ld;
+            for (int i = c; i < r; ++i) ac[i] -= aj[i] * lc;
+          }
+        }
+      });
       m.team_barrier();
-      if (!(piv > 0.0) || !kmath::isfinite(piv)) return false;
-      const double rjj = kmath::sqrt(piv);
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, j + 1, r), [&](const int i) { a(j, i) /= rjj; });
-      Kokkos::single(Kokkos::PerTeam(m), [&]() { a(j, j) = rjj; });
-      m.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, j + 1, r), [&](const int c) {
-        const double lc = a(j, c);
-        for (int i = c; i < r; ++i) a(c, i) -= a(j, i) * lc;
+      for (int j = j0; j < j1; ++j)
+        if (!(A[j * ld + j] > 0.0)) return false;
+      const int nj = j1 - j0;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, j1, r), [&](const int c) {
+        double* ac = A + c * ld;
+        const double* p0 = A + j0 * ld;
+        if (nj == CP) {
+          double l[CP];
+          for (int j = 0; j < CP; ++j) l[j] = p0[j * ld + c];
+          for (int i = c; i < r; ++i) {
+            double v = ac[i];
+            for (int j = 0; j < CP; ++j) v -= p0[j * ld + i] * l[j];
+            ac[i] = v;
+          }
+        } else {
+          for (int j = 0; j < nj; ++j) {
+            const double* pj = p0 + j * ld;
+            const double lc = pj[c];
+            for (int i = c; i < r; ++i) ac[i] -= pj[i] * lc;
+          }
+        }
       });
       m.team_barrier();
     }
@@ -148,10 +240,10 @@ struct BlockFunctor {
         x(k) = yk;
         for (int i = k + 1; i < r; ++i) x(i) -= R(k, i) * yk;
       }
-      for (int j = r - 1; j >= 0; --j) {  // R x = y
-        double s = x(j);
-        for (int i = j + 1; i < r; ++i) s -= R(j, i) * x(i);
-        x(j) = s / R(j, j);
+      for (int j = r - 1; j >= 0; --j) {  // R x = y, by columns (independent updates)
+        const double xj = x(j) / R(j, j);
+        x(j) = xj;
+        for (int i = 0; i < j; ++i) x(i) -= R(i, j) * xj;
       }
     });
     m.team_barrier();
@@ -212,8 +304,8 @@ struct BlockFunctor {
     const std::int64_t age = factor_age(b);
     if (age >= 0 && age < refactor_every) return true;
     auto F = Kokkos::subview(dM, b, int(bm_F), Kokkos::ALL(), Kokkos::ALL());
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
-      F(k / r, k % r) = dM(b, bm_S, k / r, k % r);
+    for_each_entry(m, r, r, [&](const int a, const int e) {
+      F(a, e) = dM(b, bm_S, a, e);
     });
     if (!cholesky_upper(m, F, r)) return false;
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
@@ -251,50 +343,28 @@ struct BlockFunctor {
     auto F2 = Kokkos::subview(dM, b, int(bm_F2), Kokkos::ALL(), Kokkos::ALL());
     const double eta_S = double(base.eta_S), max_step = double(base.max_step);
 
-    // y_t = X~ c, c = e_t - m; z = A^T (G c) + B^T (H c).
+    // y_t = X~ c, c = e_t - m; z = A^T (G c) + B^T (H c) (rows of G^T, H, A, B).
+    const int K = dH.extent_int(2);
+    double* const dGp = &dG(b, 0, 0);
+    double* const dHp = &dH(b, 0, 0);
+    double* const dAp = &dA(b, 0, 0);
+    double* const dAtp = &dM(b, bm_At, 0, 0);
+    double* const dBp = &dB(b, 0, 0);
+    double* const dBtp = &dBt(b, 0, 0);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) { c(j) = (j == t ? 1.0 : 0.0) - mv(j); });
     m.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
-      double s = 0;
-      for (int j = 0; j < T; ++j) s += dG(b, j, a) * c(j);
-      gc(a) = s;
-    });
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) {
-      double s = 0;
-      for (int l = 0; l < T; ++l) s += dH(b, j, l) * c(l);
-      hc(j) = s;
-    });
+    rows_times(m, r, T, dGp, r, &c(0), &gc(0), false);
+    rows_times(m, T, T, dHp, K, &c(0), &hc(0), false);
+    rows_times(m, r, r, dAp, r, &gc(0), &z(0), false);
+    rows_times(m, r, T, dBp, r, &hc(0), &z(0), true);
+    // e = U0 alpha + X~ beta: alpha = -A z (rows of At), beta = c - B z (rows of Bt).
+    rows_times(m, r, r, dAtp, r, &z(0), &alpha(0), false);
+    rows_times(m, T, r, dBtp, K, &z(0), &beta(0), false);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int p) { alpha(p) = -alpha(p); });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) { beta(j) = c(j) - beta(j); });
     m.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
-      double s = 0;
-      for (int p = 0; p < r; ++p) s += dA(b, p, a) * gc(p);
-      for (int j = 0; j < T; ++j) s += dB(b, j, a) * hc(j);
-      z(a) = s;
-    });
-    m.team_barrier();
-    // e = U0 alpha + X~ beta.
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int p) {
-      double s = 0;
-      for (int a = 0; a < r; ++a) s += dA(b, p, a) * z(a);
-      alpha(p) = -s;
-    });
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) {
-      double s = 0;
-      for (int a = 0; a < r; ++a) s += dB(b, j, a) * z(a);
-      beta(j) = c(j) - s;
-    });
-    m.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
-      double s = 0;
-      for (int j = 0; j < T; ++j) s += dG(b, j, a) * beta(j);
-      gb(a) = s;
-    });
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) {
-      double s = 0;
-      for (int l = 0; l < T; ++l) s += dH(b, j, l) * beta(l);
-      hb(j) = s;
-    });
-    m.team_barrier();
+    rows_times(m, r, T, dGp, r, &beta(0), &gb(0), false);
+    rows_times(m, T, T, dHp, K, &beta(0), &hb(0), false);
     double aa = 0, agb = 0, bhb = 0;
     for (int a = 0; a < r; ++a) {
       aa += alpha(a) * alpha(a);
@@ -313,7 +383,7 @@ struct BlockFunctor {
       auto R = Kokkos::subview(Rfac, b, Kokkos::ALL(), Kokkos::ALL());
       solve_upper(m, R, w, r);
     } else {
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) { F(k / r, k % r) = S(k / r, k % r); });
+      for_each_entry(m, r, r, [&](const int a, const int e) { F(a, e) = S(a, e); });
       if (!cholesky_upper(m, F, r)) return breakdown_s_not_spd;
       solve_upper(m, F, w, r);
     }
@@ -331,13 +401,11 @@ struct BlockFunctor {
     const double cc = q > 0.0 ? kmath::expm1(eta * q) / q : eta;
     const double decay = kmath::exp(-eta);
     if (base.exact) {
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
-        const int a = k / r, e = k % r;
+      for_each_entry(m, r, r, [&](const int a, const int e) {
         Sp(a, e) = decay * (S(a, e) + cc * z(a) * z(e));
       });
     } else {
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
-        const int a = k / r, e = k % r;
+      for_each_entry(m, r, r, [&](const int a, const int e) {
         Sp(a, e) = (1 - eta) * S(a, e) + eta * z(a) * z(e);
       });
     }
@@ -348,8 +416,7 @@ struct BlockFunctor {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = w(j); });
       } else {
         const double shift = double(base.gamma) * s2_old;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
-          const int a = k / r, e = k % r;
+        for_each_entry(m, r, r, [&](const int a, const int e) {
           F2(a, e) = a == e ? S(a, e) + shift : S(a, e);
         });
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = z(j); });
@@ -400,47 +467,50 @@ struct BlockFunctor {
         }
       });
       m.team_barrier();
-      int bad = 0;
-      Kokkos::parallel_reduce(
-          Kokkos::TeamThreadRange(m, r * r),
-          [&](const int k, int& nb) {
-            if (!kmath::isfinite(F(k / r, k % r))) nb += 1;
-          },
-          bad);
+      const int bad = count_entries(m, r, r, [&](const int a, const int e) { return !kmath::isfinite(F(a, e)); });
       m.team_barrier();
       if (bad != 0) return breakdown_nonfinite_update;
     }
 
-    // Commit: rotate the coefficients, S, s2, mean coefficients, factor.
+    // Commit: rotate the coefficients (A, At, B, Bt by the same rank-one
+    // terms, so At and Bt stay the exact transposes), S, s2, mean
+    // coefficients, factor.
     if (rotate) {
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int p) {
-        double s = 0;
-        for (int a = 0; a < r; ++a) s += dA(b, p, a) * gh(a);
-        av(p) = s;
+      rows_times(m, r, r, dAtp, r, &gh(0), &av(0), false);   // A gh
+      rows_times(m, T, r, dBtp, K, &gh(0), &bvv(0), false);  // B gh
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int p) { av(p) = cm1 * av(p) + sn * alpha(p) / rho; });
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) { bvv(j) = cm1 * bvv(j) + sn * beta(j) / rho; });
+      m.team_barrier();
+      team_share(m, r, [&](const int lo, const int hi) {
+        for (int p = lo; p < hi; ++p) {  // A(p, :) += coef(p) gh^T
+          const double coef = av(p);
+          double* row = dAp + long(p) * r;
+          for (int a = 0; a < r; ++a) row[a] += coef * gh(a);
+        }
+        for (int a = lo; a < hi; ++a) {  // At(a, :) += gh(a) coef^T
+          const double ga = gh(a);
+          double* rowt = dAtp + long(a) * r;
+          for (int p = 0; p < r; ++p) rowt[p] += av(p) * ga;
+          double* rowbt = dBtp + long(a) * K;
+          for (int j = 0; j < T; ++j) rowbt[j] += bvv(j) * ga;
+        }
       });
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) {
-        double s = 0;
-        for (int a = 0; a < r; ++a) s += dB(b, j, a) * gh(a);
-        bvv(j) = s;
+      team_share(m, T, [&](const int lo, const int hi) {
+        for (int j = lo; j < hi; ++j) {  // B(j, :) += coef(j) gh^T
+          const double coef = bvv(j);
+          double* row = dBp + long(j) * r;
+          for (int a = 0; a < r; ++a) row[a] += coef * gh(a);
+        }
       });
       m.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int p) {
-        const double coef = cm1 * av(p) + sn * alpha(p) / rho;
-        for (int a = 0; a < r; ++a) dA(b, p, a) += coef * gh(a);
-      });
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) {
-        const double coef = cm1 * bvv(j) + sn * beta(j) / rho;
-        for (int a = 0; a < r; ++a) dB(b, j, a) += coef * gh(a);
-      });
     }
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
-      const int a = k / r, e = k % r;
+    for_each_entry(m, r, r, [&](const int a, const int e) {
       S(a, e) = a == e ? Sp(a, a) : (Sp(a, e) + Sp(e, a)) / 2;
     });
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) { mv(j) += double(base.eta_mu) * c(j); });
     if (maintained)
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
-        Rfac(b, k / r, k % r) = F(k / r, k % r);
+      for_each_entry(m, r, r, [&](const int a, const int e) {
+        Rfac(b, a, e) = F(a, e);
       });
     m.team_barrier();
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
@@ -452,85 +522,137 @@ struct BlockFunctor {
   }
 
   // ---------------------------------------------------------------- GEMMs
-  // G^T = X~^T U0 (K x r) and H = X~^T X~ (K x K) over the first K columns.
-  KOKKOS_INLINE_FUNCTION void form_gh(const member_type& m, int b, int K) const {
-    const int d = base.d, r = base.r;
-    if (use_kb) {
-      using namespace KokkosBatched;
-      auto Xv = Kokkos::subview(wX, b, Kokkos::ALL(), Kokkos::make_pair(0, K));
-      auto U0 = Kokkos::subview(base.U, b, Kokkos::ALL(), Kokkos::ALL());
-      auto Gv = Kokkos::subview(wG, b, Kokkos::make_pair(0, K), Kokkos::ALL());
-      auto Hv = Kokkos::subview(wH, b, Kokkos::make_pair(0, K), Kokkos::make_pair(0, K));
-      TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(
-          m, Scalar(1), Xv, U0, Scalar(0), Gv);
-      TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(
-          m, Scalar(1), Xv, Xv, Scalar(0), Hv);
+  using Basis = typename Base::Basis;
+
+  // kokkos_batched: X~ into wX; returns the first non-finite sample (n if none).
+  KOKKOS_INLINE_FUNCTION int copy_x(const member_type& m, int b) const {
+    int first_bad = n;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, base.d),
+        [&](const int i, int& fb) {
+          wX(b, i, 0) = base.mu(b, i);
+          for (int t = 0; t < n; ++t) {
+            const Scalar x = Xb(b, t, i);
+            wX(b, i, t + 1) = x;
+            if (!kmath::isfinite(x) && t < fb) fb = t;
+          }
+        },
+        Kokkos::Min<int>(first_bad));  // the reducer's identity (INT_MAX) when all are finite
+    m.team_barrier();
+    return first_bad < n ? first_bad : n;
+  }
+
+  // kokkos_batched: G^T = X~^T U0 (K x r) and H = X~^T X~ (K x K) over the
+  // first K columns, into dG / dH.
+  KOKKOS_INLINE_FUNCTION void form_gh_kb(const member_type& m, int b, int K) const {
+    using namespace KokkosBatched;
+    auto Xv = Kokkos::subview(wX, b, Kokkos::ALL(), Kokkos::make_pair(0, K));
+    auto U0 = Kokkos::subview(base.U, b, Kokkos::ALL(), Kokkos::ALL());
+    auto Gv = Kokkos::subview(wG, b, Kokkos::make_pair(0, K), Kokkos::ALL());
+    auto Hv = Kokkos::subview(wH, b, Kokkos::make_pair(0, K), Kokkos::make_pair(0, K));
+    TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(m, Scalar(1), Xv, U0,
+                                                                                             Scalar(0), Gv);
+    TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(m, Scalar(1), Xv, Xv,
+                                                                                             Scalar(0), Hv);
+    m.team_barrier();
+    const int r = base.r;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, K), [&](const int j) {
+      for (int a = 0; a < r; ++a) dG(b, j, a) = double(wG(b, j, a));
+      for (int l = 0; l < K; ++l) dH(b, j, l) = double(wH(b, j, l));
+    });
+    m.team_barrier();
+  }
+
+  // tiled: [G^T | H] = X~^T [U0 | X~] over all n + 1 columns (a column after
+  // a non-finite sample only spoils its own entries, which are not used),
+  // into dG / dH (lower triangle of H, mirrored). Returns the first
+  // non-finite sample (n if none): a sample with a non-finite entry has a
+  // non-finite H(t, t) = sum_i x_i^2, so only such samples (or ones whose sum
+  // of squares overflowed) are scanned entry by entry.
+  KOKKOS_INLINE_FUNCTION int form_gh_tiled(const member_type& m, int b) const {
+    const int d = base.d, r = base.r, K = n + 1, kp = tile::round_up(K, tile::MR);
+    const int ncols = tile::round_up(r + K, tile::NR_TAIL<Scalar>);
+    const Basis Ub{&base.U(b, 0, 0), d, r};
+    Scalar* const C = &wC(b, 0, 0);
+    scratch_view Q(m.team_scratch(1), std::size_t(dc) * ldq);
+    Scalar* const Qp = &Q(0);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, kp * ldq), [&](const int e) { C[e] = Scalar(0); });
+    // Zero the packed chunk's padding columns once (never written below).
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, dc), [&](const int i) {
+      for (int c = r + K; c < ldq; ++c) Qp[std::size_t(i) * ldq + c] = Scalar(0);
+    });
+    // The output tiles: rows a0 (of MR) x column tiles; H's strictly upper
+    // tiles are skipped.
+    const int nrow_tiles = kp / tile::MR;
+    for (int i0 = 0; i0 < d; i0 += dc) {
+      const int rows = d - i0 < dc ? d - i0 : dc;
       m.team_barrier();
-    } else {
-      // Row-wise: every thread owns a contiguous range of output rows j of
-      // G^T and H and streams over i (four rows of X~ / U0 per pass, added in
-      // increasing i), so each entry's order is independent of the team size.
-      const Basis Ub{&base.U(b, 0, 0), d, r};
-      const int ts = m.team_size();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, ts), [&](const int part) {
-        const int j0 = int((long(K) * part) / ts), j1 = int((long(K) * (part + 1)) / ts);
-        for (int j = j0; j < j1; ++j) {
-          Scalar* gj = &wG(b, j, 0);
-          Scalar* hj = &wH(b, j, 0);
-          for (int a = 0; a < r; ++a) gj[a] = Scalar(0);
-          for (int l = 0; l <= j; ++l) hj[l] = Scalar(0);
-        }
-        int i = 0;
-        for (; i + 4 <= d; i += 4) {
-          const Scalar* x0 = &wX(b, i, 0);
-          const Scalar* x1 = &wX(b, i + 1, 0);
-          const Scalar* x2 = &wX(b, i + 2, 0);
-          const Scalar* x3 = &wX(b, i + 3, 0);
-          const Scalar* u0 = &Ub(i, 0);
-          const Scalar* u1 = &Ub(i + 1, 0);
-          const Scalar* u2 = &Ub(i + 2, 0);
-          const Scalar* u3 = &Ub(i + 3, 0);
-          for (int j = j0; j < j1; ++j) {
-            const Scalar a0 = x0[j], a1 = x1[j], a2 = x2[j], a3 = x3[j];
-            Scalar* gj = &wG(b, j, 0);
-            for (int a = 0; a < r; ++a) gj[a] = gj[a] + a0 * u0[a] + a1 * u1[a] + a2 * u2[a] + a3 * u3[a];
-            Scalar* hj = &wH(b, j, 0);
-            for (int l = 0; l <= j; ++l) hj[l] = hj[l] + a0 * x0[l] + a1 * x1[l] + a2 * x2[l] + a3 * x3[l];
-          }
-        }
-        for (; i < d; ++i) {
-          const Scalar* x0 = &wX(b, i, 0);
-          const Scalar* u0 = &Ub(i, 0);
-          for (int j = j0; j < j1; ++j) {
-            const Scalar a0 = x0[j];
-            Scalar* gj = &wG(b, j, 0);
-            for (int a = 0; a < r; ++a) gj[a] += a0 * u0[a];
-            Scalar* hj = &wH(b, j, 0);
-            for (int l = 0; l <= j; ++l) hj[l] += a0 * x0[l];
-          }
-        }
+      // Pack rows i0.. of [U0 | X~]: U0 and mu0 row by row, each sample with
+      // unit-stride reads.
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, rows), [&](const int i) {
+        Scalar* q = Qp + std::size_t(i) * ldq;
+        for (int a = 0; a < r; ++a) q[a] = Ub(i0 + i, a);
+        q[r] = base.mu(b, i0 + i);
+      });
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n), [&](const int t) {
+        Scalar* q = Qp + r + 1 + t;
+        const Scalar* x = &Xb(b, t, i0);
+        const long sx = long(Xb.stride(2));
+        for (int i = 0; i < rows; ++i) q[std::size_t(i) * ldq] = x[i * sx];
       });
       m.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, K), [&](const int j) {
-        for (int l = j + 1; l < K; ++l) wH(b, j, l) = wH(b, l, j);
+      team_share(m, nrow_tiles, [&](const int lo, const int hi) {
+        for (int rt = lo; rt < hi; ++rt) {
+          const int a0 = rt * tile::MR;
+          tile::for_each_column_tile<Scalar>(ncols, [&](const int c0, const bool wide) {
+            if (c0 >= r && c0 - r > a0 + tile::MR - 1) return;  // strictly upper part of H
+            Scalar* Ct = C + std::size_t(a0) * ldq + c0;
+            if (wide)
+              tile::inner_tile<Scalar, tile::NR<Scalar>>(0, rows, Qp + r + a0, ldq, Qp + c0, ldq, Ct, ldq);
+            else
+              tile::inner_tile<Scalar, tile::NR_TAIL<Scalar>>(0, rows, Qp + r + a0, ldq, Qp + c0, ldq, Ct, ldq);
+          });
+        }
       });
-      m.team_barrier();
     }
+    m.team_barrier();
+    int first_bad = n;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, n),
+        [&](const int t, int& fb) {
+          if (kmath::isfinite(C[std::size_t(t + 1) * ldq + r + t + 1])) return;
+          for (int i = 0; i < d; ++i)
+            if (!kmath::isfinite(Xb(b, t, i))) {
+              if (t < fb) fb = t;
+              break;
+            }
+        },
+        Kokkos::Min<int>(first_bad));  // INT_MAX when all are finite
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, K), [&](const int j) {
+      const Scalar* cj = C + std::size_t(j) * ldq;
+      for (int a = 0; a < r; ++a) dG(b, j, a) = double(cj[a]);
+      for (int l = 0; l <= j; ++l) dH(b, j, l) = double(cj[r + l]);
+    });
+    m.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, K), [&](const int j) {
+      for (int l = j + 1; l < K; ++l) dH(b, j, l) = dH(b, l, j);
+    });
+    m.team_barrier();
+    return first_bad < n ? first_bad : n;
   }
 
   // U <- U0 A + X~ B over the first K columns of X~; mu <- X~ m.
   KOKKOS_INLINE_FUNCTION void materialize(const member_type& m, int b, int K) const {
     const int d = base.d, r = base.r;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
-      wAs(b, k / r, k % r) = Scalar(dA(b, k / r, k % r));
-    });
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, K * r), [&](const int k) {
-      wBs(b, k / r, k % r) = Scalar(dB(b, k / r, k % r));
-    });
-    m.team_barrier();
     const Basis Ub{&base.U(b, 0, 0), d, r};
-    const Basis Un{&wUn(b, 0, 0), d, r};
     if (use_kb) {
+      for_each_entry(m, r, r, [&](const int a, const int e) {
+        wAs(b, a, e) = Scalar(dA(b, a, e));
+      });
+      for_each_entry(m, K, r, [&](const int a, const int e) {
+        wBs(b, a, e) = Scalar(dB(b, a, e));
+      });
+      m.team_barrier();
       using namespace KokkosBatched;
       auto U0 = Kokkos::subview(base.U, b, Kokkos::ALL(), Kokkos::ALL());
       auto Unv = Kokkos::subview(wUn, b, Kokkos::ALL(), Kokkos::ALL());
@@ -542,79 +664,106 @@ struct BlockFunctor {
       m.team_barrier();
       TeamGemm<member_type, Trans::NoTranspose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(
           m, Scalar(1), Xv, Bs, Scalar(1), Unv);
-    } else {
-      // Row-wise: row i of the new U from row i of U0 and of X~ (axpy of the
-      // rows of A and B, unit stride in the output column).
-      constexpr int CW = 64;
+      m.team_barrier();
+      const Basis Un{&wUn(b, 0, 0), d, r};
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
-        const Scalar* xi = &wX(b, i, 0);
-        for (int c0 = 0; c0 < r; c0 += CW) {
-          const int nc = r - c0 < CW ? r - c0 : CW;
-          Scalar acc[CW];
-          for (int e = 0; e < nc; ++e) acc[e] = Scalar(0);
-          for (int p = 0; p < r; ++p) {
-            const Scalar a = Ub(i, p);
-            const Scalar* ap = &wAs(b, p, c0);
-            for (int e = 0; e < nc; ++e) acc[e] += a * ap[e];
-          }
-          for (int j = 0; j < K; ++j) {
-            const Scalar a = xi[j];
-            const Scalar* bp = &wBs(b, j, c0);
-            for (int e = 0; e < nc; ++e) acc[e] += a * bp[e];
-          }
-          for (int e = 0; e < nc; ++e) Un(i, c0 + e) = acc[e];
-        }
+        for (int a = 0; a < r; ++a) Ub(i, a) = Un(i, a);
+        double s = 0;
+        for (int j = 0; j < K; ++j) s += double(wX(b, i, j)) * dv(b, bv_m, j);
+        base.mu(b, i) = Scalar(s);
       });
+      m.team_barrier();
+      return;
     }
+    // tiled: W = [A; B] in the scalar type (columns padded with zeros), then
+    // chunks of MCH rows: pack them as panels Pt(p, a) = [U0 | X~](i0 + a, p)
+    // of MR rows (each sample read with unit stride), multiply panel by
+    // panel, and write the rows back in place with their new mean.
+    const int kk = r + K;
+    Scalar* const Wm = &wW(b, 0, 0);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, kk), [&](const int p) {
+      Scalar* w = Wm + std::size_t(p) * ldw;
+      for (int a = 0; a < r; ++a) w[a] = Scalar(p < r ? dA(b, p, a) : dB(b, p - r, a));
+      for (int a = r; a < ldw; ++a) w[a] = Scalar(0);
+    });
     m.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
-      for (int a = 0; a < r; ++a) Ub(i, a) = Un(i, a);
-      double s = 0;
-      for (int j = 0; j < K; ++j) s += double(wX(b, i, j)) * dv(b, bv_m, j);
-      base.mu(b, i) = Scalar(s);
+    constexpr int MR = tile::MR, MCH = materialize_chunk_panels * tile::MR;
+    scratch_view work(m.thread_scratch(1), std::size_t(kk) * MCH + std::size_t(MR) * ldw);
+    Scalar* const panels = &work(0);
+    Scalar* const out = panels + std::size_t(kk) * MCH;
+    const std::size_t panel = std::size_t(kk) * MR;
+    const int nchunks = (d + MCH - 1) / MCH;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nchunks), [&](const int ch) {
+      const int i0 = ch * MCH;
+      const int npan = ((d - i0 < MCH ? d - i0 : MCH) + MR - 1) / MR;
+      for (int pn = 0; pn < npan; ++pn)
+        for (int a = 0; a < MR; ++a) {
+          const int i = i0 + pn * MR + a;
+          Scalar* pt = panels + pn * panel + a;
+          if (i < d) {
+            for (int p = 0; p < r; ++p) pt[p * MR] = Ub(i, p);
+            pt[r * MR] = base.mu(b, i);
+          } else {
+            for (int p = 0; p < kk; ++p) pt[p * MR] = Scalar(0);
+          }
+        }
+      for (int j = 1; j < K; ++j)
+        for (int pn = 0; pn < npan; ++pn) {
+          Scalar* pt = panels + pn * panel + (r + j) * MR;
+          const int ib = i0 + pn * MR;
+          for (int a = 0; a < MR && ib + a < d; ++a) pt[a] = Xb(b, j - 1, ib + a);
+        }
+      for (int pn = 0; pn < npan; ++pn) {
+        const Scalar* pt = panels + pn * panel;
+        tile::for_each_column_tile<Scalar>(ldw, [&](const int c0, const bool wide) {
+          if (wide)
+            tile::outer_tile<Scalar, tile::NR<Scalar>>(kk, pt, Wm + c0, ldw, out + c0, ldw);
+          else
+            tile::outer_tile<Scalar, tile::NR_TAIL<Scalar>>(kk, pt, Wm + c0, ldw, out + c0, ldw);
+        });
+        double mu_new[MR] = {};  // MR independent sums, each in increasing j
+        for (int j = 0; j < K; ++j) {
+          const double mj = dv(b, bv_m, j);
+          for (int a = 0; a < MR; ++a) mu_new[a] += double(pt[(r + j) * MR + a]) * mj;
+        }
+        const int ib = i0 + pn * MR;
+        for (int a = 0; a < MR && ib + a < d; ++a) {
+          for (int c = 0; c < r; ++c) Ub(ib + a, c) = out[a * ldw + c];
+          base.mu(b, ib + a) = Scalar(mu_new[a]);
+        }
+      }
     });
     m.team_barrier();
   }
-
-  using Basis = typename Base::Basis;
 
   // ---------------------------------------------------------------- block
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
     const int b = m.league_rank();
     if (base.status(b) != 0) return;
-    const int d = base.d, r = base.r;
+    const int r = base.r;
     const std::int64_t step0 = base.steps(b);
 
-    // 1. X~ = [mu0, x_1..x_n]; first non-finite sample.
+    // 1-2. G, H (widened to double) and the first non-finite sample; the
+    // coefficients start at A = I, B = 0, m = e_0.
     int first_bad = n;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(m, d),
-        [&](const int i, int& fb) {
-          wX(b, i, 0) = base.mu(b, i);
-          for (int t = 0; t < n; ++t) {
-            const Scalar x = Xb(b, t, i);
-            wX(b, i, t + 1) = x;
-            if (!kmath::isfinite(x) && t < fb) fb = t;
-          }
-        },
-        Kokkos::Min<int>(first_bad));
-    m.team_barrier();
+    if (use_kb) {
+      first_bad = copy_x(m, b);
+      if (first_bad > 0) form_gh_kb(m, b, first_bad + 1);
+    } else {
+      first_bad = form_gh_tiled(m, b);
+    }
     const int n_ok = first_bad < n ? first_bad : n;  // samples before the first non-finite one
-
-    // 2. G, H over the usable columns, widened to double; coefficients start.
     const int Kx = n_ok + 1;
-    if (n_ok > 0) form_gh(m, b, Kx);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, Kx), [&](const int j) {
       for (int a = 0; a < r; ++a) {
-        dG(b, j, a) = double(wG(b, j, a));
         dB(b, j, a) = 0.0;
+        dBt(b, a, j) = 0.0;
       }
-      for (int l = 0; l < Kx; ++l) dH(b, j, l) = double(wH(b, j, l));
       dv(b, bv_m, j) = j == 0 ? 1.0 : 0.0;
     });
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
-      const int a = k / r, e = k % r;
+    for_each_entry(m, r, r, [&](const int a, const int e) {
       dA(b, a, e) = a == e ? 1.0 : 0.0;
+      dM(b, bm_At, a, e) = a == e ? 1.0 : 0.0;
       dM(b, bm_S, a, e) = double(base.S(b, a, e));
     });
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
@@ -641,8 +790,8 @@ struct BlockFunctor {
     // 4. Write the state after the last completed step.
     if (done > 0) {
       materialize(m, b, done + 1);
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
-        base.S(b, k / r, k % r) = Scalar(dM(b, bm_S, k / r, k % r));
+      for_each_entry(m, r, r, [&](const int a, const int e) {
+        base.S(b, a, e) = Scalar(dM(b, bm_S, a, e));
       });
     }
     Kokkos::single(Kokkos::PerTeam(m), [&]() {

@@ -11,6 +11,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "kokkos_compat.hpp"
+#include "team_loops.hpp"
 
 namespace mosaic::detail {
 
@@ -43,8 +44,7 @@ KOKKOS_INLINE_FUNCTION FrameRotation<T> rotate_frame_transport_S(const Member& m
     T bq = 0;
     for (int a = 0; a < r; ++a) bq += gh(a) * u(a);
     const T cm1 = out.cm1, coef2 = cm1 * cm1 * bq + s2_old * out.sn * out.sn;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
-      const int a = k / r, c = k % r;
+    for_each_entry(m, r, r, [&](const int a, const int c) {
       Sp(a, c) += cm1 * (u(a) * gh(c) + gh(a) * u(c)) + coef2 * gh(a) * gh(c);
     });
   }
@@ -59,13 +59,7 @@ KOKKOS_INLINE_FUNCTION FrameRotation<T> rotate_frame_transport_S(const Member& m
 template <class T, class Member, class M>
 KOKKOS_INLINE_FUNCTION bool step_update_is_finite(const Member& m, int r, const M& S_new, T rho2, T q,
                                                   T gnorm, T theta, T s2_new) {
-  int nonfinite = 0;
-  Kokkos::parallel_reduce(
-      Kokkos::TeamThreadRange(m, r * r),
-      [&](const int k, int& nb) {
-        if (!kmath::isfinite(S_new(k / r, k % r))) nb += 1;
-      },
-      nonfinite);
+  const int nonfinite = count_entries(m, r, r, [&](const int a, const int c) { return !kmath::isfinite(S_new(a, c)); });
   m.team_barrier();
   return nonfinite == 0 && kmath::isfinite(rho2) && kmath::isfinite(q) && kmath::isfinite(gnorm) &&
          kmath::isfinite(theta) && kmath::isfinite(s2_new) && s2_new > T(0);

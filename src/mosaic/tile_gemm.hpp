@@ -1,0 +1,89 @@
+// Register-tiled GEMM micro-kernels for the blocked update on host spaces
+// (blocked_step.hpp, BlockGemm::tiled). Plain C++ over contiguous, packed,
+// zero-padded buffers: a fixed MR x NR tile of the output is accumulated in a
+// local array that the compiler keeps in vector registers (the inner loop over
+// NR columns vectorizes; no intrinsics, no reassociation). Every output entry
+// is still one running sum in increasing order of the reduction index, in the
+// scalar type, so the tiles give bitwise the results of the naive loops (and
+// of each other) whatever the tile shape, the padding or the thread split.
+//
+// Why these shapes: MR x NR accumulators must fit the vector register file
+// with room for one row of Q / W and a broadcast. With AVX-512 (32 vector
+// registers) MR = 6 rows of NR = 256 bytes (24 zmm accumulators) ran both
+// products at about 89 GFLOP/s per core in float on the development machine
+// (AMD EPYC, g++ 12 -O3 -march=native), against 72-77 for 128-byte rows and
+// about 17 for the previous row-wise axpy form (docs/PERFORMANCE.md); with
+// 16 registers (AVX2) the rows are 64 bytes, otherwise 128 bytes (SSE2, where
+// the compiler splits the tile). Tails narrower than NR columns use
+// NR_TAIL = 32-byte tiles over zero-padded columns.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+namespace mosaic::tile {
+
+constexpr int MR = 6;
+#if defined(__AVX512F__)
+constexpr int row_bytes = 256;
+#elif defined(__AVX__)
+constexpr int row_bytes = 64;
+#else
+constexpr int row_bytes = 128;
+#endif
+template <class T>
+constexpr int NR = row_bytes / int(sizeof(T));
+template <class T>
+constexpr int NR_TAIL = 32 / int(sizeof(T));
+
+KOKKOS_INLINE_FUNCTION constexpr int round_up(int n, int m) { return (n + m - 1) / m * m; }
+
+// C(0..MR, 0..W) += sum_{i0 <= i < i1} P(i, 0..MR) Q(i, 0..W) with P(i, a) at
+// P[i * ldp + a], Q(i, c) at Q[i * ldq + c], C(a, c) at C[a * ldc + c].
+template <class T, int W>
+KOKKOS_INLINE_FUNCTION void inner_tile(int i0, int i1, const T* P, int ldp, const T* Q, int ldq, T* C,
+                                       int ldc) {
+  T acc[MR][W];
+  for (int a = 0; a < MR; ++a)
+    for (int c = 0; c < W; ++c) acc[a][c] = C[a * ldc + c];
+  for (int i = i0; i < i1; ++i) {
+    const T* p = P + long(i) * ldp;
+    const T* q = Q + long(i) * ldq;
+    for (int a = 0; a < MR; ++a) {
+      const T pa = p[a];
+      for (int c = 0; c < W; ++c) acc[a][c] += pa * q[c];
+    }
+  }
+  for (int a = 0; a < MR; ++a)
+    for (int c = 0; c < W; ++c) C[a * ldc + c] = acc[a][c];
+}
+
+// O(0..MR, 0..W) = sum_{0 <= p < kk} Pt(p, 0..MR) Wm(p, 0..W) with Pt packed
+// (Pt(p, a) at Pt[p * MR + a]), Wm(p, c) at Wm[p * ldw + c], O(a, c) at
+// O[a * ldo + c].
+template <class T, int W>
+KOKKOS_INLINE_FUNCTION void outer_tile(int kk, const T* Pt, const T* Wm, int ldw, T* O, int ldo) {
+  T acc[MR][W];
+  for (int a = 0; a < MR; ++a)
+    for (int c = 0; c < W; ++c) acc[a][c] = T(0);
+  for (int p = 0; p < kk; ++p) {
+    const T* w = Wm + long(p) * ldw;
+    const T* pt = Pt + long(p) * MR;
+    for (int a = 0; a < MR; ++a) {
+      const T pa = pt[a];
+      for (int c = 0; c < W; ++c) acc[a][c] += pa * w[c];
+    }
+  }
+  for (int a = 0; a < MR; ++a)
+    for (int c = 0; c < W; ++c) O[a * ldo + c] = acc[a][c];
+}
+
+// Column tiles covering [0, ncols) (ncols a multiple of NR_TAIL): full NR
+// tiles, then NR_TAIL ones. f(c0, wide) for each; wide = NR columns.
+template <class T, class F>
+KOKKOS_INLINE_FUNCTION void for_each_column_tile(int ncols, const F& f) {
+  int c0 = 0;
+  for (; c0 + NR<T> <= ncols; c0 += NR<T>) f(c0, true);
+  for (; c0 < ncols; c0 += NR_TAIL<T>) f(c0, false);
+}
+
+}  // namespace mosaic::tile
