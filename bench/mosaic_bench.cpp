@@ -173,11 +173,8 @@ double sgemm_gflops(int n) {
         Kokkos::parallel_for("sgemm", Kokkos::RangePolicy<Exec>(0, npanels), KOKKOS_LAMBDA(const int pn) {
           const float* P = &Ap(pn, std::size_t(k0) * tile::MR);
           float* Ct = &C(pn * tile::MR, j0);
-          tile::for_each_column_tile<float>(nj, [&](const int c0, const bool wide) {
-            if (wide)
-              tile::inner_tile<float, tile::NR<float>>(0, nk, P, tile::MR, &Bp(0, c0), ldb, Ct + c0, n);
-            else
-              tile::inner_tile<float, tile::NR_TAIL<float>>(0, nk, P, tile::MR, &Bp(0, c0), ldb, Ct + c0, n);
+          tile::for_each_column_tile<float>(nj, [&](const int c0, const int width) {
+            tile::inner_tile_w(width, 0, nk, P, tile::MR, &Bp(0, c0), ldb, Ct + c0, n);
           });
         });
       }

@@ -54,6 +54,7 @@ void check_outer_tile(int kk) {
 
 TEST(TileGemm, InnerTileEqualsNaiveLoopBitwise) {
   check_inner_tile<float, tile::NR<float>>(0, 131);
+  check_inner_tile<float, tile::NR_MID<float>>(2, 50);
   check_inner_tile<float, tile::NR_TAIL<float>>(5, 77);
   check_inner_tile<double, tile::NR<double>>(0, 131);
   check_inner_tile<double, tile::NR_TAIL<double>>(3, 4);
@@ -61,6 +62,7 @@ TEST(TileGemm, InnerTileEqualsNaiveLoopBitwise) {
 
 TEST(TileGemm, OuterTileEqualsNaiveLoopBitwise) {
   check_outer_tile<float, tile::NR<float>>(129);
+  check_outer_tile<float, tile::NR_MID<float>>(33);
   check_outer_tile<float, tile::NR_TAIL<float>>(17);
   check_outer_tile<double, tile::NR<double>>(129);
   check_outer_tile<double, tile::NR_TAIL<double>>(1);
@@ -70,8 +72,8 @@ TEST(TileGemm, ColumnTilesCoverEveryColumnOnce) {
   for (int ncols : {0, tile::NR_TAIL<float>, 3 * tile::NR_TAIL<float>, tile::NR<float>,
                     tile::NR<float> + tile::NR_TAIL<float>, 5 * tile::NR<float> + 2 * tile::NR_TAIL<float>}) {
     std::vector<int> hits(ncols, 0);
-    tile::for_each_column_tile<float>(ncols, [&](int c0, bool wide) {
-      const int w = wide ? tile::NR<float> : tile::NR_TAIL<float>;
+    tile::for_each_column_tile<float>(ncols, [&](int c0, int w) {
+      EXPECT_TRUE(w == tile::NR<float> || w == tile::NR_MID<float> || w == tile::NR_TAIL<float>);
       for (int c = c0; c < c0 + w; ++c) {
         ASSERT_LT(c, ncols);
         hits[c] += 1;

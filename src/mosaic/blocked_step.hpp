@@ -604,13 +604,9 @@ struct BlockFunctor {
       team_share(m, nrow_tiles, [&](const int lo, const int hi) {
         for (int rt = lo; rt < hi; ++rt) {
           const int a0 = rt * tile::MR;
-          tile::for_each_column_tile<Scalar>(ncols, [&](const int c0, const bool wide) {
+          tile::for_each_column_tile<Scalar>(ncols, [&](const int c0, const int width) {
             if (c0 >= r && c0 - r > a0 + tile::MR - 1) return;  // strictly upper part of H
-            Scalar* Ct = C + std::size_t(a0) * ldq + c0;
-            if (wide)
-              tile::inner_tile<Scalar, tile::NR<Scalar>>(0, rows, Qp + r + a0, ldq, Qp + c0, ldq, Ct, ldq);
-            else
-              tile::inner_tile<Scalar, tile::NR_TAIL<Scalar>>(0, rows, Qp + r + a0, ldq, Qp + c0, ldq, Ct, ldq);
+            tile::inner_tile_w(width, 0, rows, Qp + r + a0, ldq, Qp + c0, ldq, C + std::size_t(a0) * ldq + c0, ldq);
           });
         }
       });
@@ -715,11 +711,8 @@ struct BlockFunctor {
         }
       for (int pn = 0; pn < npan; ++pn) {
         const Scalar* pt = panels + pn * panel;
-        tile::for_each_column_tile<Scalar>(ldw, [&](const int c0, const bool wide) {
-          if (wide)
-            tile::outer_tile<Scalar, tile::NR<Scalar>>(kk, pt, Wm + c0, ldw, out + c0, ldw);
-          else
-            tile::outer_tile<Scalar, tile::NR_TAIL<Scalar>>(kk, pt, Wm + c0, ldw, out + c0, ldw);
+        tile::for_each_column_tile<Scalar>(ldw, [&](const int c0, const int width) {
+          tile::outer_tile_w(width, kk, pt, Wm + c0, ldw, out + c0, ldw);
         });
         double mu_new[MR] = {};  // MR independent sums, each in increasing j
         for (int j = 0; j < K; ++j) {

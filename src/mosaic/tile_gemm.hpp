@@ -14,8 +14,10 @@
 // (AMD EPYC, g++ 12 -O3 -march=native), against 72-77 for 128-byte rows and
 // about 17 for the previous row-wise axpy form (docs/PERFORMANCE.md); with
 // 16 registers (AVX2) the rows are 64 bytes, otherwise 128 bytes (SSE2, where
-// the compiler splits the tile). Tails narrower than NR columns use
-// NR_TAIL = 32-byte tiles over zero-padded columns.
+// the compiler splits the tile). A remainder narrower than NR columns runs as
+// one NR / 2 tile and NR_TAIL = 32-byte tiles over zero-padded columns (with
+// 32-byte tiles only, k = 32 and 96 at r = 64 ran at about half the rate of
+// k = 64 and 128).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -77,13 +79,39 @@ KOKKOS_INLINE_FUNCTION void outer_tile(int kk, const T* Pt, const T* Wm, int ldw
     for (int c = 0; c < W; ++c) O[a * ldo + c] = acc[a][c];
 }
 
+template <class T>
+constexpr int NR_MID = NR<T> / 2;
+
 // Column tiles covering [0, ncols) (ncols a multiple of NR_TAIL): full NR
-// tiles, then NR_TAIL ones. f(c0, wide) for each; wide = NR columns.
+// tiles, then at most one NR_MID tile, then NR_TAIL ones (so a remainder
+// does not run as many narrow tiles). f(c0, width) for each.
 template <class T, class F>
 KOKKOS_INLINE_FUNCTION void for_each_column_tile(int ncols, const F& f) {
   int c0 = 0;
-  for (; c0 + NR<T> <= ncols; c0 += NR<T>) f(c0, true);
-  for (; c0 < ncols; c0 += NR_TAIL<T>) f(c0, false);
+  for (; c0 + NR<T> <= ncols; c0 += NR<T>) f(c0, NR<T>);
+  for (; c0 + NR_MID<T> <= ncols; c0 += NR_MID<T>) f(c0, NR_MID<T>);
+  for (; c0 < ncols; c0 += NR_TAIL<T>) f(c0, NR_TAIL<T>);
+}
+
+// inner_tile / outer_tile for a width chosen at run time among the three.
+template <class T>
+KOKKOS_INLINE_FUNCTION void inner_tile_w(int width, int i0, int i1, const T* P, int ldp, const T* Q, int ldq, T* C,
+                                         int ldc) {
+  if (width == NR<T>)
+    inner_tile<T, NR<T>>(i0, i1, P, ldp, Q, ldq, C, ldc);
+  else if (width == NR_MID<T>)
+    inner_tile<T, NR_MID<T>>(i0, i1, P, ldp, Q, ldq, C, ldc);
+  else
+    inner_tile<T, NR_TAIL<T>>(i0, i1, P, ldp, Q, ldq, C, ldc);
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION void outer_tile_w(int width, int kk, const T* Pt, const T* Wm, int ldw, T* O, int ldo) {
+  if (width == NR<T>)
+    outer_tile<T, NR<T>>(kk, Pt, Wm, ldw, O, ldo);
+  else if (width == NR_MID<T>)
+    outer_tile<T, NR_MID<T>>(kk, Pt, Wm, ldw, O, ldo);
+  else
+    outer_tile<T, NR_TAIL<T>>(kk, Pt, Wm, ldw, O, ldo);
 }
 
 }  // namespace mosaic::tile
