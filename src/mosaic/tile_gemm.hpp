@@ -12,7 +12,7 @@
 // registers) MR = 6 rows of NR = 256 bytes (24 zmm accumulators) ran both
 // products at about 89 GFLOP/s per core in float on the development machine
 // (AMD EPYC, g++ 12 -O3 -march=native), against 72-77 for 128-byte rows and
-// about 17 for the previous row-wise axpy form (docs/PERFORMANCE.md); with
+// about 35 for the previous row-wise axpy form (docs/PERFORMANCE.md); with
 // 16 registers (AVX2) the rows are 64 bytes, otherwise 128 bytes (SSE2, where
 // the compiler splits the tile). A remainder narrower than NR columns runs as
 // one NR / 2 tile and NR_TAIL = 32-byte tiles over zero-padded columns (with
