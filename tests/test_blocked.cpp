@@ -42,6 +42,19 @@ double sample_value(std::uint64_t stream, std::int64_t step, int i) {
   return mean + scale * counter_normal(77, RngDomain::noise, stream, std::uint64_t(step), i);
 }
 
+// The synthetic stream family of these tests (drift 1e-3 rad/step).
+SyntheticSpec drifting_spec(int d, int r, std::uint64_t seed) {
+  SyntheticSpec spec;
+  spec.d = d;
+  spec.r = r;
+  spec.lambda_max = 4.0;
+  spec.lambda_min = 0.5;
+  spec.noise = 0.1;
+  spec.drift = 1e-3;
+  spec.seed = seed;
+  return spec;
+}
+
 enum class Source { samples, synthetic };
 const char* name(Source s) { return s == Source::samples ? "samples" : "synthetic"; }
 
@@ -51,14 +64,7 @@ struct Feeder {
   Source source;
   SyntheticSpec spec;
   std::unique_ptr<SyntheticDriftSource<T, Exec>> synth;
-  explicit Feeder(Source s) : source(s) {
-    spec.d = kD;
-    spec.r = kR;
-    spec.lambda_max = 4.0;
-    spec.lambda_min = 0.5;
-    spec.noise = 0.1;
-    spec.drift = 1e-3;
-    spec.seed = 99;
+  explicit Feeder(Source s) : source(s), spec(drifting_spec(kD, kR, 99)) {
     if (s == Source::synthetic) synth = std::make_unique<SyntheticDriftSource<T, Exec>>(spec, kIds);
   }
   void block(std::int64_t first, int n, Kokkos::View<T***, Mem> X) const {
@@ -382,15 +388,7 @@ TEST(Blocked, RejectsBadShapes) {
 TEST(Blocked, OddShapesMatchSequential) {
   const int d = 1001, r = 13, k = 23, steps = 300;
   const std::vector<std::uint64_t> ids = {7};
-  SyntheticSpec spec;
-  spec.d = d;
-  spec.r = r;
-  spec.lambda_max = 4.0;
-  spec.lambda_min = 0.5;
-  spec.noise = 0.1;
-  spec.drift = 1e-3;
-  spec.seed = 5;
-  SyntheticDriftSource<double, Exec> src(spec, ids);
+  SyntheticDriftSource<double, Exec> src(drifting_spec(d, r, 5), ids);
   auto final_state = [&](int block_size, BlockGemm gemm) {
     MosaicParams p = base_params(0);
     p.block_size = block_size;
