@@ -145,7 +145,7 @@ double copy_bandwidth_gbs() {
 // block of B, the block is packed (rows padded to avoid cache-set conflicts)
 // and every MR x NR tile of C in those columns accumulates over it, in
 // parallel over the panels. Packing is timed. Best of 3 after one warm-up;
-// 2 n^3 flops. n is a multiple of MR and of the tile widths.
+// 2 n^3 flops. n must be a multiple of MR and of the narrowest tile width.
 double sgemm_gflops(int n) {
   namespace tile = mosaic::tile;
   constexpr int kc = 256, jc = 256, ldb = jc + 16;
@@ -351,7 +351,7 @@ int main(int argc, char** argv) {
     std::printf("# mosaic_bench: Kokkos %d, execution space %s, concurrency %d, float, %d streams\n",
                 KOKKOS_VERSION, Exec::name(), Exec().concurrency(), o.streams);
     const double bw = copy_bandwidth_gbs();
-    const int gemm_n = 1104;  // a multiple of tile::MR and of the tile widths; 1008 (a 4032-byte row) ran 30% slower (cache-set conflicts)
+    const int gemm_n = 1104;  // a multiple of tile::MR and of 8 (whole tiles); 1008 (a 4032-byte row) ran 30% slower (cache-set conflicts)
     const double gf = sgemm_gflops(gemm_n);
     std::printf("# roofline: copy bandwidth %.2f GB/s (Kokkos parallel_for a[i]=b[i], 2 x 256 MiB, read+write)\n", bw);
     std::printf("# roofline: sgemm %.2f GFLOP/s (n=%d, the tiled micro-kernel of the blocked update, packed, no vendor BLAS)\n", gf, gemm_n);

@@ -103,11 +103,11 @@ ReferenceState<double> widen(const ReferenceState<T>& s) {
 
 // Runs `steps` steps (init: random) with p.block_size: sequential step() when
 // <= 1, else step_block in blocks of k (the last one shorter). `poison`:
-// (stream, step) whose sample is replaced by NaN (none if stream < 0).
+// (stream, step) whose sample gets poison_value in one entry (none if stream < 0).
 template <class T>
 Outcome run(MosaicParams p, Source source, int steps, int team_size = -1,
             BlockGemm gemm = BlockGemm::automatic, std::pair<int, std::int64_t> poison = {-1, 0},
-            const ReferenceState<T>* start = nullptr) {
+            const ReferenceState<T>* start = nullptr, T poison_value = std::numeric_limits<T>::quiet_NaN()) {
   const int B = int(kIds.size());
   Feeder<T> feed(source);
   StreamBatch<T, Exec> sb(B, kD, kR, kIds);
@@ -124,7 +124,7 @@ Outcome run(MosaicParams p, Source source, int steps, int team_size = -1,
     feed.block(t, n, Xc);
     if (poison.first >= 0 && poison.second >= t && poison.second < t + n) {
       auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Xc);
-      h(poison.first, int(poison.second - t), 5) = std::numeric_limits<T>::quiet_NaN();
+      h(poison.first, int(poison.second - t), 5) = poison_value;
       Kokkos::deep_copy(Xc, h);
     }
     if (p.block_size > 1) {
@@ -298,19 +298,29 @@ INSTANTIATE_TEST_SUITE_P(Solves, MaintainedVsDense,
 
 // ---- breakdowns inside a block, kernels, team size ---------------------------
 
-TEST(Blocked, NaNSampleInsideABlockFreezesAtTheSameStep) {
-  for (int k : {16, 100}) {
-    MosaicParams p = base_params(0);
-    const std::pair<int, std::int64_t> poison = {1, 437};
-    const Outcome seq = run<double>(p, Source::samples, 1000, -1, BlockGemm::automatic, poison);
-    p.block_size = k;
-    const Outcome blk = run<double>(p, Source::samples, 1000, -1, BlockGemm::automatic, poison);
-    ASSERT_EQ(seq.status[1], int(breakdown_nonfinite_sample));
-    ASSERT_EQ(seq.breakdown_step[1], 437);
-    ASSERT_EQ(seq.status[0], 0);
-    expect_agree(blk, seq, 1e-10, "nan k=" + std::to_string(k));
-    EXPECT_EQ(blk.states[1].steps, 437);
-  }
+// A non-finite entry (NaN, +Inf, -Inf) at step 437 (positions 5 and 37 of
+// blocks of 16 and 100), 448 (the first sample of a block of 16) or 447 (the
+// last one), with both GEMM kernels.
+TEST(Blocked, NonFiniteSampleInsideABlockFreezesAtTheSameStep) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double bad : {std::numeric_limits<double>::quiet_NaN(), inf, -inf})
+    for (std::int64_t at : {437, 448, 447}) {
+      MosaicParams p = base_params(0);
+      const std::pair<int, std::int64_t> poison = {1, at};
+      const Outcome seq = run<double>(p, Source::samples, 600, -1, BlockGemm::automatic, poison, nullptr, bad);
+      ASSERT_EQ(seq.status[1], int(breakdown_nonfinite_sample));
+      ASSERT_EQ(seq.breakdown_step[1], at);
+      ASSERT_EQ(seq.status[0], 0);
+      for (int k : {16, 100})
+        for (BlockGemm g : {BlockGemm::tiled, BlockGemm::kokkos_batched}) {
+          p.block_size = k;
+          const Outcome blk = run<double>(p, Source::samples, 600, -1, g, poison, nullptr, bad);
+          const std::string what = "value " + std::to_string(bad) + " at " + std::to_string(at) + " k=" +
+                                   std::to_string(k) + " " + to_string(g);
+          expect_agree(blk, seq, 1e-10, what);
+          EXPECT_EQ(blk.states[1].steps, at) << what;
+        }
+    }
 }
 
 TEST(Blocked, IndefiniteCovarianceBreaksDownAtTheFirstStep) {
@@ -332,7 +342,7 @@ TEST(Blocked, IndefiniteCovarianceBreaksDownAtTheFirstStep) {
   }
 }
 
-TEST(Blocked, KokkosBatchedAndRowwiseKernelsAgree) {
+TEST(Blocked, KokkosBatchedAndTiledKernelsAgree) {
   MosaicParams p = base_params(50);
   p.block_size = 64;
   const Outcome a = run<double>(p, Source::synthetic, 3000, -1, BlockGemm::kokkos_batched);
@@ -381,20 +391,22 @@ TEST(Blocked, RejectsBadShapes) {
 }  // namespace
 
 // The tiled kernel's edges (blocked_step.hpp, tile_gemm.hpp): d not a
-// multiple of MR, of the packed chunk of form_gh (819 rows here) or of the
-// 192-row chunk of materialize; r and k + 1 not multiples of any tile width
-// (tail tiles only in U = [U0 X~][A; B]); a short last block. Both GEMM
-// kernels against the sequential kernel on the same synthetic samples.
+// multiple of MR, of the packed chunk of form_gh (819 rows in double) or of
+// the 192-row chunk of materialize; r and k + 1 not multiples of any tile
+// width; a short last block. Both GEMM kernels against the sequential kernel
+// on the same synthetic samples, and the tiled kernel with teams of 1 and 2
+// threads (two chunks, several Cholesky panels: bitwise the same).
 TEST(Blocked, OddShapesMatchSequential) {
   const int d = 1001, r = 13, k = 23, steps = 300;
   const std::vector<std::uint64_t> ids = {7};
   SyntheticDriftSource<double, Exec> src(drifting_spec(d, r, 5), ids);
-  auto final_state = [&](int block_size, BlockGemm gemm) {
+  auto final_state = [&](int block_size, BlockGemm gemm, int team_size = -1) {
     MosaicParams p = base_params(0);
     p.block_size = block_size;
     StreamBatch<double, Exec> sb(1, d, r, ids);
     MosaicEngine<double, Exec> eng(p, 1, d, r);
     eng.set_block_gemm(gemm);
+    if (team_size > 0) eng.set_team_size(team_size);
     eng.init_random(sb, 99);
     const int kb = std::max(1, block_size);
     for (std::int64_t t = 0; t < steps; t += kb) {
@@ -417,6 +429,14 @@ TEST(Blocked, OddShapesMatchSequential) {
   const Outcome seq = final_state(0, BlockGemm::automatic);
   ASSERT_EQ(seq.status[0], 0);
   ASSERT_GT(seq.states[0].clamped_steps, 0);  // the comparison covers clamped steps
-  expect_agree(final_state(k, BlockGemm::tiled), seq, 1e-10, "odd shapes, tiled");
+  const Outcome tiled1 = final_state(k, BlockGemm::tiled, 1);
+  expect_agree(tiled1, seq, 1e-10, "odd shapes, tiled");
   expect_agree(final_state(k, BlockGemm::kokkos_batched), seq, 1e-10, "odd shapes, kokkos_batched");
+  if (Exec().concurrency() >= 2) {
+    const Outcome tiled2 = final_state(k, BlockGemm::tiled, 2);
+    EXPECT_EQ(tiled2.states[0].U, tiled1.states[0].U);
+    EXPECT_EQ(tiled2.states[0].S, tiled1.states[0].S);
+    EXPECT_EQ(tiled2.states[0].mu, tiled1.states[0].mu);
+    EXPECT_EQ(tiled2.states[0].s2, tiled1.states[0].s2);
+  }
 }

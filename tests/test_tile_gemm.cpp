@@ -57,6 +57,7 @@ TEST(TileGemm, InnerTileEqualsNaiveLoopBitwise) {
   check_inner_tile<float, tile::NR_MID<float>>(2, 50);
   check_inner_tile<float, tile::NR_TAIL<float>>(5, 77);
   check_inner_tile<double, tile::NR<double>>(0, 131);
+  check_inner_tile<double, tile::NR_MID<double>>(1, 40);
   check_inner_tile<double, tile::NR_TAIL<double>>(3, 4);
 }
 
@@ -65,6 +66,7 @@ TEST(TileGemm, OuterTileEqualsNaiveLoopBitwise) {
   check_outer_tile<float, tile::NR_MID<float>>(33);
   check_outer_tile<float, tile::NR_TAIL<float>>(17);
   check_outer_tile<double, tile::NR<double>>(129);
+  check_outer_tile<double, tile::NR_MID<double>>(20);
   check_outer_tile<double, tile::NR_TAIL<double>>(1);
 }
 

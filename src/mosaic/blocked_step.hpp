@@ -5,12 +5,12 @@
 //
 // One call advances every healthy stream by the n <= k samples of a block.
 // Per team (stream b), from the state (mu0, U0, S, s2) at the block start:
-//   1. X~ = [mu0, x_1 .. x_n] is copied into a d x (n+1) work array (row i of
-//      X~ contiguous on the host) while the first non-finite sample, if any,
-//      is located: its column and later ones are excluded from every product
-//      (the stream freezes at that step, as the sequential path does).
-//   2. G^T = X~^T U0 ((n+1) x r) and H = X~^T X~ ((n+1) x (n+1)), in the run's
-//      scalar type, then widened to double.
+//   1-2. With X~ = [mu0, x_1 .. x_n] (read in place or copied, see the GEMM
+//      kernels below): G^T = X~^T U0 ((n+1) x r) and H = X~^T X~
+//      ((n+1) x (n+1)), in the run's scalar type, then widened to double;
+//      and the first non-finite sample, if any: its column and later ones
+//      are never used (the stream freezes at that step, as the sequential
+//      path does).
 //   3. n sequential steps on the coefficients, all in double whatever the
 //      scalar type (ALGORITHM.md: y_t = X~ c_t, U_t = U0 A + X~ B,
 //      z = A^T G c + B^T H c, alpha = -A z, beta = c - B z,
@@ -37,7 +37,9 @@
 //     the lower triangle of H is formed. U = [U0 X~] [A; B] is formed MR rows
 //     at a time from a packed panel of those rows and written in place (row i
 //     of the new U depends on row i of U0 and of X~ only), together with
-//     mu = X~ m. The finiteness check of the samples is fused into the packing.
+//     mu = X~ m. Samples are checked for non-finite entries after the
+//     product: a sample with one has a non-finite H(t, t), so only samples
+//     whose H(t, t) is not finite are scanned entry by entry.
 //   kokkos_batched (default on devices): X~ is copied into a d x (k+1) array
 //     and KokkosBatched::TeamGemm (Algo::Gemm::Blocked) forms G^T, H and the
 //     new U.
@@ -128,8 +130,9 @@ struct BlockFunctor {
   typename StreamBatch<Scalar, execution_space>::basis_view wUn;  // B x d x r: new U
   // tiled work (allocated only for that kernel): [G^T | H] and [A; B] in the
   // scalar type, zero-padded to whole tiles; the packed chunk of rows of
-  // [U0 | X~] (dc x ldq) lives in team scratch, the packed panel of MR rows
-  // ((r + k + 1) x MR) and its MR x ldw results in thread scratch.
+  // [U0 | X~] (dc x ldq) lives in team scratch; materialize's packed rows
+  // (materialize_chunk_panels panels of MR rows, each (r + k + 1) x MR) and
+  // the MR x ldw results of one panel in thread scratch.
   view_t<Scalar***> wC;   // B x round_up(k+1, MR) x ldq
   view_t<Scalar***> wW;   // B x (r + k + 1) x ldw
   int ldq = 0, ldw = 0, dc = 0;
