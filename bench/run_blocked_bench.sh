@@ -1,4 +1,9 @@
 #!/bin/bash
+# The mosaic_bench runs behind docs/PERFORMANCE.md's "Blocked update" tables
+# (sequential vs blocked update, float, 8 streams, 2 OpenMP threads). Build
+# first: cmake --preset openmp && cmake --build --preset openmp --target mosaic_bench
+# Prints the commit and uptime around every run; takes about 20 minutes.
+set -e
 cd "$(dirname "$0")/.."
 B=build/openmp/bench/mosaic_bench
 export OMP_NUM_THREADS=2 OMP_PROC_BIND=spread OMP_PLACES=threads
