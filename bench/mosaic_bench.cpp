@@ -351,7 +351,7 @@ int main(int argc, char** argv) {
     std::printf("# mosaic_bench: Kokkos %d, execution space %s, concurrency %d, float, %d streams\n",
                 KOKKOS_VERSION, Exec::name(), Exec().concurrency(), o.streams);
     const double bw = copy_bandwidth_gbs();
-    const int gemm_n = 1104;  // a multiple of tile::MR and of 8 (whole tiles); 1008 (a 4032-byte row) ran 30% slower (cache-set conflicts)
+    const int gemm_n = 1104;  // a multiple of tile::MR and of 8 (whole tiles); 1008 (a 4032-byte row) was markedly slower (cache-set conflicts)
     const double gf = sgemm_gflops(gemm_n);
     std::printf("# roofline: copy bandwidth %.2f GB/s (Kokkos parallel_for a[i]=b[i], 2 x 256 MiB, read+write)\n", bw);
     std::printf("# roofline: sgemm %.2f GFLOP/s (n=%d, the tiled micro-kernel of the blocked update, packed, no vendor BLAS)\n", gf, gemm_n);

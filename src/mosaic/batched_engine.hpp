@@ -642,9 +642,8 @@ class MosaicEngine {
     f.ldw = tile::round_up(r, tile::NR_TAIL<Scalar>);
     // Rows per packed chunk of [U0 | X~]: about 256 KiB, so that the chunk
     // stays in a 1 MiB L2 cache while every output tile streams over it, and
-    // each sample is read in long unit-stride runs (96 and 256 KiB measured
-    // on the development machine: 256 KiB about 3% faster at d = 8192,
-    // r = 64, k = 64).
+    // each sample is read in long unit-stride runs (of 96 and 256 KiB tried
+    // on the development machine, 256 KiB was slightly faster).
     f.dc = std::max(tile::MR, std::min(d, int((256 * 1024) / (sizeof(Scalar) * f.ldq))));
     f.wC = W("mosaic::block_C", B, tile::round_up(K, tile::MR), f.ldq);
     f.wW = W("mosaic::block_W", B, r + K, f.ldw);

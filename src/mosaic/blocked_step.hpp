@@ -120,7 +120,6 @@ struct BlockFunctor {
   // the block's samples, B x n x d
   Kokkos::View<const Scalar***, memory_space> Xb;
   int n = 0, kcap = 0;
-  // work
   // kokkos_batched work (allocated only for that kernel)
   view_t<Scalar***> wX;   // B x d x (k+1): X~
   view_t<Scalar***> wG;   // B x (k+1) x r: G^T
@@ -212,7 +211,7 @@ struct BlockFunctor {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, j1, r), [&](const int c) {
         double* ac = A + c * ld;
         const double* p0 = A + j0 * ld;
-        if (nj == CP) {
+        if (nj == CP) {  // a fixed trip count, unrolled (a single loop to nj was clearly slower)
           double l[CP];
           for (int j = 0; j < CP; ++j) l[j] = p0[j * ld + c];
           for (int i = c; i < r; ++i) {

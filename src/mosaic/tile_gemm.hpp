@@ -9,15 +9,16 @@
 //
 // Why these shapes: MR x NR accumulators must fit the vector register file
 // with room for one row of Q / W and a broadcast. With AVX-512 (32 vector
-// registers) MR = 6 rows of NR = 256 bytes (24 zmm accumulators) ran both
-// products at about 89 GFLOP/s per core in float on the development machine
-// (AMD EPYC, g++ 12 -O3 -march=native), against 72-77 for 128-byte rows and
-// about 35 for the previous row-wise axpy form (docs/PERFORMANCE.md); with
-// 16 registers (AVX2) the rows are 64 bytes, otherwise 128 bytes (SSE2, where
-// the compiler splits the tile). A remainder narrower than NR columns runs as
-// one NR / 2 tile and NR_TAIL = 32-byte tiles over zero-padded columns (with
-// 32-byte tiles only, k = 32 and 96 at r = 64 ran at about half the rate of
-// k = 64 and 128).
+// registers) MR = 6 rows of NR = 256 bytes (24 zmm accumulators) was the
+// fastest of the shapes tried on the development machine (AMD EPYC, g++ 12
+// -O3 -march=native; 6 and 12 rows of 128 bytes, 4 rows of 256 bytes were
+// slower in a standalone test). The committed measurement of this kernel is
+// mosaic_bench's sgemm reference (docs/PERFORMANCE.md). With 16 registers
+// (AVX2) the rows are 64 bytes, otherwise 128 bytes (SSE2, where the compiler
+// splits the tile). A remainder narrower than NR columns runs as one NR / 2
+// tile and NR_TAIL = 32-byte tiles over zero-padded columns (with 32-byte
+// tiles only, k = 32 and 96 at r = 64 ran markedly slower than k = 64:
+// results/cpu/blocked_bench_28a4182_run*.txt).
 #pragma once
 
 #include <Kokkos_Core.hpp>
