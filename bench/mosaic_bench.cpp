@@ -5,7 +5,11 @@
 //   mosaic_bench [--d 2048,4096,8192] [--r 32,64,128] [--streams 8]
 //                [--steps N] [--seconds T] [--ref-steps N]
 //                [--block-size 0,32,64,96,128] [--gemm auto|kokkos_batched|tiled]
-//                [--solve dense|maintained]
+//                [--solve dense|maintained] [--reorth auto|K]
+//
+// --reorth: algorithm.reorthonormalize_every of the blocked runs (default
+// auto, the mini-app's default: a Cholesky-QR at every block end in float;
+// 0 = never, K = every K steps). The sequential runs never re-orthonormalize.
 //
 // --block-size: the blocked update (ALGORITHM.md section 6) is run for every
 // k > 1 of the list, in the same run as the sequential kernel (always run),
@@ -68,6 +72,7 @@ struct Options {
   std::vector<int> block = {};  // k > 1 values of the blocked runs
   mosaic::BlockGemm gemm = mosaic::BlockGemm::automatic;
   mosaic::PrecisionSolve solve = mosaic::PrecisionSolve::dense;
+  int reorth = mosaic::kAuto;  // reorthonormalize_every of the blocked runs
 };
 
 Options parse(int argc, char** argv) {
@@ -104,11 +109,14 @@ Options parse(int argc, char** argv) {
         std::fprintf(stderr, "mosaic_bench: --solve dense|maintained, got %s\n", g.c_str());
         std::exit(2);
       }
+    } else if (!std::strcmp(argv[k], "--reorth")) {
+      const std::string g = next("--reorth");
+      o.reorth = g == "auto" ? mosaic::kAuto : std::stoi(g);
     }
     else if (!std::strcmp(argv[k], "--help") || !std::strcmp(argv[k], "-h")) {
       std::printf("usage: mosaic_bench [--d list] [--r list] [--streams B] [--steps N] "
                   "[--seconds T] [--ref-steps N] [--block-size list] [--gemm auto|kokkos_batched|tiled] "
-                  "[--solve dense|maintained]  (plus Kokkos flags)\n");
+                  "[--solve dense|maintained] [--reorth auto|K]  (plus Kokkos flags)\n");
       std::exit(0);
     } else if (std::strncmp(argv[k], "--kokkos", 8) != 0) {
       std::fprintf(stderr, "mosaic_bench: unknown option %s\n", argv[k]);
@@ -305,6 +313,7 @@ BlockRow bench_block(const Options& o, int d, int r, int k) {
   mosaic::MosaicParams p;
   p.block_size = k;
   p.precision_solve = o.solve;
+  p.reorthonormalize_every = o.reorth;
   mosaic::SyntheticDriftSource<float, Exec> src(spec, ids);
   mosaic::StreamBatch<float, Exec> sb(B, d, r, ids);
   mosaic::MosaicEngine<float, Exec> eng(p, B, d, r);
@@ -388,8 +397,10 @@ int main(int argc, char** argv) {
         }
       }
     if (!blocked_rows.empty()) {
-      std::printf("\n# blocked update (ALGORITHM.md section 6), gemm %s, precision_solve %s; model d(4r + k + 2r^2/k) flops/sample\n",
-                  mosaic::to_string(o.gemm), mosaic::to_string(o.solve));
+      std::printf("\n# blocked update (ALGORITHM.md section 6), gemm %s, precision_solve %s, reorthonormalize_every %s; "
+                  "model d(4r + k + 2r^2/k) flops/sample\n",
+                  mosaic::to_string(o.gemm), mosaic::to_string(o.solve),
+                  o.reorth == mosaic::kAuto ? "auto" : std::to_string(o.reorth).c_str());
       std::printf("| d | r | sequential samples/s | k | blocked steps | blocked samples/s | speedup | GFLOP/s (model) | %% of sgemm | clamped | broken | |\n");
       std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       for (const auto& l : blocked_rows) std::printf("%s\n", l.c_str());

@@ -87,8 +87,16 @@ std::size_t estimate_rank_bytes(const mosaic::RunConfig& c, int streams) {
   const std::size_t truth = c.source.type == "npy" ? 3 * std::size_t(c.source.chunk_rows) * d * scalar
                                                    : (2 * d * rs + 2 * d + rs) * 8;
   const std::size_t n0 = c.algorithm.init == mosaic::InitMode::data ? c.algorithm.resolved_init_samples(c.problem.rank) : 0;
-  const std::size_t samples = (d + n0 * d) * scalar;
-  return std::size_t(streams) * (2 * state + truth + samples);
+  // The block of samples (synthetic source) and the blocked update's work
+  // arrays (blocked_step.hpp: double coefficients, G, H, r x r matrices; the
+  // scalar [U0 | D]^T [U0 | D] and [A; B] tiles).
+  const std::size_t k = std::size_t(c.algorithm.block_size == mosaic::kAuto
+                                        ? mosaic::auto_block_size<Kokkos::DefaultExecutionSpace>(int(d), int(r))
+                                        : std::max(1, c.algorithm.block_size));
+  const std::size_t samples = (k + n0) * d * scalar;
+  const std::size_t blocked =
+      k > 1 ? 8 * (4 * k * r + k * k + 8 * r * r) + scalar * ((r + k + 8) * (r + k + 8) + (r + k) * (r + 8)) : 0;
+  return std::size_t(streams) * (2 * state + truth + samples + blocked);
 }
 
 int streams_on_rank0(const mosaic::RunConfig& c, int nranks) {
@@ -106,13 +114,17 @@ void print_summary(const nlohmann::json& run) {
               run["resolved_deck"]["problem"]["rank"].get<int>(), run["dtype"].get<std::string>().c_str(),
               dec["ranks"].get<int>(), dec["total_streams"].get<long long>(),
               dec["mode"].get<std::string>().c_str(), run["steps"]["timed"].get<long long>());
+  const auto& kern = run["kernel"];
+  std::printf("  kernel              %s, block_size %d (%s), re-orthonormalize %s\n",
+              kern["update"].get<std::string>().c_str(), kern["block_size"].get<int>(),
+              kern["block_size_from"].get<std::string>().c_str(), kern["reorthonormalize"].get<std::string>().c_str());
   for (const auto& [name, t] : run["timers"].items())
     std::printf("  time %-12s max %10.4f s  min %10.4f s\n", name.c_str(), t["max_s"].get<double>(),
                 t["min_s"].get<double>());
   std::printf("  end-to-end          %.4g samples/s\n", thr["end_to_end_samples_per_second"].get<double>());
-  std::printf("  orthonormality err  %.3e   min eig(S) %.3e   clamped steps %lld\n",
+  std::printf("  orthonormality err  %.3e   min eig(S) %.3e   clamped steps %lld   unresolved residuals %lld\n",
               fin["orthonormality_error_max"].get<double>(), fin["s_min_eig_min"].get<double>(),
-              fin["clamped_steps"].get<long long>());
+              fin["clamped_steps"].get<long long>(), fin["unresolved_residual_steps"].get<long long>());
   if (fin.contains("accuracy"))
     std::printf("  projector distance to truth (max) %.3e   noise rel. error (max) %.3e\n",
                 fin["accuracy"]["projector_distance_max"].get<double>(),
@@ -378,6 +390,10 @@ int main(int argc, char** argv) {
       else
         std::printf("[mosaic] result written to %s\n", result_path.c_str());
     }
+  } catch (const mosaic::RunInputError& e) {
+    // The same input error on every rank (e.g. a rank-deficient start): exit 2.
+    if (root) std::fprintf(stderr, "mosaic_miniapp: error: %s\n", e.what());
+    rc = 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mosaic_miniapp: rank %d: error: %s\n", rank, e.what());
     std::fflush(stderr);

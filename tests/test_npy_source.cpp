@@ -75,7 +75,7 @@ StreamBatch<Scalar, Exec> run_engine(Source& source, const std::vector<std::uint
   MosaicEngine<Scalar, Exec> engine(p, B, d, r);
   const int n0 = p.resolved_init_samples(r);
   Kokkos::View<Scalar***, Mem> X0("X0", B, n0, d);
-  source.generate_block(0, n0, X0);
+  source.read_init(n0, X0);
   engine.init_data(batch, X0);
   Kokkos::View<Scalar**, Mem> X("X", B, d);
   for (std::int64_t k = 0; k < steps; ++k) {
@@ -132,7 +132,7 @@ void check_equivalence(int chunk_rows, double gpu_tol) {
   for (int s = 0; s < int(ids.size()); ++s)
     expect_same_state(a.to_host(s), b.to_host(s), kHostBackend ? 0.0 : gpu_tol,
                       "stream " + std::to_string(ids[s]) + ", chunk_rows " + std::to_string(chunk_rows));
-  const NpyIoStats io = npy.io_stats();
+  const SourceIoStats io = npy.io_stats();
   EXPECT_EQ(io.bytes_read, std::uint64_t(rows) * ids.size() * spec.d * sizeof(double));
   EXPECT_EQ(io.chunks, (steps + chunk_rows - 1) / chunk_rows);
   EXPECT_EQ(io.chunk_rows, chunk_rows);
@@ -167,7 +167,7 @@ TEST(NpySource, RowsAcrossChunkBoundaries) {
   }
   NpyStreamSource<double, Exec> src(paths, {10, 11}, d, 10, 101);
   Kokkos::View<double***, Mem> X0("X0", 2, 3, d);
-  src.generate_block(0, 3, X0);
+  src.read_init(3, X0);
   auto h0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), X0);
   EXPECT_EQ(h0(1, 2, 4), value(1, 2, 4));
   Kokkos::View<double**, Mem> X("X", 2, d);
@@ -229,9 +229,9 @@ TEST(NpySource, NonFiniteRowFreezesOnlyItsStreamAndReportsTheRow) {
   expect_same_state(a.to_host(2), b.to_host(2), kHostBackend ? 0.0 : 1e-12, "stream 2");
   EXPECT_EQ(b.to_host(1).steps, bad_step);  // frozen before the bad step
 
-  const NpyIoStats io = npy.io_stats();
+  const SourceIoStats io = npy.io_stats();
   ASSERT_EQ(io.data_errors.size(), 1u);
-  const NpyDataError& e = io.data_errors[0];
+  const SourceDataError& e = io.data_errors[0];
   EXPECT_EQ(e.stream_id, 1u);
   EXPECT_EQ(e.row, n0 + bad_step);
   EXPECT_EQ(e.path, paths[1]);
@@ -249,7 +249,7 @@ TEST(NpySource, NonFiniteInitRowThrowsNamingTheFile) {
   NpyStreamSource<double, Exec> src({path}, {0}, d, 8);
   Kokkos::View<double***, Mem> X0("X0", 1, 5, d);
   try {
-    src.generate_block(0, 5, X0);
+    src.read_init(5, X0);
     FAIL() << "no error";
   } catch (const NpyError& e) {
     const std::string m = e.what();
@@ -308,7 +308,7 @@ TEST(NpySourceMemory, PeakRssStaysWithinAFewChunksForAFile40xTheChunk) {
   const long rss_before = current_rss_bytes();
   const long peak_before = peak_rss_bytes();
   long rss_max = rss_before;
-  NpyIoStats io;
+  SourceIoStats io;
   {
     NpyStreamSource<double, Exec> src({path}, {0}, d, int(chunk_rows));
     for (std::int64_t t = 0; t < rows; ++t) {

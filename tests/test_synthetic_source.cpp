@@ -112,12 +112,12 @@ TEST(SyntheticSource, AccuracyOfTruthStateIsZero) {
     st.mu = t.mean;
     sb.from_host(b, st);
   }
-  const TruthAccuracy acc = src.accuracy(sb, step);
+  const TruthAccuracy acc = src.truth_accuracy(sb, step);
   EXPECT_LT(acc.projector_distance_max, 1e-13);
   EXPECT_LT(acc.noise_rel_error_max, 1e-13);
   EXPECT_LT(acc.spectrum_rel_error_max, 1e-13);
   // The same states judged at another time: the drift moved the truth.
-  const TruthAccuracy later = src.accuracy(sb, step + 100);
+  const TruthAccuracy later = src.truth_accuracy(sb, step + 100);
   EXPECT_GT(later.projector_distance_max, 0.1);
 }
 
@@ -137,7 +137,7 @@ TEST(SyntheticSource, EngineTracksTheTruth) {
   StreamBatch<double> sb(B, spec.d, spec.r, ids);
   MosaicEngine<double> eng(p, B, spec.d, spec.r);
   eng.init_random(sb, 3);
-  const TruthAccuracy at_start = src.accuracy(sb, 0);
+  const TruthAccuracy at_start = src.truth_accuracy(sb, 0);
   Kokkos::View<double***> X0("X0", B, n0, spec.d);
   src.generate_block(0, n0, X0);
   eng.init_data(sb, X0);
@@ -147,7 +147,7 @@ TEST(SyntheticSource, EngineTracksTheTruth) {
     src.generate(t, X);
     eng.step(sb, X);
   }
-  const TruthAccuracy acc = src.accuracy(sb, t - 1);
+  const TruthAccuracy acc = src.truth_accuracy(sb, t - 1);
   EXPECT_GT(at_start.projector_distance_mean, 0.5);
   EXPECT_LT(acc.projector_distance_max, 0.1);
   EXPECT_LT(acc.noise_rel_error_max, 0.3);

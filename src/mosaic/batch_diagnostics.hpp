@@ -44,6 +44,9 @@ struct BatchDiagnostics {
   double s2_min = 0;
   std::int64_t nonfinite_count = 0;  // non-finite entries of mu, U, S, s2, all streams
   std::int64_t clamped_steps = 0;    // total over the streams
+  // Blocked steps whose residual rho^2 was not resolved (below 64 eps ||y||^2,
+  // ALGORITHM.md section 6), total over the streams.
+  std::int64_t unresolved_residual_steps = 0;
   std::int64_t breakdown_streams = 0;
   // precision_solve: maintained: the largest relative drift of the
   // maintained Cholesky factor corrected by a refactorization, and the count
@@ -197,6 +200,7 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb) {
   auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.status);
   auto bstep = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.breakdown_step);
   auto clamped = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.clamped_steps);
+  auto unresolved = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.unresolved_residual_steps);
   auto drift = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.solve_drift);
   auto refactors = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.refactors);
 
@@ -227,6 +231,7 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb) {
       diag.s_condition_max = std::max(diag.s_condition_max, lo > 0 ? hi / lo : inf);
     }
     diag.clamped_steps += clamped(b);
+    diag.unresolved_residual_steps += unresolved(b);
     if (!(drift(b) <= diag.maintained_solve_drift_max)) diag.maintained_solve_drift_max = drift(b);
     diag.maintained_refactorizations += refactors(b);
     if (status(b) != 0) {

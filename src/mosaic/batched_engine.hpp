@@ -102,10 +102,11 @@ struct StepFunctor {
   typename StreamBatch<Scalar, ExecSpace>::basis_view U;
   view_t<Scalar***> S;
   Kokkos::View<Scalar*, memory_space> s2;
-  Kokkos::View<std::int64_t*, memory_space> steps, clamped_steps, breakdown_step, reorths;
+  Kokkos::View<std::int64_t*, memory_space> steps, clamped_steps, breakdown_step, reorths,
+      unresolved_residual_steps;
   Kokkos::View<int*, memory_space> status;
-  // sample
-  Kokkos::View<const Scalar**, memory_space> X;
+  // sample (a row of a staged block: any strides)
+  Kokkos::View<const Scalar**, Kokkos::LayoutStride, memory_space> X;
   // work
   view_t<Scalar**> wy, we;    // B x d
   view_t<Scalar***> wzp;       // B x NC x r
@@ -433,14 +434,31 @@ struct StepFunctor {
 
 }  // namespace detail
 
+// MosaicEngine::init_data failed for the stream at index `stream` of the
+// batch (the reference's message: a rank-deficient start, non-finite samples).
+struct StreamInitError : std::invalid_argument {
+  int stream;
+  StreamInitError(int b, const std::string& what) : std::invalid_argument(what), stream(b) {}
+};
+
+// algorithm.block_size: auto. The samples per block of the blocked update
+// for a backend: measured on the host (docs/PERFORMANCE.md, "block_size:
+// auto"); on devices the same k, not yet measured on a GPU.
+template <class ExecSpace>
+int auto_block_size(int d, int r) {
+  (void)d;
+  (void)r;
+  return 64;
+}
+
 template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
 class MosaicEngine {
  public:
   using execution_space = ExecSpace;
   using memory_space = typename ExecSpace::memory_space;
   using batch_type = StreamBatch<Scalar, ExecSpace>;
-  using sample_view = Kokkos::View<Scalar**, memory_space>;        // B x d
-  using block_view = Kokkos::View<Scalar***, memory_space>;        // B x n x d
+  using sample_view = Kokkos::View<const Scalar**, Kokkos::LayoutStride, memory_space>;  // B x d
+  using block_view = Kokkos::View<const Scalar***, Kokkos::LayoutStride, memory_space>;  // B x n x d
   using functor_type = detail::StepFunctor<Scalar, ExecSpace>;
   using block_functor_type = detail::BlockFunctor<functor_type>;
 
@@ -461,7 +479,17 @@ class MosaicEngine {
     f_.exact = params.covariance_update == CovarianceUpdate::exact;
     f_.precision = params.subspace_direction == SubspaceDirection::precision;
     f_.gamma_zero = params.gamma == 0.0;
-    f_.reorth_every = params.reorthonormalize_every;
+    // block_size: auto (the deck default) follows auto_block_size; 0 and 1
+    // select the sequential kernel.
+    block_size_ = params.block_size == kAuto ? auto_block_size<ExecSpace>(d, r) : std::max(1, params.block_size);
+    // reorthonormalize_every: auto = a Cholesky-QR at every block end for
+    // float blocked runs (ALGORITHM.md section 6: G and H are float GEMMs,
+    // so U0 A + D B drifts from orthonormality by ~eps_float per block), never
+    // otherwise. An explicit K keeps its sequential meaning: after every
+    // step whose count is a multiple of K (blocks end there: block_length).
+    const bool is_float = sizeof(Scalar) < sizeof(double);
+    f_.reorth_every = params.reorthonormalize_every == kAuto ? 0 : params.reorthonormalize_every;
+    blk_.reorth_at_block_end = params.reorthonormalize_every == kAuto && is_float && block_size_ > 1;
     f_.wy = decltype(f_.wy)("mosaic::work_y", batch, d);
     f_.we = decltype(f_.we)("mosaic::work_e", batch, d);
     f_.wzp = decltype(f_.wzp)("mosaic::work_zpart", batch, f_.nc, r);
@@ -480,7 +508,7 @@ class MosaicEngine {
       team_size_ = int(std::max<long long>(
           1, std::min<long long>(conc / batch, (long long)d * r / basis_entries_per_thread)));
     maintained_ = params.precision_solve == PrecisionSolve::maintained;
-    if (params.block_size > 1 || maintained_) allocate_block(std::max(1, params.block_size));
+    if (block_size_ > 1 || maintained_) allocate_block(block_size_);
     set_block_gemm(BlockGemm::automatic);
   }
 
@@ -498,6 +526,36 @@ class MosaicEngine {
   // sequential kernel only).
   int block_capacity() const { return kcap_; }
 
+  // The resolved algorithm.block_size: k > 1 = the blocked kernel (advance()
+  // runs step_block), 1 = the sequential kernel.
+  int block_size() const { return block_size_; }
+  bool blocked() const { return block_size_ > 1; }
+  // The resolved re-orthonormalization: every K steps (K > 0), at every
+  // block end, or never (K == 0 and not at block ends).
+  int reorthonormalize_every() const { return f_.reorth_every; }
+  bool reorthonormalize_at_block_end() const { return blk_.reorth_at_block_end; }
+
+  // The longest block advance() may take next when `steps_done` steps (the
+  // streams' step count, warm-up included) are done: block_size(), cut at
+  // the next multiple of an explicit reorthonormalize_every so that the
+  // Cholesky-QR falls on the same steps as in the sequential kernel.
+  int block_length(std::int64_t steps_done) const {
+    std::int64_t n = block_size_;
+    if (blocked() && f_.reorth_every > 0) n = std::min<std::int64_t>(n, f_.reorth_every - steps_done % f_.reorth_every);
+    return int(n);
+  }
+
+  // Advances every healthy stream by the n = Xb.extent(1) samples of Xb
+  // (B x n x d) with the engine's kernel: step_block (n <= block_size())
+  // when blocked, n sequential steps otherwise.
+  void advance(batch_type& sb, block_view Xb) const {
+    if (blocked()) {
+      step_block(sb, Xb);
+      return;
+    }
+    for (int j = 0; j < int(Xb.extent(1)); ++j) step(sb, Kokkos::subview(Xb, Kokkos::ALL(), j, Kokkos::ALL()));
+  }
+
   // GEMM kernel of the blocked update (blocked_step.hpp); automatic =
   // tiled on host spaces, KokkosBatched::TeamGemm on devices. Allocates the
   // chosen kernel's work arrays (and frees the other's).
@@ -507,10 +565,13 @@ class MosaicEngine {
     if (kcap_ > 0) allocate_block_gemm();
   }
   BlockGemm block_gemm() const { return gemm_; }
+  // The kernel automatic stands for on this backend.
+  BlockGemm block_gemm_resolved() const { return blk_.use_kb ? BlockGemm::kokkos_batched : BlockGemm::tiled; }
   bool block_uses_kokkos_batched() const { return blk_.use_kb; }
 
   // init: data from the first n0 samples of every stream (X: B x n0 x d).
-  // One-time setup, done on the host by the reference and copied in.
+  // One-time setup, done on the host by the reference and copied in; throws
+  // StreamInitError naming the batch index of a stream that cannot start.
   void init_data(batch_type& sb, Kokkos::View<const Scalar***, memory_space> X) const {
     check_batch(sb);
     const int n0 = int(X.extent(1));
@@ -522,7 +583,11 @@ class MosaicEngine {
     for (int b = 0; b < batch_; ++b) {
       for (int k = 0; k < n0; ++k)
         for (int i = 0; i < d_; ++i) xb[std::size_t(k) * d_ + i] = h(b, k, i);
-      sb.from_host(b, reference_init_data<Scalar>(xb.data(), n0, d_, r_, params_));
+      try {
+        sb.from_host(b, reference_init_data<Scalar>(xb.data(), n0, d_, r_, params_));
+      } catch (const std::invalid_argument& e) {
+        throw StreamInitError(b, e.what());
+      }
     }
   }
 
@@ -534,16 +599,16 @@ class MosaicEngine {
   }
 
   // One MOSAIC step of every healthy stream with its sample X(b, :).
-  void step(batch_type& sb, Kokkos::View<const Scalar**, memory_space> X) const {
+  void step(batch_type& sb, sample_view X) const {
     check_batch(sb);
     if (int(X.extent(0)) != batch_ || int(X.extent(1)) != d_)
       throw std::invalid_argument("MosaicEngine::step: X must be B x d = " +
                                   std::to_string(batch_) + " x " + std::to_string(d_));
     if (maintained_) {
-      // The maintained solve lives in the blocked kernel: a block of one.
-      // X (B x d) and a B x 1 x d view share their memory in either layout.
-      Kokkos::View<const Scalar***, memory_space> X1(X.data(), batch_, 1, d_);
-      step_block(sb, X1);
+      // The maintained solve lives in the blocked kernel: a block of one,
+      // a B x 1 x d view of X's memory.
+      const Kokkos::LayoutStride one(batch_, X.stride(0), 1, X.stride(0), d_, X.stride(1));
+      step_block(sb, block_view(X.data(), one));
       return;
     }
     functor_type f = bind(sb);
@@ -563,7 +628,7 @@ class MosaicEngine {
   // (blocked_step.hpp). The state afterwards is the sequential kernel's after
   // the same n steps (up to rounding), with the same clamp counts and the
   // same breakdown step and code.
-  void step_block(batch_type& sb, Kokkos::View<const Scalar***, memory_space> Xb) const {
+  void step_block(batch_type& sb, block_view Xb) const {
     check_batch(sb);
     const int n = int(Xb.extent(1));
     if (kcap_ < 1)
@@ -598,12 +663,13 @@ class MosaicEngine {
     f.clamped_steps = sb.clamped_steps;
     f.breakdown_step = sb.breakdown_step;
     f.reorths = sb.reorthonormalizations;
+    f.unresolved_residual_steps = sb.unresolved_residual_steps;
     f.status = sb.status;
     return f;
   }
 
   void allocate_block(int k) {
-    const int B = batch_, r = r_, K = k + 1;
+    const int B = batch_, r = r_, K = k;
     kcap_ = k;
     auto& f = blk_;
     f.kcap = k;
@@ -613,15 +679,16 @@ class MosaicEngine {
     f.dH = decltype(f.dH)("mosaic::block_dH", B, K, K);
     f.dA = decltype(f.dA)("mosaic::block_dA", B, r, r);
     f.dB = decltype(f.dB)("mosaic::block_dB", B, K, r);
+    f.dQ = decltype(f.dQ)("mosaic::block_dQ", B, K, r);
     f.dBt = decltype(f.dBt)("mosaic::block_dBt", B, r, K);
     f.dM = decltype(f.dM)("mosaic::block_dM", B, int(detail::bm_count), r, r);
     f.dv = decltype(f.dv)("mosaic::block_dv", B, int(detail::bv_count), std::max(r, K));
-    f.dsc = decltype(f.dsc)("mosaic::block_dsc", B, 2);
+    f.dsc = decltype(f.dsc)("mosaic::block_dsc", B, 3);
   }
 
   // The work arrays of the chosen GEMM kernel of the blocked update.
   void allocate_block_gemm() {
-    const int B = batch_, d = d_, r = r_, K = kcap_ + 1;
+    const int B = batch_, d = d_, r = r_, K = kcap_;
     auto& f = blk_;
     using W = decltype(f.wX);
     f.wX = f.wG = f.wH = f.wAs = f.wBs = f.wC = f.wW = W();
@@ -636,16 +703,18 @@ class MosaicEngine {
                               BasisLayout<ExecSpace>::layout(B, d, r));
       return;
     }
-    // [G^T | H]: round_up(K, MR) rows (P reads zero padding past column r +
-    // K of a packed row), columns to whole tail tiles; [A; B] likewise.
-    f.ldq = tile::round_up(r + tile::round_up(K, tile::MR), tile::NR_TAIL<Scalar>);
+    // The lower triangle of [U0 | D]^T [U0 | D]: rows in MR-row tiles from
+    // row 0 or r (the tiles read zero padding up to MR - 1 columns past
+    // r + K of a packed row), columns to whole tail tiles; [A; B] likewise.
+    const int rows_cap = r + K + tile::MR;
+    f.ldq = tile::round_up(rows_cap, tile::NR_TAIL<Scalar>);
     f.ldw = tile::round_up(r, tile::NR_TAIL<Scalar>);
     // Rows per packed chunk of [U0 | X~]: about 256 KiB, so that the chunk
     // stays in a 1 MiB L2 cache while every output tile streams over it, and
     // each sample is read in long unit-stride runs (of 96 and 256 KiB tried
     // on the development machine, 256 KiB was slightly faster).
     f.dc = std::max(tile::MR, std::min(d, int((256 * 1024) / (sizeof(Scalar) * f.ldq))));
-    f.wC = W("mosaic::block_C", B, tile::round_up(K, tile::MR), f.ldq);
+    f.wC = W("mosaic::block_C", B, rows_cap, f.ldq);
     f.wW = W("mosaic::block_W", B, r + K, f.ldw);
   }
 
@@ -662,7 +731,7 @@ class MosaicEngine {
   int team_size_ = 0;
   functor_type f_;
   block_functor_type blk_;
-  int kcap_ = 0;
+  int kcap_ = 0, block_size_ = 1;
   bool maintained_ = false;
   BlockGemm gemm_ = BlockGemm::automatic;
 };

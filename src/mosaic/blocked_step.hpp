@@ -5,43 +5,60 @@
 //
 // One call advances every healthy stream by the n <= k samples of a block.
 // Per team (stream b), from the state (mu0, U0, S, s2) at the block start:
-//   1-2. With X~ = [mu0, x_1 .. x_n] (read in place or copied, see the GEMM
-//      kernels below): G^T = X~^T U0 ((n+1) x r) and H = X~^T X~
-//      ((n+1) x (n+1)), in the run's scalar type, then widened to double;
-//      and the first non-finite sample, if any: its column and later ones
-//      are never used (the stream freezes at that step, as the sequential
-//      path does).
+//   1-2. With the centred block D = [x_1 - mu0, .., x_n - mu0] (d x n, formed
+//      in the run's scalar type while the samples are packed or copied, see
+//      the GEMM kernels below, exactly as the sequential kernel forms
+//      y = x - mu): G^T = D^T U0 (n x r) and H = D^T D (n x n), in the run's
+//      scalar type, then widened to double; and the first non-finite
+//      sample, if any: its column and later ones are never used (the stream
+//      freezes at that step, as the sequential path does).
 //   3. n sequential steps on the coefficients, all in double whatever the
-//      scalar type (ALGORITHM.md: y_t = X~ c_t, U_t = U0 A + X~ B,
+//      scalar type (ALGORITHM.md section 6: mu_t = mu0 + D m_t,
+//      y_t = D c_t with c_t = delta_t - m_{t-1}, U_t = U0 A + D B,
 //      z = A^T G c + B^T H c, alpha = -A z, beta = c - B z,
 //      rho^2 = alpha.alpha + 2 alpha^T G beta + beta^T H beta), with the
 //      precision solve, trust-radius clamp, covariance update, direction,
 //      rotation (on A and B), transport, s2 and mean (m += eta_mu c) of
 //      section 2, and the same breakdown tests and codes. Only the columns
-//      0..t of X~ are touched at step t, so a later sample can never poison
-//      an earlier step. A negative rho^2 (rounding of the difference form,
-//      e at rounding level) is taken as 0.
-//   4. Block end (or the step before a breakdown): U = U0 A + X~ B (GEMM),
-//      mu = X~ m, S, s2, counters; then Cholesky-QR of U (with S rotated) if
-//      reorthonormalize_every > 0 and the block completed a step whose count
-//      is a multiple of it (at most one pass per block, at the block end).
+//      0..t-1 of D are touched at step t, so a later sample can never poison
+//      an earlier step. The terms of rho^2 are of the size of ||y_t||^2, so
+//      its rounding error is about eps ||y_t||^2 (eps of the scalar type the
+//      GEMMs ran in): a step whose computed rho^2 < 64 eps c^T H c
+//      (= 64 eps ||y_t||^2) has a residual at rounding level and is counted
+//      (StreamBatch::unresolved_residual_steps); a negative rho^2 is taken
+//      as 0.
+//   4. Block end (or the step before a breakdown): U = U0 A + D B (GEMM),
+//      mu = mu0 + D m, S, s2, counters. When the re-orthonormalization
+//      schedule asks for it (at every block end: reorthonormalize_every:
+//      auto in float; or when the block completed a step whose count is a
+//      multiple of reorthonormalize_every: the driver ends blocks there, so
+//      the pass falls on the same steps as in the sequential kernel), the
+//      Cholesky-QR of the new U is done on the coefficients, before U is
+//      formed: the GEMM of step 1-2 then also forms W0 = U0^T U0 (the
+//      measured Gram of the stored U0, not the identity it should be), so
+//      U^T U = [A; B]^T [[W0, G], [G^T, H]] [A; B] = R^T R (Cholesky, in
+//      double), A <- A R^-1, B <- B R^-1, S <- R S R^T, and the one GEMM
+//      U = U0 A + D B writes the re-orthonormalized U: no extra pass over U.
+//      In exact arithmetic this is the sequential kernel's Cholesky-QR
+//      (U^T U = L L^T, U <- U L^-T, S <- L^T S L, with R = L^T).
 // The product U0^T U0 = I is assumed by the rho^2 formula (exact in exact
 // arithmetic); the sequential kernel computes e and rho directly.
 //
 // GEMM kernels (BlockGemm):
 //   tiled (default on host spaces): register-tiled micro-kernels over packed
-//     buffers (tile_gemm.hpp). X~ is never copied whole: its columns are read
-//     in place from mu0 and the block's samples. G^T and H come from one
-//     product [G^T | H] = X~^T [U0 | X~], reduced over d in chunks of rows that
-//     are packed (transposed) into team scratch and stay in the L2 cache; only
-//     the lower triangle of H is formed. U = [U0 X~] [A; B] is formed MR rows
-//     at a time from a packed panel of those rows and written in place (row i
-//     of the new U depends on row i of U0 and of X~ only), together with
-//     mu = X~ m. Samples are checked for non-finite entries after the
-//     product: a sample with one has a non-finite H(t, t), so only samples
-//     whose H(t, t) is not finite are scanned entry by entry.
-//   kokkos_batched (default on devices): X~ is copied into a d x (k+1) array
-//     and KokkosBatched::TeamGemm (Algo::Gemm::Blocked) forms G^T, H and the
+//     buffers (tile_gemm.hpp). D is never stored whole: its columns are
+//     formed from mu0 and the block's samples (read in place) while chunks
+//     are packed. G^T and H come from one product [G^T | H] = D^T [U0 | D],
+//     reduced over d in chunks of rows that are packed (transposed) into
+//     team scratch and stay in the L2 cache; only the lower triangle of H is
+//     formed. U = [U0 D] [A; B] is formed MR rows at a time from a packed
+//     panel of those rows and written in place (row i of the new U depends
+//     on row i of U0 and of D only), together with mu = mu0 + D m. Samples
+//     are checked for non-finite entries after the product: a sample with
+//     one has a non-finite H(t, t), so only samples whose H(t, t) is not
+//     finite are scanned entry by entry.
+//   kokkos_batched (default on devices): D is formed in a d x k array and
+//     KokkosBatched::TeamGemm (Algo::Gemm::Blocked) forms G^T, H and the
 //     new U.
 // Every output entry is summed in increasing i (G, H) or in increasing p
 // then j (U) by both kernels, so results do not depend on the team size,
@@ -73,6 +90,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include <Kokkos_Core.hpp>
 #include <KokkosBatched_Gemm_Decl.hpp>
@@ -86,7 +104,7 @@
 
 namespace mosaic {
 
-// Which kernel forms G, H and U = U0 A + X~ B in the blocked update.
+// Which kernel forms G, H and U = U0 A + D B in the blocked update.
 enum class BlockGemm { automatic, kokkos_batched, tiled };
 inline const char* to_string(BlockGemm g) {
   return g == BlockGemm::automatic ? "auto" : g == BlockGemm::kokkos_batched ? "kokkos_batched" : "tiled";
@@ -99,8 +117,9 @@ enum BlockVec : int {
   bv_c = 0, bv_m, bv_gc, bv_hc, bv_z, bv_w, bv_g, bv_gh, bv_u, bv_alpha, bv_beta, bv_gb, bv_hb,
   bv_av, bv_bv, bv_x, bv_count
 };
-// Indices of the double r x r work matrices of one stream (At = A^T).
-enum BlockMat : int { bm_S = 0, bm_Sp, bm_F, bm_F2, bm_At, bm_count };
+// Indices of the double r x r work matrices of one stream
+// (At = A^T; W0 = U0^T U0, measured when the block ends with a Cholesky-QR.)
+enum BlockMat : int { bm_S = 0, bm_Sp, bm_F, bm_F2, bm_At, bm_W0, bm_count };
 
 template <class Base>
 struct BlockFunctor {
@@ -117,29 +136,35 @@ struct BlockFunctor {
   view_t<double***> Rfac;
   Kokkos::View<std::int64_t*, memory_space> factor_age, refactors;
   Kokkos::View<double*, memory_space> solve_drift;
-  // the block's samples, B x n x d
-  Kokkos::View<const Scalar***, memory_space> Xb;
+  // the block's samples, B x n x d (a block of a staged chunk: any strides)
+  Kokkos::View<const Scalar***, Kokkos::LayoutStride, memory_space> Xb;
   int n = 0, kcap = 0;
   // kokkos_batched work (allocated only for that kernel)
-  view_t<Scalar***> wX;   // B x d x (k+1): X~
-  view_t<Scalar***> wG;   // B x (k+1) x r: G^T
-  view_t<Scalar***> wH;   // B x (k+1) x (k+1)
-  view_t<Scalar***> wAs;  // B x r x r: A in the scalar type
-  view_t<Scalar***> wBs;  // B x (k+1) x r: B in the scalar type
+  view_t<Scalar***> wX;   // B x d x k: D
+  view_t<Scalar***> wG;   // B x k x r: G^T
+  view_t<Scalar***> wH;   // B x k x k
+  view_t<Scalar***> wAs;  // B x r x r: A in the scalar type; U0^T U0 before the steps
+  view_t<Scalar***> wBs;  // B x k x r: B in the scalar type
   typename StreamBatch<Scalar, execution_space>::basis_view wUn;  // B x d x r: new U
   // tiled work (allocated only for that kernel): [G^T | H] and [A; B] in the
   // scalar type, zero-padded to whole tiles; the packed chunk of rows of
-  // [U0 | X~] (dc x ldq) lives in team scratch; materialize's packed rows
-  // (materialize_chunk_panels panels of MR rows, each (r + k + 1) x MR) and
+  // [U0 | D] (dc x ldq) lives in team scratch; materialize's packed rows
+  // (materialize_chunk_panels panels of MR rows, each (r + k) x MR) and
   // the MR x ldw results of one panel in thread scratch.
-  view_t<Scalar***> wC;   // B x round_up(k+1, MR) x ldq
-  view_t<Scalar***> wW;   // B x (r + k + 1) x ldw
+  view_t<Scalar***> wC;   // B x (r + k + MR) x ldq
+  view_t<Scalar***> wW;   // B x (r + k) x ldw
   int ldq = 0, ldw = 0, dc = 0;
-  view_t<double***> dG, dH, dA, dB, dBt;  // double copies / coefficients (dBt: r x (k+1) = B^T)
+  view_t<double***> dG, dH, dA, dB, dBt;  // double copies / coefficients (dBt: r x k = B^T)
+  view_t<double***> dQ;                   // B x k x r: G^T A + H B (the coefficient Cholesky-QR)
   view_t<double****> dM;                  // B x bm_count x r x r
-  view_t<double***> dv;                   // B x bv_count x max(r, k+1)
-  view_t<double**> dsc;                   // B x 2: s2, clamped steps of the block
+  view_t<double***> dv;                   // B x bv_count x max(r, k)
+  view_t<double**> dsc;                   // B x 3: s2, clamped and unresolved-residual steps of the block
   bool maintained = false, use_kb = false;
+  // reorthonormalize_every: auto for float: a Cholesky-QR at every block end
+  // (base.reorth_every is then 0).
+  bool reorth_at_block_end = false;
+  // Unit roundoff of the scalar type of D, G and H (the unresolved-residual test).
+  static constexpr double scalar_eps = double(std::numeric_limits<Scalar>::epsilon());
   int refactor_every = 64;
 
   using scratch_view = Kokkos::View<Scalar*, typename execution_space::scratch_memory_space, Kokkos::MemoryUnmanaged>;
@@ -147,7 +172,7 @@ struct BlockFunctor {
   std::size_t team_scratch_bytes() const { return scratch_view::shmem_size(std::size_t(dc) * ldq); }
   static constexpr int materialize_chunk_panels = 32;  // rows packed at once in materialize: 32 MR
   std::size_t thread_scratch_bytes() const {
-    return scratch_view::shmem_size(std::size_t(base.r + kcap + 1) * materialize_chunk_panels * tile::MR +
+    return scratch_view::shmem_size(std::size_t(base.r + kcap) * materialize_chunk_panels * tile::MR +
                                     std::size_t(tile::MR) * ldw);
   }
 
@@ -331,10 +356,11 @@ struct BlockFunctor {
     return true;
   }
 
-  // One MOSAIC step on the coefficients with column t (1-based) of X~.
-  // Returns 0 or a BreakdownCode; nothing is modified on failure.
-  KOKKOS_INLINE_FUNCTION int coef_step(const member_type& m, int b, int t, bool& clamped) const {
-    const int r = base.r, T = t + 1;
+  // One MOSAIC step on the coefficients with sample t (1-based: column t - 1
+  // of D). Returns 0 or a BreakdownCode; nothing is modified on failure.
+  // `unresolved`: the computed rho^2 is below 64 eps ||y_t||^2 (file comment).
+  KOKKOS_INLINE_FUNCTION int coef_step(const member_type& m, int b, int t, bool& clamped, bool& unresolved) const {
+    const int r = base.r, T = t;
     auto V = [&](int k) { return Kokkos::subview(dv, b, k, Kokkos::ALL()); };
     const auto c = V(bv_c), mv = V(bv_m), gc = V(bv_gc), hc = V(bv_hc), z = V(bv_z), w = V(bv_w),
                g = V(bv_g), gh = V(bv_gh), u = V(bv_u), alpha = V(bv_alpha), beta = V(bv_beta),
@@ -345,7 +371,7 @@ struct BlockFunctor {
     auto F2 = Kokkos::subview(dM, b, int(bm_F2), Kokkos::ALL(), Kokkos::ALL());
     const double eta_S = double(base.eta_S), max_step = double(base.max_step);
 
-    // y_t = X~ c, c = e_t - m; z = A^T (G c) + B^T (H c) (rows of G^T, H, A, B).
+    // y_t = D c, c = delta_t - m; z = A^T (G c) + B^T (H c) (rows of G^T, H, A, B).
     const int K = dH.extent_int(2);
     double* const dGp = &dG(b, 0, 0);
     double* const dHp = &dH(b, 0, 0);
@@ -353,13 +379,13 @@ struct BlockFunctor {
     double* const dAtp = &dM(b, bm_At, 0, 0);
     double* const dBp = &dB(b, 0, 0);
     double* const dBtp = &dBt(b, 0, 0);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) { c(j) = (j == t ? 1.0 : 0.0) - mv(j); });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) { c(j) = (j == t - 1 ? 1.0 : 0.0) - mv(j); });
     m.team_barrier();
     rows_times(m, r, T, dGp, r, &c(0), &gc(0), false);
     rows_times(m, T, T, dHp, K, &c(0), &hc(0), false);
     rows_times(m, r, r, dAp, r, &gc(0), &z(0), false);
     rows_times(m, r, T, dBp, r, &hc(0), &z(0), true);
-    // e = U0 alpha + X~ beta: alpha = -A z (rows of At), beta = c - B z (rows of Bt).
+    // e = U0 alpha + D beta: alpha = -A z (rows of At), beta = c - B z (rows of Bt).
     rows_times(m, r, r, dAtp, r, &z(0), &alpha(0), false);
     rows_times(m, T, r, dBtp, K, &z(0), &beta(0), false);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int p) { alpha(p) = -alpha(p); });
@@ -367,13 +393,17 @@ struct BlockFunctor {
     m.team_barrier();
     rows_times(m, r, T, dGp, r, &beta(0), &gb(0), false);
     rows_times(m, T, T, dHp, K, &beta(0), &hb(0), false);
-    double aa = 0, agb = 0, bhb = 0;
+    double aa = 0, agb = 0, bhb = 0, yy = 0;
     for (int a = 0; a < r; ++a) {
       aa += alpha(a) * alpha(a);
       agb += alpha(a) * gb(a);
     }
-    for (int j = 0; j < T; ++j) bhb += beta(j) * hb(j);
+    for (int j = 0; j < T; ++j) {
+      bhb += beta(j) * hb(j);
+      yy += c(j) * hc(j);  // ||y_t||^2 = c^T H c
+    }
     double rho2 = aa + 2.0 * agb + bhb;
+    unresolved = rho2 < 64.0 * scalar_eps * yy;
     if (rho2 < 0.0) rho2 = 0.0;
     const double rho = kmath::sqrt(rho2);
     const double s2_old = dsc(b, 0);
@@ -526,16 +556,16 @@ struct BlockFunctor {
   // ---------------------------------------------------------------- GEMMs
   using Basis = typename Base::Basis;
 
-  // kokkos_batched: X~ into wX; returns the first non-finite sample (n if none).
+  // kokkos_batched: D into wX; returns the first non-finite sample (n if none).
   KOKKOS_INLINE_FUNCTION int copy_x(const member_type& m, int b) const {
     int first_bad = n;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(m, base.d),
         [&](const int i, int& fb) {
-          wX(b, i, 0) = base.mu(b, i);
+          const Scalar mu0 = base.mu(b, i);
           for (int t = 0; t < n; ++t) {
             const Scalar x = Xb(b, t, i);
-            wX(b, i, t + 1) = x;
+            wX(b, i, t) = x - mu0;
             if (!kmath::isfinite(x) && t < fb) fb = t;
           }
         },
@@ -544,9 +574,10 @@ struct BlockFunctor {
     return first_bad < n ? first_bad : n;
   }
 
-  // kokkos_batched: G^T = X~^T U0 (K x r) and H = X~^T X~ (K x K) over the
+  // kokkos_batched: G^T = D^T U0 (K x r) and H = D^T D (K x K) over the
   // first K columns, into dG / dH.
-  KOKKOS_INLINE_FUNCTION void form_gh_kb(const member_type& m, int b, int K) const {
+  // With `with_w0`, also U0^T U0 into dM(bm_W0).
+  KOKKOS_INLINE_FUNCTION void form_gh_kb(const member_type& m, int b, int K, bool with_w0) const {
     using namespace KokkosBatched;
     auto Xv = Kokkos::subview(wX, b, Kokkos::ALL(), Kokkos::make_pair(0, K));
     auto U0 = Kokkos::subview(base.U, b, Kokkos::ALL(), Kokkos::ALL());
@@ -556,8 +587,15 @@ struct BlockFunctor {
                                                                                              Scalar(0), Gv);
     TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(m, Scalar(1), Xv, Xv,
                                                                                              Scalar(0), Hv);
+    if (with_w0) {
+      auto W0 = Kokkos::subview(wAs, b, Kokkos::ALL(), Kokkos::ALL());
+      TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(m, Scalar(1), U0, U0,
+                                                                                               Scalar(0), W0);
+    }
     m.team_barrier();
     const int r = base.r;
+    if (with_w0)
+      for_each_entry(m, r, r, [&](const int a, const int c) { dM(b, bm_W0, a, c) = double(wAs(b, a, c)); });
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, K), [&](const int j) {
       for (int a = 0; a < r; ++a) dG(b, j, a) = double(wG(b, j, a));
       for (int l = 0; l < K; ++l) dH(b, j, l) = double(wH(b, j, l));
@@ -565,50 +603,54 @@ struct BlockFunctor {
     m.team_barrier();
   }
 
-  // tiled: [G^T | H] = X~^T [U0 | X~] over all n + 1 columns (a column after
-  // a non-finite sample only spoils its own entries, which are not used),
-  // into dG / dH (lower triangle of H, mirrored). Returns the first
-  // non-finite sample (n if none): a sample with a non-finite entry has a
-  // non-finite H(t, t) = sum_i x_i^2, so only such samples (or ones whose sum
-  // of squares overflowed) are scanned entry by entry.
-  KOKKOS_INLINE_FUNCTION int form_gh_tiled(const member_type& m, int b) const {
-    const int d = base.d, r = base.r, K = n + 1, kp = tile::round_up(K, tile::MR);
+  // tiled: the lower triangle of [U0 | D]^T [U0 | D] over all n columns of
+  // D, rows p of the product in C (p < r: U0's column p, from `with_w0`
+  // only; p >= r: D's column p - r), into dG / dH (H mirrored) and, with
+  // `with_w0`, dM(bm_W0) = U0^T U0. A column of a non-finite sample only
+  // spoils its own entries and later ones, which are not used. Returns the
+  // first non-finite sample (n if none): a sample with a non-finite entry
+  // has a non-finite H(t, t) = sum_i (x_i - mu0_i)^2, so only such samples
+  // (or ones whose sum of squares overflowed) are scanned entry by entry.
+  KOKKOS_INLINE_FUNCTION int form_gh_tiled(const member_type& m, int b, bool with_w0) const {
+    const int d = base.d, r = base.r, K = n;
+    const int p_begin = with_w0 ? 0 : r;
+    const int nrow_tiles = (r + K - p_begin + tile::MR - 1) / tile::MR;
     const int ncols = tile::round_up(r + K, tile::NR_TAIL<Scalar>);
     const Basis Ub{&base.U(b, 0, 0), d, r};
     Scalar* const C = &wC(b, 0, 0);
     scratch_view Q(m.team_scratch(1), std::size_t(dc) * ldq);
     Scalar* const Qp = &Q(0);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, kp * ldq), [&](const int e) { C[e] = Scalar(0); });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nrow_tiles * tile::MR * ldq),
+                         [&](const int e) { C[std::size_t(p_begin) * ldq + e] = Scalar(0); });
     // Zero the packed chunk's padding columns once (never written below).
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, dc), [&](const int i) {
       for (int c = r + K; c < ldq; ++c) Qp[std::size_t(i) * ldq + c] = Scalar(0);
     });
-    // The output tiles: rows a0 (of MR) x column tiles; H's strictly upper
-    // tiles are skipped.
-    const int nrow_tiles = kp / tile::MR;
+    // The output tiles: rows p0 (of MR) x column tiles; strictly upper tiles
+    // are skipped.
     for (int i0 = 0; i0 < d; i0 += dc) {
       const int rows = d - i0 < dc ? d - i0 : dc;
       m.team_barrier();
-      // Pack rows i0.. of [U0 | X~]: U0 and mu0 row by row, each sample with
-      // unit-stride reads.
+      // Pack rows i0.. of [U0 | D]: U0 row by row, each column of D from a
+      // sample with unit-stride reads (and mu0).
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, rows), [&](const int i) {
         Scalar* q = Qp + std::size_t(i) * ldq;
         for (int a = 0; a < r; ++a) q[a] = Ub(i0 + i, a);
-        q[r] = base.mu(b, i0 + i);
       });
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n), [&](const int t) {
-        Scalar* q = Qp + r + 1 + t;
+        Scalar* q = Qp + r + t;
         const Scalar* x = &Xb(b, t, i0);
+        const Scalar* mu0 = &base.mu(b, i0);
         const long sx = long(Xb.stride(2));
-        for (int i = 0; i < rows; ++i) q[std::size_t(i) * ldq] = x[i * sx];
+        for (int i = 0; i < rows; ++i) q[std::size_t(i) * ldq] = x[i * sx] - mu0[i];
       });
       m.team_barrier();
       team_share(m, nrow_tiles, [&](const int lo, const int hi) {
         for (int rt = lo; rt < hi; ++rt) {
-          const int a0 = rt * tile::MR;
+          const int p0 = p_begin + rt * tile::MR;
           tile::for_each_column_tile<Scalar>(ncols, [&](const int c0, const int width) {
-            if (c0 >= r && c0 - r > a0 + tile::MR - 1) return;  // strictly upper part of H
-            tile::inner_tile_w(width, 0, rows, Qp + r + a0, ldq, Qp + c0, ldq, C + std::size_t(a0) * ldq + c0, ldq);
+            if (c0 > p0 + tile::MR - 1) return;  // strictly upper part
+            tile::inner_tile_w(width, 0, rows, Qp + p0, ldq, Qp + c0, ldq, C + std::size_t(p0) * ldq + c0, ldq);
           });
         }
       });
@@ -618,7 +660,7 @@ struct BlockFunctor {
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(m, n),
         [&](const int t, int& fb) {
-          if (kmath::isfinite(C[std::size_t(t + 1) * ldq + r + t + 1])) return;
+          if (kmath::isfinite(C[std::size_t(r + t) * ldq + r + t])) return;
           for (int i = 0; i < d; ++i)
             if (!kmath::isfinite(Xb(b, t, i))) {
               if (t < fb) fb = t;
@@ -627,19 +669,91 @@ struct BlockFunctor {
         },
         Kokkos::Min<int>(first_bad));  // INT_MAX when all are finite
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, K), [&](const int j) {
-      const Scalar* cj = C + std::size_t(j) * ldq;
+      const Scalar* cj = C + std::size_t(r + j) * ldq;
       for (int a = 0; a < r; ++a) dG(b, j, a) = double(cj[a]);
       for (int l = 0; l <= j; ++l) dH(b, j, l) = double(cj[r + l]);
     });
+    if (with_w0)
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
+        const Scalar* ca = C + std::size_t(a) * ldq;
+        for (int c = 0; c <= a; ++c) dM(b, bm_W0, a, c) = double(ca[c]);
+      });
     m.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, K), [&](const int j) {
       for (int l = j + 1; l < K; ++l) dH(b, j, l) = dH(b, l, j);
     });
+    if (with_w0)
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
+        for (int c = a + 1; c < r; ++c) dM(b, bm_W0, a, c) = dM(b, bm_W0, c, a);
+      });
     m.team_barrier();
     return first_bad < n ? first_bad : n;
   }
 
-  // U <- U0 A + X~ B over the first K columns of X~; mu <- X~ m.
+  // The Cholesky-QR of U = U0 A + D B on the coefficients (file comment,
+  // step 4), after `done` steps: U^T U = R^T R, A <- A R^-1, B <- B R^-1,
+  // S <- R S R^T. False (nothing changed) if U^T U does not factor.
+  KOKKOS_INLINE_FUNCTION bool reorthonormalize_coefficients(const member_type& m, int b, int done) const {
+    const int r = base.r, K = done;
+    auto W0 = Kokkos::subview(dM, b, int(bm_W0), Kokkos::ALL(), Kokkos::ALL());
+    auto P = Kokkos::subview(dM, b, int(bm_F), Kokkos::ALL(), Kokkos::ALL());    // W0 A + G B
+    auto Gr = Kokkos::subview(dM, b, int(bm_F2), Kokkos::ALL(), Kokkos::ALL());  // U^T U, then R
+    auto S = Kokkos::subview(dM, b, int(bm_S), Kokkos::ALL(), Kokkos::ALL());
+    auto T1 = Kokkos::subview(dM, b, int(bm_Sp), Kokkos::ALL(), Kokkos::ALL());  // R S
+    // P = W0 A + G B (r x r), Q = G^T A + H B (K x r), then U^T U = A^T P + B^T Q.
+    for_each_entry(m, r, r, [&](const int p, const int a) {
+      double v = 0;
+      for (int q = 0; q < r; ++q) v += W0(p, q) * dA(b, q, a);
+      for (int j = 0; j < K; ++j) v += dG(b, j, p) * dB(b, j, a);
+      P(p, a) = v;
+    });
+    for_each_entry(m, K, r, [&](const int j, const int a) {
+      double v = 0;
+      for (int p = 0; p < r; ++p) v += dG(b, j, p) * dA(b, p, a);
+      for (int l = 0; l < K; ++l) v += dH(b, j, l) * dB(b, l, a);
+      dQ(b, j, a) = v;
+    });
+    m.team_barrier();
+    for_each_entry(m, r, r, [&](const int a, const int c) {
+      double v = 0;
+      for (int p = 0; p < r; ++p) v += dA(b, p, a) * P(p, c);
+      for (int j = 0; j < K; ++j) v += dB(b, j, a) * dQ(b, j, c);
+      Gr(a, c) = v;
+    });
+    if (!cholesky_upper(m, Gr, r)) return false;
+    // Rows x of A and B: x <- x R^-1 (x R = old x, forward in the columns).
+    auto solve_row = [&](double* x) {
+      for (int c = 0; c < r; ++c) {
+        double v = x[c];
+        for (int q = 0; q < c; ++q) v -= x[q] * Gr(q, c);
+        x[c] = v / Gr(c, c);
+      }
+    };
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r + K), [&](const int p) {
+      solve_row(p < r ? &dA(b, p, 0) : &dB(b, p - r, 0));
+    });
+    // S <- R S R^T, symmetrized.
+    for_each_entry(m, r, r, [&](const int a, const int c) {
+      double v = 0;
+      for (int p = a; p < r; ++p) v += Gr(a, p) * S(p, c);
+      T1(a, c) = v;
+    });
+    m.team_barrier();
+    for_each_entry(m, r, r, [&](const int a, const int c) {
+      double v = 0;
+      for (int q = c; q < r; ++q) v += T1(a, q) * Gr(c, q);
+      P(a, c) = v;
+    });
+    m.team_barrier();
+    for_each_entry(m, r, r, [&](const int a, const int c) {
+      S(a, c) = a == c ? P(a, a) : (P(a, c) + P(c, a)) / 2;
+    });
+    Kokkos::single(Kokkos::PerTeam(m), [&]() { base.reorths(b) += 1; });
+    m.team_barrier();
+    return true;
+  }
+
+  // U <- U0 A + D B over the first K columns of D; mu <- mu0 + D m.
   KOKKOS_INLINE_FUNCTION void materialize(const member_type& m, int b, int K) const {
     const int d = base.d, r = base.r;
     const Basis Ub{&base.U(b, 0, 0), d, r};
@@ -668,13 +782,13 @@ struct BlockFunctor {
         for (int a = 0; a < r; ++a) Ub(i, a) = Un(i, a);
         double s = 0;
         for (int j = 0; j < K; ++j) s += double(wX(b, i, j)) * dv(b, bv_m, j);
-        base.mu(b, i) = Scalar(s);
+        base.mu(b, i) = Scalar(double(base.mu(b, i)) + s);
       });
       m.team_barrier();
       return;
     }
     // tiled: W = [A; B] in the scalar type (columns padded with zeros), then
-    // chunks of MCH rows: pack them as panels Pt(p, a) = [U0 | X~](i0 + a, p)
+    // chunks of MCH rows: pack them as panels Pt(p, a) = [U0 | D](i0 + a, p)
     // of MR rows (each sample read with unit stride), multiply panel by
     // panel, and write the rows back in place with their new mean.
     const int kk = r + K;
@@ -700,23 +814,22 @@ struct BlockFunctor {
           Scalar* pt = panels + pn * panel + a;
           if (i < d) {
             for (int p = 0; p < r; ++p) pt[p * MR] = Ub(i, p);
-            pt[r * MR] = base.mu(b, i);
           } else {
             for (int p = 0; p < kk; ++p) pt[p * MR] = Scalar(0);
           }
         }
-      for (int j = 1; j < K; ++j)
+      for (int j = 0; j < K; ++j)
         for (int pn = 0; pn < npan; ++pn) {
           Scalar* pt = panels + pn * panel + (r + j) * MR;
           const int ib = i0 + pn * MR;
-          for (int a = 0; a < MR && ib + a < d; ++a) pt[a] = Xb(b, j - 1, ib + a);
+          for (int a = 0; a < MR && ib + a < d; ++a) pt[a] = Xb(b, j, ib + a) - base.mu(b, ib + a);
         }
       for (int pn = 0; pn < npan; ++pn) {
         const Scalar* pt = panels + pn * panel;
         tile::for_each_column_tile<Scalar>(ldw, [&](const int c0, const int width) {
           tile::outer_tile_w(width, kk, pt, Wm + c0, ldw, out + c0, ldw);
         });
-        double mu_new[MR] = {};  // MR independent sums, each in increasing j
+        double mu_new[MR] = {};  // (D m) of the MR rows: independent sums, each in increasing j
         for (int j = 0; j < K; ++j) {
           const double mj = dv(b, bv_m, j);
           for (int a = 0; a < MR; ++a) mu_new[a] += double(pt[(r + j) * MR + a]) * mj;
@@ -724,7 +837,7 @@ struct BlockFunctor {
         const int ib = i0 + pn * MR;
         for (int a = 0; a < MR && ib + a < d; ++a) {
           for (int c = 0; c < r; ++c) Ub(ib + a, c) = out[a * ldw + c];
-          base.mu(b, ib + a) = Scalar(mu_new[a]);
+          base.mu(b, ib + a) = Scalar(double(base.mu(b, ib + a)) + mu_new[a]);
         }
       }
     });
@@ -739,22 +852,24 @@ struct BlockFunctor {
     const std::int64_t step0 = base.steps(b);
 
     // 1-2. G, H (widened to double) and the first non-finite sample; the
-    // coefficients start at A = I, B = 0, m = e_0.
+    // coefficients start at A = I, B = 0, m = 0.
+    // A Cholesky-QR at this block's end (step 4) needs U0^T U0 too.
+    const int every = base.reorth_every;
+    const bool reorth_planned = reorth_at_block_end || (every > 0 && (step0 + n) / every > step0 / every);
     int first_bad = n;
     if (use_kb) {
       first_bad = copy_x(m, b);
-      if (first_bad > 0) form_gh_kb(m, b, first_bad + 1);
+      if (first_bad > 0) form_gh_kb(m, b, first_bad, reorth_planned);
     } else {
-      first_bad = form_gh_tiled(m, b);
+      first_bad = form_gh_tiled(m, b, reorth_planned);
     }
     const int n_ok = first_bad < n ? first_bad : n;  // samples before the first non-finite one
-    const int Kx = n_ok + 1;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, Kx), [&](const int j) {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n_ok), [&](const int j) {
       for (int a = 0; a < r; ++a) {
         dB(b, j, a) = 0.0;
         dBt(b, a, j) = 0.0;
       }
-      dv(b, bv_m, j) = j == 0 ? 1.0 : 0.0;
+      dv(b, bv_m, j) = 0.0;
     });
     for_each_entry(m, r, r, [&](const int a, const int e) {
       dA(b, a, e) = a == e ? 1.0 : 0.0;
@@ -764,6 +879,7 @@ struct BlockFunctor {
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
       dsc(b, 0) = double(base.s2(b));
       dsc(b, 1) = 0.0;
+      dsc(b, 2) = 0.0;
     });
     m.team_barrier();
 
@@ -774,17 +890,30 @@ struct BlockFunctor {
         code = breakdown_nonfinite_sample;
         break;
       }
-      bool clamped = false;
-      code = coef_step(m, b, t, clamped);
+      bool clamped = false, unresolved = false;
+      code = coef_step(m, b, t, clamped, unresolved);
       if (code != 0) break;
-      if (clamped) Kokkos::single(Kokkos::PerTeam(m), [&]() { dsc(b, 1) += 1.0; });
+      if (clamped || unresolved)
+        Kokkos::single(Kokkos::PerTeam(m), [&]() {
+          if (clamped) dsc(b, 1) += 1.0;
+          if (unresolved) dsc(b, 2) += 1.0;
+        });
       done = t;
     }
     m.team_barrier();
 
-    // 4. Write the state after the last completed step.
+    // 4. The Cholesky-QR (on the coefficients) when the block completed and
+    // one is due, then the state after the last completed step.
+    int reorth_code = 0;
+    if (code == 0 && done > 0 && reorth_planned) {
+      if (!reorthonormalize_coefficients(m, b, done)) reorth_code = breakdown_reorthonormalize;
+      // S was rotated (S <- R S R^T): the maintained factor no longer
+      // matches it; take a fresh one at the next step (no drift recorded).
+      else if (maintained) Kokkos::single(Kokkos::PerTeam(m), [&]() { factor_age(b) = -1; });
+      m.team_barrier();
+    }
     if (done > 0) {
-      materialize(m, b, done + 1);
+      materialize(m, b, done);
       for_each_entry(m, r, r, [&](const int a, const int e) {
         base.S(b, a, e) = Scalar(dM(b, bm_S, a, e));
       });
@@ -793,19 +922,11 @@ struct BlockFunctor {
       if (done > 0) base.s2(b) = Scalar(dsc(b, 0));
       base.steps(b) = step0 + done;
       base.clamped_steps(b) += std::int64_t(dsc(b, 1));
+      base.unresolved_residual_steps(b) += std::int64_t(dsc(b, 2));
     });
     m.team_barrier();
-    if (code != 0) {
-      base.fail(m, b, code, step0 + done);
-      return;
-    }
-    const int every = base.reorth_every;
-    if (every > 0 && done > 0 && (step0 + done) / every > step0 / every) {
-      base.reorthonormalize(m, b, step0 + done - 1);
-      // S was rotated (S <- L^T S L): the maintained factor no longer
-      // matches it; take a fresh one at the next step (no drift recorded).
-      if (maintained) Kokkos::single(Kokkos::PerTeam(m), [&]() { factor_age(b) = -1; });
-    }
+    if (code != 0) base.fail(m, b, code, step0 + done);
+    else if (reorth_code != 0) base.fail(m, b, reorth_code, step0 + done - 1);
   }
 };
 

@@ -64,7 +64,7 @@ struct CheckpointError : std::runtime_error {
 
 namespace ckpt {
 
-constexpr int kFormatVersion = 1;
+constexpr int kFormatVersion = 2;  // 2: unresolved_residual_steps
 constexpr char kMagic[8] = {'M', 'O', 'S', 'C', 'K', 'P', 'T', '1'};
 constexpr const char* kManifestName = "MANIFEST.json";
 constexpr const char* kDirPrefix = "ckpt_";
@@ -152,6 +152,7 @@ void for_each_state_view(Batch& sb, F&& f) {
   f("clamped_steps", sb.clamped_steps);
   f("breakdown_step", sb.breakdown_step);
   f("reorthonormalizations", sb.reorthonormalizations);
+  f("unresolved_residual_steps", sb.unresolved_residual_steps);
   f("status", sb.status);
   f("Rfac", sb.Rfac);
   f("factor_age", sb.factor_age);
@@ -249,7 +250,7 @@ std::vector<std::pair<std::string, std::string>> expected_fields() {
     decltype(none->U) U;
     decltype(none->S) S;
     decltype(none->s2) s2;
-    decltype(none->steps) steps, clamped_steps, breakdown_step, reorthonormalizations;
+    decltype(none->steps) steps, clamped_steps, breakdown_step, reorthonormalizations, unresolved_residual_steps;
     decltype(none->status) status;
     decltype(none->Rfac) Rfac;
     decltype(none->factor_age) factor_age, refactors;

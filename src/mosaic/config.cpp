@@ -46,7 +46,7 @@ struct KeySpec {
   bool allow_empty = true;            // string
   json def;                           // default; null = required or derived
   bool required = false;
-  bool allow_all = false;             // integer: the word `all` is accepted too
+  std::string keyword;                // integer: this word is accepted too (`all`, `auto`)
 
   std::string path() const { return section + "." + name; }
 
@@ -59,7 +59,7 @@ struct KeySpec {
     switch (kind) {
       case Kind::integer: {
         std::string s = "an integer";
-        const std::string all = allow_all ? " or all" : "";
+        const std::string all = keyword.empty() ? "" : " or " + keyword;
         if (hi >= double(kIntMax)) return s + " >= " + num(lo) + all;
         return s + " in [" + num(lo) + ", " + num(hi) + "]" + all;
       }
@@ -175,16 +175,26 @@ const std::vector<KeySpec>& schema() {
     v.push_back(number("algorithm", "eta_s", 0, true, 1, true, 0.01));
     v.push_back(number("algorithm", "gamma", 0, false, kInf, false, 1.0));
     v.push_back(number("algorithm", "max_step", 0, true, kInf, false, 1.0));
-    v.push_back(integer("algorithm", "reorthonormalize_every", 0, kIntMax, 0));
+    {
+      // auto: at every block end for float blocked runs, never otherwise
+      KeySpec k = integer("algorithm", "reorthonormalize_every", 0, kIntMax, "auto");
+      k.keyword = "auto";
+      v.push_back(k);
+    }
     v.push_back(choice("algorithm", "init", {"data", "random"}, "data"));
     v.push_back(integer("algorithm", "init_samples", 1, kIntMax, nullptr));  // default 2*rank
     v.push_back(number("algorithm", "init_scale", 0, true, kInf, false, 1.0));
-    v.push_back(integer("algorithm", "block_size", 0, kIntMax, 0));
+    {
+      // auto: the measured rule of auto_block_size for the backend
+      KeySpec k = integer("algorithm", "block_size", 0, kIntMax, "auto");
+      k.keyword = "auto";
+      v.push_back(k);
+    }
     v.push_back(choice("algorithm", "precision_solve", {"dense", "maintained"}, "dense"));
     v.push_back(integer("algorithm", "refactor_every", 1, kIntMax, 64));
     {
       KeySpec k = integer("run", "steps", 1, kInt64Max, 1000);
-      k.allow_all = true;  // npy sources: every row of the shortest file
+      k.keyword = "all";  // npy sources: every row of the shortest file
       v.push_back(k);
     }
     v.push_back(integer("run", "warmup_steps", 0, kInt64Max, 0));
@@ -391,7 +401,7 @@ json check_unsigned64(const YAML::Node& n) {
 json check_value(const KeySpec& k, const YAML::Node& n, std::string& extra) {
   switch (k.kind) {
     case Kind::integer:
-      if (k.allow_all && n.IsScalar() && n.Tag() != "!" && n.Scalar() == "all") return "all";
+      if (!k.keyword.empty() && n.IsScalar() && n.Tag() != "!" && n.Scalar() == k.keyword) return k.keyword;
       return check_integer(k, n);
     case Kind::unsigned64: return check_unsigned64(n);
     case Kind::number: return check_scalar_number(k, n);
@@ -993,7 +1003,10 @@ class Loader {
     a.eta_s = num("algorithm.eta_s");
     a.gamma = num("algorithm.gamma");
     a.max_step = num("algorithm.max_step");
-    a.reorthonormalize_every = int(i64("algorithm.reorthonormalize_every"));
+    auto int_or_auto = [&](const char* key) {
+      return eff.at(key).value.is_string() ? kAuto : int(i64(key));
+    };
+    a.reorthonormalize_every = int_or_auto("algorithm.reorthonormalize_every");
     a.init = str("algorithm.init") == "data" ? InitMode::data : InitMode::random;
     if (eff.at("algorithm.init_samples").value.is_null())
       eff["algorithm.init_samples"] = Value{json(2 * r), origin("problem.rank"), false};
@@ -1004,7 +1017,7 @@ class Loader {
                std::to_string(r + 1) + " with algorithm.init: data, found " + std::to_string(n0));
     a.init_samples = int(n0);
     a.init_scale = num("algorithm.init_scale");
-    a.block_size = int(i64("algorithm.block_size"));
+    a.block_size = int_or_auto("algorithm.block_size");
     a.precision_solve =
         str("algorithm.precision_solve") == "dense" ? PrecisionSolve::dense : PrecisionSolve::maintained;
     a.refactor_every = int(i64("algorithm.refactor_every"));
@@ -1021,12 +1034,6 @@ class Loader {
     }
     c.run.warmup_steps = i64("run.warmup_steps");
     c.run.diagnostics_every = i64("run.diagnostics_every");
-    // The blocked update advances k steps per call: diagnostics are taken at
-    // block ends only, so their period must be a whole number of blocks.
-    if (a.block_size > 1 && c.run.diagnostics_every > 0 && c.run.diagnostics_every % a.block_size != 0)
-      fail(origin("run.diagnostics_every"),
-           "run.diagnostics_every: expected 0 or a multiple of algorithm.block_size = " +
-               std::to_string(a.block_size) + ", found " + std::to_string(c.run.diagnostics_every));
     c.run.progress_every_s = num("run.progress_every_s");
     c.run.seed = s.seed;
 
@@ -1046,10 +1053,6 @@ class Loader {
                             " is given (expected the directory the checkpoints are written into)");
     if (by_steps) ck.every_steps = i64("output.checkpoint.every_steps");
     if (by_seconds) ck.every_seconds = num("output.checkpoint.every_seconds");
-    if (by_steps && a.block_size > 1 && ck.every_steps % a.block_size != 0)
-      fail(origin("output.checkpoint.every_steps"),
-           "output.checkpoint.every_steps: expected a multiple of algorithm.block_size = " +
-               std::to_string(a.block_size) + ", found " + std::to_string(ck.every_steps));
     ck.keep = int(i64("output.checkpoint.keep"));
     c.run.restart_from = str("run.restart_from");
     if (c.run.restart_from == "auto" && ck.dir.empty())

@@ -1,13 +1,20 @@
 // Real ordered data for a batch of streams: one 2-D .npy file per stream
 // (shape (samples, features), features == d), memory mapped, staged to the
-// device chunk by chunk with double buffering. Same interface as
-// SyntheticDriftSource (generate / generate_block), so the driver's loop runs
-// either source.
+// device chunk by chunk with double buffering. A StreamSource
+// (stream_source.hpp), so the driver's loop runs it like the synthetic one.
 //
 // Staging. Rows are consumed strictly in order (row t of every stream is the
-// sample of step t; the init block, if any, is rows [0, init_samples)). The
-// source holds two host buffers of B x chunk_rows x d and one device chunk of
-// the same size. While the engine works on the current chunk, a background
+// sample of step t; the init block, if any, is rows [0, init_samples), read
+// synchronously by read_init). The source holds two host buffers of
+// B x chunk_rows x d and one device chunk of the same size. Chunks lie on a
+// fixed grid of rows, [c chunk_rows, (c + 1) chunk_rows) (the first one
+// staged starts at the row after the init block, or at a restart's row, and
+// ends at the grid line), so where blocks end does not depend on where the
+// process started: a restarted run cuts its blocks where the uninterrupted
+// run did. next_block serves a block of up to k rows from the current chunk
+// as a view of it (a block never spans two chunks: it ends early at a
+// chunk boundary), so every row is read from the file once and copied to
+// the device once. While the engine works on the current chunk, a background
 // std::thread (std::async) reads the next chunk of every stream from the
 // mmaps into the other host buffer (NpyStreamReader::read_rows, which also
 // releases the mapped pages it touched, plus prefetch_rows for the chunk
@@ -20,14 +27,15 @@
 //
 // Non-finite data. A NaN/Inf (or a float64 that overflows a float run) met
 // while staging a chunk does not stop the run: the stream's row is recorded
-// as an NpyDataError (file, 0-based row in the file, the reader's message),
+// as an SourceDataError (file, 0-based row in the file, the reader's message),
 // that row and every later row of the stream are staged as NaN, so the engine
 // flags the stream exactly as for a numerical breakdown
 // (status = breakdown_nonfinite_sample, breakdown_step = the step of that
-// row, i.e. row - init_samples) and freezes it; the other streams go on. Rows
-// of the init block are read synchronously by generate_block, which throws
-// NpyError on a non-finite value instead (the driver checks those rows on
-// every rank before the run: preflight_npy_file).
+// row, i.e. row - init_samples) and freezes it, with the sequential and the
+// blocked kernel alike; the other streams go on. Rows of the init block are
+// read by read_init, which throws NpyError on a non-finite value instead
+// (the driver checks those rows on every rank before the run:
+// preflight_npy_file).
 //
 // I/O accounting (io_stats): bytes copied out of the files, the seconds spent
 // reading them (wherever the read ran: reader thread or, for the init block
@@ -41,6 +49,7 @@
 #include <cstdint>
 #include <future>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -50,27 +59,9 @@
 #include <Kokkos_Core.hpp>
 
 #include "npy.hpp"
+#include "stream_source.hpp"
 
 namespace mosaic {
-
-// A non-finite value met in a stream during the run.
-struct NpyDataError {
-  std::uint64_t stream_id = 0;
-  std::string path;
-  std::int64_t row = 0;  // 0-based row in the file
-  std::string message;   // NpyStreamReader's: path, row, column, value
-};
-
-struct NpyIoStats {
-  std::uint64_t bytes_read = 0;   // data bytes copied out of the files
-  double read_seconds = 0;        // time spent in read_rows (reader thread + synchronous reads)
-  double stall_seconds = 0;       // main-thread time blocked on reads
-  double copy_seconds = 0;        // host-to-device copies of staged chunks
-  std::int64_t chunks = 0;        // chunks staged
-  std::int64_t chunk_rows = 0;
-  std::int64_t files = 0;
-  std::vector<NpyDataError> data_errors;
-};
 
 // The checks the driver runs on the files a rank owns before any step (see
 // preflight_npy_streams in run.hpp): the file opens and maps, is a
@@ -90,12 +81,13 @@ std::int64_t preflight_npy_file(const std::string& path, int d, std::int64_t min
 }
 
 template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
-class NpyStreamSource {
+class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
  public:
+  using typename StreamSource<Scalar, ExecSpace>::init_view;
+  using typename StreamSource<Scalar, ExecSpace>::block_view;
   using execution_space = ExecSpace;
   using memory_space = typename ExecSpace::memory_space;
   using sample_view = Kokkos::View<Scalar**, memory_space>;  // B x d
-  using block_view = Kokkos::View<Scalar***, memory_space>;  // B x n x d
   static constexpr bool host_accessible =
       Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -153,7 +145,10 @@ class NpyStreamSource {
     }
   }
 
-  int batch() const { return int(ids_.size()); }
+  int batch() const override { return int(ids_.size()); }
+  std::string describe(int b) const override {
+    return "stream " + std::to_string(ids_.at(std::size_t(b))) + " (file " + path(b) + ")";
+  }
   int dim() const { return d_; }
   const std::vector<std::uint64_t>& stream_ids() const { return ids_; }
   std::int64_t end_row() const { return end_row_; }
@@ -161,7 +156,7 @@ class NpyStreamSource {
   const std::string& path(int b) const { return readers_.at(std::size_t(b)).path(); }
 
   // X(b, :) = row `step` of stream b's file. Steps in strict order, starting
-  // where the previous call (or generate_block) stopped.
+  // where the previous call (or read_init, next_block) stopped.
   void generate(std::int64_t step, sample_view X) {
     if (int(X.extent(0)) != batch() || int(X.extent(1)) != d_)
       throw std::invalid_argument("NpyStreamSource::generate: X is " + std::to_string(X.extent(0)) + " x " +
@@ -175,13 +170,14 @@ class NpyStreamSource {
     next_row_ = step + 1;
   }
 
-  // X(b, j, :) = row first + j of stream b's file, j < n (the init block).
-  // Read synchronously; throws NpyError on a non-finite value.
-  void generate_block(std::int64_t first, int n, block_view X) {
+  // X(b, j, :) = row j of stream b's file, j < n (the init block, rows
+  // [0, n)). Read synchronously; throws NpyError on a non-finite value.
+  void read_init(int n, init_view X) override {
+    const std::int64_t first = 0;
     if (n < 1 || int(X.extent(0)) != batch() || int(X.extent(1)) != n || int(X.extent(2)) != d_)
-      throw std::invalid_argument("NpyStreamSource::generate_block: X must be B x n x d = " +
+      throw std::invalid_argument("NpyStreamSource::read_init: X must be B x n x d = " +
                                   std::to_string(batch()) + " x " + std::to_string(n) + " x " + std::to_string(d_));
-    check_order(first, n, "generate_block");
+    check_order(first, n, "read_init");
     wait_pending();
     auto h = Kokkos::create_mirror_view(X);
     std::vector<Scalar> rowbuf(std::size_t(n) * std::size_t(d_));
@@ -200,13 +196,31 @@ class NpyStreamSource {
     if (next_row_ < end_row_) launch(next_row_);
   }
 
+  // Rows [first, first + n) of every stream, n <= max_n, up to the end of
+  // the chunk holding `first` (staged first if it is not the current one):
+  // a view of the staged chunk, valid until the chunk is replaced.
+  block_view next_block(std::int64_t first, int max_n) override {
+    check_order(first, 1, "next_block");
+    if (max_n < 1) throw std::invalid_argument("NpyStreamSource::next_block: max_n must be >= 1");
+    if (!(cur_len_ > 0 && first >= cur_first_ && first < cur_first_ + cur_len_)) advance_to(first);
+    const std::int64_t n = std::min<std::int64_t>({max_n, cur_first_ + cur_len_ - first, end_row_ - first});
+    const int j0 = int(first - cur_first_);
+    next_row_ = first + n;
+    return Kokkos::subview(dev_, Kokkos::ALL(), Kokkos::make_pair(j0, j0 + int(n)), Kokkos::ALL());
+  }
+
+  SourcePosition position_at(std::int64_t row) const override {
+    return {frozen_before(row), data_errors_before(row)};
+  }
+
   // Restart from a checkpoint (docs/CHECKPOINT.md): the next row consumed is
-  // `row` (the rows before it are not read again); frozen[b] != 0: stream b
-  // met a non-finite row before the checkpoint, so its rows are staged as
-  // NaN, as in a run that was never stopped; `earlier`: those non-finite
-  // rows, reported by io_stats() with the ones met from here on. Starts the
-  // read of the chunk at `row`.
-  void resume_at(std::int64_t row, const std::vector<unsigned char>& frozen, std::vector<NpyDataError> earlier) {
+  // `row` (the rows before it are not read again); earlier.frozen[b] != 0:
+  // stream b met a non-finite row before the checkpoint, so its rows are
+  // staged as NaN, as in a run that was never stopped;
+  // earlier.data_errors: those non-finite rows, reported by io_stats() with
+  // the ones met from here on. Starts the read of the chunk at `row`.
+  void resume_at(std::int64_t row, SourcePosition earlier) override {
+    const std::vector<unsigned char>& frozen = earlier.frozen;
     wait_pending();
     if (row < 0 || row > end_row_)
       throw std::out_of_range("NpyStreamSource::resume_at: row " + std::to_string(row) + " outside [0, " +
@@ -215,8 +229,8 @@ class NpyStreamSource {
       throw std::invalid_argument("NpyStreamSource::resume_at: " + std::to_string(frozen.size()) +
                                   " frozen flags for " + std::to_string(ids_.size()) + " streams");
     for (std::size_t b = 0; b < ids_.size(); ++b) bad_[b] = frozen[b] ? 1 : 0;
-    for (auto& e : stats_.data_errors) earlier.push_back(std::move(e));
-    stats_.data_errors = std::move(earlier);
+    for (auto& e : stats_.data_errors) earlier.data_errors.push_back(std::move(e));
+    stats_.data_errors = std::move(earlier.data_errors);
     next_row_ = row;
     cur_len_ = 0;
     if (row < end_row_) launch(row);
@@ -228,8 +242,8 @@ class NpyStreamSource {
   // For a checkpoint at next_row(): the non-finite rows met before it (rows
   // read ahead are left out: a resumed run reads them again), and per stream
   // whether one of them froze it.
-  std::vector<NpyDataError> data_errors_before(std::int64_t row) const {
-    std::vector<NpyDataError> out;
+  std::vector<SourceDataError> data_errors_before(std::int64_t row) const {
+    std::vector<SourceDataError> out;
     for (const auto& e : stats_.data_errors)
       if (e.row < row) out.push_back(e);
     return out;
@@ -243,10 +257,15 @@ class NpyStreamSource {
     return out;
   }
 
+  std::optional<SourceIoStats> io_report() override { return io_stats(); }
+  std::optional<TruthAccuracy> accuracy(const StreamBatch<Scalar, ExecSpace>&, std::int64_t) const override {
+    return std::nullopt;
+  }
+
   // Waits for a read in flight, then returns the accounting so far.
-  NpyIoStats io_stats() {
+  SourceIoStats io_stats() {
     wait_pending();
-    NpyIoStats s = stats_;
+    SourceIoStats s = stats_;
     s.bytes_read = 0;
     for (const auto& r : readers_) s.bytes_read += r.bytes_read();
     s.chunk_rows = chunk_rows_;
@@ -270,7 +289,7 @@ class NpyStreamSource {
 
   struct ReadResult {
     double seconds = 0;
-    std::vector<NpyDataError> errors;
+    std::vector<SourceDataError> errors;
   };
 
   std::string shortest_path() const {
@@ -290,7 +309,10 @@ class NpyStreamSource {
                               std::to_string(end_row_) + " rows");
   }
 
-  std::int64_t chunk_len(std::int64_t first) const { return std::min<std::int64_t>(chunk_rows_, end_row_ - first); }
+  // Rows staged from `first`: to the next line of the chunk grid (or the end).
+  std::int64_t chunk_len(std::int64_t first) const {
+    return std::min<std::int64_t>((first / chunk_rows_ + 1) * chunk_rows_, end_row_) - first;
+  }
 
   // Reads rows [first, first + len) of every stream into host buffer `buf`.
   // Runs on the reader thread (or synchronously); touches only the readers,
@@ -326,7 +348,7 @@ class NpyStreamSource {
         if (k == len) throw;  // not a data error after all
         std::fill(dst + std::size_t(k) * row, dst + std::size_t(len) * row, nan);
         bad_[b] = 1;
-        out.errors.push_back(NpyDataError{ids_[b], r.path(), first + k, message});
+        out.errors.push_back(SourceDataError{ids_[b], r.path(), first + k, message});
         continue;
       }
       // Let the kernel start on the chunk after this one.
@@ -408,7 +430,7 @@ class NpyStreamSource {
   std::future<ReadResult> pending_;
   std::int64_t pend_first_ = -1, pend_len_ = 0;
   std::int64_t ready_first_ = -1;  // a finished read's chunk still in the spare buffer (-1: none)
-  NpyIoStats stats_;
+  SourceIoStats stats_;
 };
 
 }  // namespace mosaic

@@ -29,6 +29,11 @@ inline const char* to_string(PrecisionSolve p) {
   return p == PrecisionSolve::dense ? "dense" : "maintained";
 }
 
+// algorithm.block_size and algorithm.reorthonormalize_every: `auto`, the
+// input deck's default (resolved by MosaicEngine for its backend and scalar
+// type; the struct's own defaults below are the plain sequential kernel).
+constexpr int kAuto = -1;
+
 struct MosaicParams {
   double eta_mu = 0.01;
   double eta_S = 0.01;
@@ -38,13 +43,17 @@ struct MosaicParams {
   double max_step = 1.0;  // affine-invariant trust radius of the covariance step
   CovarianceUpdate covariance_update = CovarianceUpdate::exact;
   SubspaceDirection subspace_direction = SubspaceDirection::precision;
-  int reorthonormalize_every = 0;  // Cholesky-QR of U every K steps; 0 = never
+  // Cholesky-QR of U every K steps; 0 = never; kAuto = at every block end
+  // for float blocked runs, never otherwise (ALGORITHM.md section 6).
+  int reorthonormalize_every = 0;
   InitMode init = InitMode::data;
   int init_samples = 0;      // 0 = default 2r
   double init_scale = 1.0;   // s0 of init: random (S = s0 I, s2 = s0)
   // Implementation options of the Kokkos engine (the host reference ignores
   // them; both change only the rounding, not the algorithm):
-  int block_size = 0;  // k samples per block (ALGORITHM.md section 6); 0 or 1 = sequential kernel
+  // k samples per block (ALGORITHM.md section 6); 0 or 1 = sequential
+  // kernel; kAuto = auto_block_size (batched_engine.hpp).
+  int block_size = 0;
   PrecisionSolve precision_solve = PrecisionSolve::dense;
   int refactor_every = 64;  // maintained solve: fresh Cholesky of S every this many steps
 
@@ -70,8 +79,8 @@ struct MosaicParams {
     if (!(max_step > 0.0) || !std::isfinite(max_step))
       throw std::invalid_argument("max_step must be finite and > 0, got " +
                                   std::to_string(max_step));
-    if (reorthonormalize_every < 0)
-      throw std::invalid_argument("reorthonormalize_every must be >= 0, got " +
+    if (reorthonormalize_every < 0 && reorthonormalize_every != kAuto)
+      throw std::invalid_argument("reorthonormalize_every must be >= 0 or auto, got " +
                                   std::to_string(reorthonormalize_every));
     if (init_samples < 0)
       throw std::invalid_argument("init_samples must be >= 0 (0 = default 2r), got " +
@@ -79,8 +88,8 @@ struct MosaicParams {
     if (init == InitMode::data && resolved_init_samples(r) < r + 1)
       throw std::invalid_argument("init_samples must be >= r+1 = " + std::to_string(r + 1) +
                                   ", got " + std::to_string(init_samples));
-    if (block_size < 0)
-      throw std::invalid_argument("block_size must be >= 0 (0 or 1 = sequential), got " +
+    if (block_size < 0 && block_size != kAuto)
+      throw std::invalid_argument("block_size must be >= 0 (0 or 1 = sequential) or auto, got " +
                                   std::to_string(block_size));
     if (refactor_every < 1)
       throw std::invalid_argument("refactor_every must be >= 1, got " +

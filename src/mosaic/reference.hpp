@@ -4,11 +4,14 @@
 // being obviously right over being fast.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "counter_rng.hpp"
@@ -22,6 +25,15 @@ namespace mosaic {
 // before the step.
 struct NumericalBreakdown : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// Raised by init: data when the n0 centred samples span fewer than r
+// directions (ALGORITHM.md section 3: a rank-deficient start is an error, not
+// a NaN). The message says what was found (the sample count, r, the r-th Gram
+// eigenvalue and the tolerance it failed) but names no stream: the caller
+// knows which stream (and file) the samples came from and adds it.
+struct InitRankDeficient : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
 };
 
 template <class T>
@@ -59,13 +71,6 @@ namespace detail {
 template <class T>
 constexpr T rotation_tiny() {
   return std::numeric_limits<T>::min() / std::numeric_limits<T>::epsilon();
-}
-
-// s2 after init: data is floored at this fraction of mean(lambda), so a start
-// whose samples lie exactly in an r-dimensional subspace still has s2 > 0.
-template <class T>
-constexpr T init_noise_floor_fraction() {
-  return T(1e-6);
 }
 
 template <class T>
@@ -262,65 +267,128 @@ void reference_reorthonormalize(ReferenceState<T>& st) {
 }
 
 // init: data (ALGORITHM.md section 3). `X` holds n0 samples of length d,
-// sample k at X[k*d .. k*d+d). Throws std::invalid_argument for too few or
-// non-finite samples and for a rank-deficient start.
+// sample k at X[k*d .. k*d+d). Whatever T is, everything is computed in
+// double from the samples widened to double (exact: they are T values) -- the
+// mean, the centred Y, the n0 x n0 Gram matrix Y^T Y / n0, its
+// eigen-decomposition, U = Y v_i / sqrt(n0 lambda_i), S = diag(lambda_i) and
+// s2 -- and only the final state is rounded to T. So a float start equals
+// the double start of the same samples, rounded (the rank tolerance alone
+// depends on T, see below).
+// Throws std::invalid_argument for too few or non-finite samples (and for a
+// start whose rounding to T is not finite and positive), InitRankDeficient
+// (an std::invalid_argument) for a rank-deficient start.
 template <class T>
 ReferenceState<T> reference_init_data(const T* X, int n0, int d, int r, const MosaicParams& p) {
+  static_assert(std::numeric_limits<T>::digits <= std::numeric_limits<double>::digits,
+                "init: data computes in double: T must widen to double exactly");
   p.validate(d, r);
   if (n0 < r + 1)
     throw std::invalid_argument("init: data needs at least r+1 = " + std::to_string(r + 1) +
                                 " samples, got " + std::to_string(n0));
   detail::require_finite(X, n0 * d, "init: data samples");
-  ReferenceState<T> st(d, r);
+  const std::size_t nd = std::size_t(n0) * d;
+  auto x = [&](int k, int i) { return double(X[std::size_t(k) * d + i]); };
+  // Mean: the sum first, then one division. For identical samples of a T
+  // narrower than double (float; n0 < 2^29) both are exact in double, so Y is
+  // exactly 0.
+  std::vector<double> mu(std::size_t(d), 0.0);
   for (int k = 0; k < n0; ++k)
-    for (int i = 0; i < d; ++i) st.mu[i] += X[std::size_t(k) * d + i];
-  for (int i = 0; i < d; ++i) st.mu[i] /= T(n0);
+    for (int i = 0; i < d; ++i) mu[i] += x(k, i);
+  for (int i = 0; i < d; ++i) mu[i] /= double(n0);
   // Y (d x n0) centred; the Gram matrix Y^T Y / n0 is n0 x n0, small since n0 ~ 2r << d.
-  std::vector<T> Y(std::size_t(d) * n0);
-  T frob2 = 0;
+  std::vector<double> Y(nd);
   for (int i = 0; i < d; ++i)
-    for (int k = 0; k < n0; ++k) {
-      const T v = X[std::size_t(k) * d + i] - st.mu[i];
-      Y[std::size_t(i) * n0 + k] = v;
-      frob2 += v * v;
-    }
-  std::vector<T> K(std::size_t(n0) * n0, T(0));
+    for (int k = 0; k < n0; ++k) Y[std::size_t(i) * n0 + k] = x(k, i) - mu[i];
+  std::vector<double> K(std::size_t(n0) * n0, 0.0);
   for (int i = 0; i < d; ++i)
     for (int a = 0; a < n0; ++a)
       for (int b = 0; b < n0; ++b) K[a * n0 + b] += Y[std::size_t(i) * n0 + a] * Y[std::size_t(i) * n0 + b];
-  for (auto& v : K) v /= T(n0);
-  std::vector<T> lambda, V;
+  for (auto& v : K) v /= double(n0);
+  std::vector<double> lambda, V;  // descending
   host::symmetric_eigen(K, n0, lambda, V);
   // An eigenvalue at rounding level relative to the largest means the
-  // centred samples span fewer than r directions. So does one at the level of
-  // the rounding of the centring itself (entries of Y are off by ~eps |x|,
-  // Gram eigenvalues by ~eps^2 mean ||x||^2): identical samples whose mean does
-  // not round back exactly leave only such noise, which the relative test
-  // alone would pass as full rank when all r eigenvalues are noise.
-  T raw2 = 0;  // mean ||x_k||^2 of the uncentred samples
-  for (std::size_t k = 0; k < std::size_t(n0) * d; ++k) raw2 += X[k] * X[k];
-  raw2 /= T(n0);
-  const T eps = std::numeric_limits<T>::epsilon();
-  const T tol = std::max(T(n0) * eps * std::fabs(lambda[0]) * 100, T(n0) * eps * eps * raw2 * 100);
-  if (!(lambda[0] > T(0)) || !(lambda[r - 1] > tol))
-    throw std::invalid_argument("init: data: the " + std::to_string(n0) +
-                                " centred samples span fewer than r=" + std::to_string(r) +
-                                " directions (rank-deficient start; eigenvalue " +
-                                std::to_string(double(lambda[r - 1])) + ")");
-  T lambda_sum = 0;
+  // centred samples span fewer than r directions: the first term, with the
+  // eps of double, the precision of this computation. So does one at the
+  // level of the rounding of the samples themselves (entries of Y are
+  // uncertain by ~eps |x|, Gram eigenvalues by ~eps^2 mean ||x||^2): the second
+  // term. It takes the eps of T, not of double: the samples are T values,
+  // usually rounded to T from the source's data, so a direction whose energy
+  // is at the level of that rounding is not resolved by the data (samples on
+  // an (r-1)-dimensional subspace, rounded to float, span an r-th direction
+  // made of rounding only). With the eps of double the verdict on such a start
+  // would depend on the offset (a larger |x| rounds to more noise and would
+  // pass), and the float run that follows could not resolve the direction
+  // either. (Identical samples do not need it: for float the double sum of n0
+  // identical values and its division by n0 are exact, so Y = 0 and lambda_1
+  // = 0 fails `lambda_1 > 0`; identical doubles leave centring noise of
+  // ~eps_double |x|, which this term also covers.) Accepted starts are the
+  // double start of the same samples, rounded; only a start whose r-th
+  // direction is within ~10 sqrt(n0) ulps of T of the samples' norm is refused
+  // in float and accepted in double.
+  double raw2 = 0;  // mean ||x_k||^2 of the uncentred samples
+  for (std::size_t k = 0; k < nd; ++k) raw2 += double(X[k]) * double(X[k]);
+  raw2 /= double(n0);
+  const double eps = std::numeric_limits<double>::epsilon();
+  const double eps_T = double(std::numeric_limits<T>::epsilon());
+  const double tol = std::max(double(n0) * eps * std::fabs(lambda[0]) * 100,
+                              double(n0) * eps_T * eps_T * raw2 * 100);
+  if (!std::isfinite(raw2) || !std::isfinite(lambda[0]))
+    throw std::invalid_argument("init: data: the samples' second moments overflow double");
+  if (!(lambda[0] > 0.0) || !(lambda[r - 1] > tol)) {
+    char num[96];
+    std::snprintf(num, sizeof num, "eigenvalue lambda_%d = %.6g <= tolerance %.6g", r, lambda[r - 1], tol);
+    throw InitRankDeficient("init: data: the " + std::to_string(n0) +
+                            " centred samples span fewer than r=" + std::to_string(r) +
+                            " directions (rank-deficient start; Gram " + num + ")");
+  }
+  ReferenceState<double> st(d, r);
+  st.mu = std::move(mu);
+  double lambda_sum = 0;
   for (int j = 0; j < r; ++j) {
-    const T scale = T(1) / std::sqrt(T(n0) * lambda[j]);
+    const double scale = 1.0 / std::sqrt(double(n0) * lambda[j]);
     for (int i = 0; i < d; ++i) {
-      T v = 0;
+      double v = 0;
       for (int k = 0; k < n0; ++k) v += Y[std::size_t(i) * n0 + k] * V[k * n0 + j];
       st.u(i, j) = v * scale;
     }
     st.S[j * r + j] = lambda[j];
     lambda_sum += lambda[j];
   }
-  const T floor = detail::init_noise_floor_fraction<T>() * lambda_sum / T(r);
-  st.s2 = std::max((frob2 / T(n0) - lambda_sum) / T(d - r), floor);
-  return st;
+  // s2 from the Gram eigenvalues beyond the first r (all n0 are at hand):
+  // equal in exact arithmetic to (||Y||_F^2/n0 - sum_{i<=r} lambda_i)/(d-r),
+  // without its cancellation. Each is clamped at 0 first: the trailing ones
+  // include the exact zero of the centring (and more when n0 > d), which
+  // rounding can leave slightly negative, and such noise must not pull s2
+  // below the true sum (or negative).
+  double tail = 0;
+  for (int j = r; j < n0; ++j) tail += std::max(lambda[j], 0.0);
+  // The floor keeps s2 > 0 for samples lying exactly in an r-dimensional
+  // affine subspace: 1e-6 * mean(lambda_1..r), the same for every T.
+  const double floor = 1e-6 * lambda_sum / double(r);
+  st.s2 = std::max(tail / double(d - r), floor);
+  if constexpr (std::is_same_v<T, double>) {
+    return st;
+  } else {
+    ReferenceState<T> out(d, r);
+    for (int i = 0; i < d; ++i) out.mu[i] = T(st.mu[i]);
+    for (std::size_t k = 0; k < st.U.size(); ++k) out.U[k] = T(st.U[k]);
+    for (std::size_t k = 0; k < st.S.size(); ++k) out.S[k] = T(st.S[k]);
+    out.s2 = T(st.s2);
+    // A start representable in double need not be in T (lambda or s2 beyond
+    // the range of float, or below its smallest normal value).
+    auto normal = [](T v) { return std::isfinite(v) && v >= std::numeric_limits<T>::min(); };
+    bool ok = normal(out.s2);
+    for (int j = 0; j < r; ++j) ok = ok && normal(out.S[j * r + j]);
+    for (const T v : out.mu) ok = ok && std::isfinite(v);
+    if (!ok) {
+      char num[128];
+      std::snprintf(num, sizeof num, "lambda_1 = %.6g, lambda_%d = %.6g, s2 = %.6g", lambda[0], r,
+                    lambda[r - 1], st.s2);
+      throw std::invalid_argument(std::string("init: data: the start (") + num +
+                                  ") is outside the range of the run's dtype");
+    }
+    return out;
+  }
 }
 
 // init: random (ALGORITHM.md section 3): U an orthonormalized Gaussian drawn

@@ -6,8 +6,20 @@
 // end: with output.state_dir set, the final states are gathered to rank 0
 // and written as .npy files.
 //
-// The data come from the synthetic source or from .npy files
-// (source.type: npy, npy_source.hpp); one loop (run_with_source) serves both.
+// The data come from a StreamSource (stream_source.hpp): the synthetic
+// source or .npy files (source.type: npy, npy_source.hpp); one loop
+// (run_with_source) serves both.
+//
+// Blocks. The loop advances the streams a block at a time (engine.advance:
+// the blocked kernel for block_size k > 1, one sequential step per block for
+// k = 1). A block is at most k samples and ends wherever
+// the run needs a boundary: the end of the warm-up, a diagnostics step, an
+// every_steps checkpoint, a multiple of an explicit reorthonormalize_every,
+// the end of the run, or the end of the source's staged data (a chunk of an
+// npy file). Where a block ends is a function of the position and the deck
+// alone, so a run resumed from a checkpoint cuts the same blocks as the run
+// that was never stopped (and gives bitwise its results). Signals and
+// every_seconds checkpoints are acted on at block ends.
 #pragma once
 
 #include <mpi.h>
@@ -20,6 +32,7 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -73,6 +86,14 @@ class ProgressReporter {
   clock::time_point start_, last_;
 };
 
+// An input problem found while a run starts (after the deck and the files
+// were checked): e.g. a rank-deficient init: data start. Thrown on every
+// rank with the same message; the driver reports it and exits 2, like the
+// input errors found before the run.
+struct RunInputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 namespace detail {
 
 inline double allreduce(double v, MPI_Op op, MPI_Comm comm) {
@@ -99,6 +120,7 @@ inline nlohmann::json reduce_diagnostics(const BatchDiagnostics& d, const TruthA
       {"s2_min", allreduce(d.s2_min, MPI_MIN, comm)},
       {"nonfinite_count", allreduce((long long)d.nonfinite_count, MPI_SUM, comm)},
       {"clamped_steps", allreduce((long long)d.clamped_steps, MPI_SUM, comm)},
+      {"unresolved_residual_steps", allreduce((long long)d.unresolved_residual_steps, MPI_SUM, comm)},
       {"breakdown_streams", allreduce((long long)d.breakdown_streams, MPI_SUM, comm)},
       {"maintained_solve_drift_max", allreduce(d.maintained_solve_drift_max, MPI_MAX, comm)},
       {"maintained_refactorizations", allreduce((long long)d.maintained_refactorizations, MPI_SUM, comm)},
@@ -167,13 +189,8 @@ MPI_Datatype mpi_type() {
   else return MPI_CHAR;
 }
 
-template <class Source>
-struct is_npy_source : std::false_type {};
-template <class S, class E>
-struct is_npy_source<NpyStreamSource<S, E>> : std::true_type {};
-
-// Reduces one rank's I/O accounting of an npy source over all ranks.
-inline nlohmann::json reduce_io(const NpyIoStats& io, MPI_Comm comm) {
+// Reduces one rank's I/O accounting of a file source over all ranks.
+inline nlohmann::json reduce_io(const SourceIoStats& io, MPI_Comm comm) {
   const long long bytes = allreduce((long long)io.bytes_read, MPI_SUM, comm);
   const double read_max = allreduce(io.read_seconds, MPI_MAX, comm);
   const double rank_bw = io.read_seconds > 0 ? double(io.bytes_read) / io.read_seconds : 0.0;
@@ -341,17 +358,17 @@ inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
 
 namespace detail {
 
-// The run itself, for either source (SyntheticDriftSource or
-// NpyStreamSource): `cfg.run.steps` is the resolved number of timed steps.
-// With control->restart, the streams, the position and the statistics so far
-// come from that checkpoint instead of the init; checkpoints and the stop on
-// SIGTERM/SIGINT follow cfg.output.checkpoint (run_checkpoint.hpp).
-template <class Scalar, class Source>
+// The run itself, for any StreamSource: `cfg.run.steps` is the resolved
+// number of timed steps. With control->restart, the streams, the position
+// and the statistics so far come from that checkpoint instead of the init;
+// checkpoints and the stop on SIGTERM/SIGINT follow cfg.output.checkpoint
+// (run_checkpoint.hpp).
+template <class Scalar>
 nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const StreamDecomposition& decomp,
-                               Source& source, RunControl* control = nullptr) {
+                               StreamSource<Scalar, Kokkos::DefaultExecutionSpace>& source,
+                               RunControl* control = nullptr) {
   using Exec = Kokkos::DefaultExecutionSpace;
   using Mem = typename Exec::memory_space;
-  constexpr bool npy = is_npy_source<std::remove_const_t<Source>>::value;
   int rank = 0, nranks = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &nranks);
@@ -363,7 +380,6 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
 
   StreamBatch<Scalar, Exec> batch(B, d, r, decomp.local_ids);
   MosaicEngine<Scalar, Exec> engine(params, B, d, r);
-  Kokkos::View<Scalar**, Mem> X("mosaic::samples", B, d);
 
   // Sample index of the next sample each stream consumes; warm-up and timed
   // steps done (all non-zero only when resuming from a checkpoint).
@@ -378,53 +394,52 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
       t = pos.at("sample_index").get<std::int64_t>();
       warm = pos.at("warmup_done").get<std::int64_t>();
       k = pos.at("timed_done").get<std::int64_t>();
-      if constexpr (npy) {
-        std::vector<NpyDataError> earlier;
-        for (const auto& e : loaded.data_errors)
-          earlier.push_back(NpyDataError{e.at("stream_id").get<std::uint64_t>(), e.at("path").get<std::string>(),
-                                         e.at("row").get<std::int64_t>(), e.at("message").get<std::string>()});
-        source.resume_at(t, loaded.frozen, std::move(earlier));
-      }
+      SourcePosition earlier{loaded.frozen, {}};
+      for (const auto& e : loaded.data_errors)
+        earlier.data_errors.push_back(SourceDataError{e.at("stream_id").get<std::uint64_t>(),
+                                                      e.at("path").get<std::string>(), e.at("row").get<std::int64_t>(),
+                                                      e.at("message").get<std::string>()});
+      source.resume_at(t, std::move(earlier));
     });
     segments = restart->manifest.at("segments");
     series = restart->manifest.at("diagnostics_series");
-  } else timers.time("init", [&] {
-    if (params.init == InitMode::data) {
-      const int n0 = params.resolved_init_samples(r);
-      Kokkos::View<Scalar***, Mem> X0("mosaic::init_samples", B, n0, d);
-      source.generate_block(0, n0, X0);
-      engine.init_data(batch, X0);
-      t = n0;
-    } else {
-      engine.init_random(batch, cfg.run.seed);
-    }
-  });
-  // algorithm.block_size k > 1: the exact blocked update, k samples per
-  // call (generate_block + step_block; the last block of a phase may be
-  // shorter). Diagnostics fall on block ends (config: diagnostics_every is a
-  // multiple of k).
-  const int kb = params.block_size > 1 ? params.block_size : 0;
-  Kokkos::View<Scalar***, Mem> Xblk;
-  if (kb) Xblk = Kokkos::View<Scalar***, Mem>("mosaic::sample_block", B, kb, d);
-  auto block_of = [&](int n) { return n == kb ? Xblk : Kokkos::View<Scalar***, Mem>("mosaic::sample_block_tail", B, n, d); };
+  } else {
+    std::string init_error;  // a stream whose init: data failed (e.g. a rank-deficient start)
+    timers.time("init", [&] {
+      if (params.init == InitMode::data) {
+        const int n0 = params.resolved_init_samples(r);
+        Kokkos::View<Scalar***, Mem> X0("mosaic::init_samples", B, n0, d);
+        source.read_init(n0, X0);
+        try {
+          engine.init_data(batch, X0);
+        } catch (const StreamInitError& e) {
+          init_error = source.describe(e.stream) + ": " + e.what();
+        }
+        t = n0;
+      } else {
+        engine.init_random(batch, cfg.run.seed);
+      }
+    });
+    // The ranks agree: the lowest rank's message, as an input error everywhere.
+    const int first_bad = int(allreduce((long long)(init_error.empty() ? nranks : rank), MPI_MIN, comm));
+    if (first_bad < nranks) throw RunInputError(broadcast_string(init_error, first_bad, comm));
+  }
   const std::int64_t warm0 = warm, k0 = k;  // where this process started
   CheckpointPolicy policy(cfg.output.checkpoint, comm);
   int stop = 0;  // the agreed SIGTERM/SIGINT that stops the run
+  // The next block: at most `limit` samples (the phase's boundaries), cut
+  // further by the engine (block size, re-orthonormalization) and the source
+  // (end of its staged data). Returns the samples advanced.
+  using block_view = typename StreamSource<Scalar, Exec>::block_view;
+  auto next_block = [&](std::int64_t limit) {
+    return source.next_block(t, int(std::min<std::int64_t>(engine.block_length(warm + k), limit)));
+  };
   timers.time("warmup", [&] {
     while (warm < cfg.run.warmup_steps && !stop) {
-      if (kb) {
-        const int n = int(std::min<std::int64_t>(kb, cfg.run.warmup_steps - warm));
-        auto Xn = block_of(n);
-        source.generate_block(t, n, Xn);
-        engine.step_block(batch, Xn);
-        warm += n;
-        t += n;
-      } else {
-        source.generate(t, X);
-        engine.step(batch, X);
-        ++warm;
-        ++t;
-      }
+      const block_view Xn = next_block(cfg.run.warmup_steps - warm);
+      engine.advance(batch, Xn);
+      warm += std::int64_t(Xn.extent(1));
+      t += std::int64_t(Xn.extent(1));
       stop = policy.after_step(-1).signal;
     }
   });
@@ -437,7 +452,7 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   auto write_checkpoint = [&] {
     timers.time("checkpoint", [&] {
       nlohmann::json io_now;
-      if constexpr (npy) io_now = detail::reduce_io(source.io_stats(), comm);
+      if (const auto io = source.io_report()) io_now = detail::reduce_io(*io, comm);
       const double loop_now =
           loop_start ? std::chrono::duration<double>(std::chrono::steady_clock::now() - *loop_start).count() : 0.0;
       nlohmann::json segs = segments;
@@ -453,14 +468,11 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
                             {"run_steps", cfg.run.steps},
                             {"segments", segs},
                             {"diagnostics_series", series}};
-      std::vector<unsigned char> frozen;
+      const SourcePosition at = source.position_at(t);
       nlohmann::json errors = nlohmann::json::array();
-      if constexpr (npy) {
-        frozen = source.frozen_before(t);
-        for (const auto& e : source.data_errors_before(t))
-          errors.push_back({{"stream_id", e.stream_id}, {"path", e.path}, {"row", e.row}, {"message", e.message}});
-      }
-      last_checkpoint = ckpt::write_checkpoint(req, batch, frozen, errors, comm);
+      for (const auto& e : at.data_errors)
+        errors.push_back({{"stream_id", e.stream_id}, {"path", e.path}, {"row", e.row}, {"message", e.message}});
+      last_checkpoint = ckpt::write_checkpoint(req, batch, at.frozen, errors, comm);
     });
     last_checkpoint_at = t;
     ++checkpoints_written;
@@ -473,7 +485,7 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
     std::optional<TruthAccuracy> acc;  // against the truth: synthetic data only
     timers.time("diagnostics", [&] {
       diag = compute_diagnostics(batch);
-      if constexpr (!npy) acc = source.accuracy(batch, t - 1);
+      acc = source.accuracy(batch, t - 1);
     });
     nlohmann::json entry;
     timers.time("reduce", [&] {
@@ -488,20 +500,16 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   progress.resume(k0);
   const std::int64_t every = cfg.run.diagnostics_every;
   loop_start = std::chrono::steady_clock::now();
+  const std::int64_t ck_every = cfg.output.checkpoint.every_steps;
   while (k < cfg.run.steps && !stop) {
-    if (kb) {
-      const int n = int(std::min<std::int64_t>(kb, cfg.run.steps - k));
-      auto Xn = block_of(n);
-      timers.time("generate", [&] { source.generate_block(t, n, Xn); });
-      timers.time("update", [&] { engine.step_block(batch, Xn); });
-      k += n;
-      t += n;
-    } else {
-      timers.time("generate", [&] { source.generate(t, X); });
-      timers.time("update", [&] { engine.step(batch, X); });
-      ++k;
-      ++t;
-    }
+    std::int64_t limit = cfg.run.steps - k;
+    if (every > 0) limit = std::min(limit, every - k % every);
+    if (ck_every > 0) limit = std::min(limit, ck_every - k % ck_every);
+    block_view Xn;
+    timers.time("generate", [&] { Xn = next_block(limit); });
+    timers.time("update", [&] { engine.advance(batch, Xn); });
+    k += std::int64_t(Xn.extent(1));
+    t += std::int64_t(Xn.extent(1));
     if (every > 0 && k % every == 0 && k < cfg.run.steps) series.push_back(diagnose(k).first);
     progress.update(k);
     const CheckpointPolicy::Decision next = policy.after_step(k);
@@ -534,7 +542,8 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   // This process's statistics, added to those of the segments before it
   // (a run that was never stopped has one segment: the plain statistics).
   nlohmann::json io_now;
-  if constexpr (npy) io_now = detail::reduce_io(source.io_stats(), comm);
+  const std::optional<SourceIoStats> io_end = source.io_report();
+  if (io_end) io_now = detail::reduce_io(*io_end, comm);
   segments.push_back(segment_stats(timers, comm, k - k0, warm - warm0, loop_s, B,
                                    detail::reduce_timers(timers, comm, nranks), io_now));
   const nlohmann::json total = combine_segments(segments);
@@ -544,7 +553,7 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   const double rank_rate_min = total["per_rank_update_samples_per_second_min"];
   const double rank_rate_max = total["per_rank_update_samples_per_second_max"];
   nlohmann::json io;
-  if constexpr (npy) io = total["io"];
+  if (io_end) io = total["io"];
   // An interrupted run writes no state files: output.state_dir holds final
   // states only (the checkpoint holds the interrupted ones).
   nlohmann::json state_files;
@@ -602,6 +611,15 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
         {"streams_per_rank_max", decomp.max_per_rank},
         {"imbalance", decomp.imbalance},
         {"policy", "each stream is owned whole by one rank; stream states are never split, exchanged or averaged; only statistics cross ranks"}}},
+      {"kernel",
+       {{"update", engine.blocked() ? "blocked" : "sequential"},
+        {"block_size", engine.block_size()},
+        {"block_size_from", params.block_size == kAuto ? "auto" : "deck"},
+        {"block_gemm", engine.blocked() ? nlohmann::json(to_string(engine.block_gemm_resolved())) : nlohmann::json()},
+        {"reorthonormalize", engine.reorthonormalize_at_block_end() ? nlohmann::json("every block end")
+                             : engine.reorthonormalize_every() > 0
+                                 ? nlohmann::json("every " + std::to_string(engine.reorthonormalize_every()) + " steps")
+                                 : nlohmann::json("never")}}},
       {"steps", {{"timed", k}, {"warmup", warm}, {"timed_planned", cfg.run.steps},
                  {"init_samples", params.init == InitMode::data ? params.resolved_init_samples(r) : 0}}},
       {"timers", timer_stats},
@@ -626,7 +644,7 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
                   {"breakdowns", breakdowns}}},
       {"verification", {{"passed", passed}, {"checks", checks}, {"per_stream_checksums", checksums}}},
   };
-  if constexpr (npy) result["io"] = io;
+  if (io_end) result["io"] = io;
   if (!state_files.is_null()) result["state_files"] = state_files;
   if (restart || segments.size() > 1)
     result["restart"] = {{"restarted_from", restart ? nlohmann::json(restart->dir) : nlohmann::json()},
@@ -673,7 +691,7 @@ nlohmann::json run_point(const RunConfig& config, MPI_Comm comm, RunControl* con
                                          n0 + cfg.run.warmup_steps + cfg.run.steps);
     return detail::run_with_source<Scalar>(cfg, comm, decomp, source, control);
   }
-  const SyntheticDriftSource<Scalar, Exec> source(config.source.synthetic, decomp.local_ids);
+  SyntheticDriftSource<Scalar, Exec> source(config.source.synthetic, decomp.local_ids);
   return detail::run_with_source<Scalar>(config, comm, decomp, source, control);
 }
 

@@ -39,8 +39,8 @@ struct RunControl {
 // rank 0's clock alone. With more than one rank they agree by one
 // MPI_Allreduce (MAX) of two ints after every step: the measured cost on
 // the smoke deck is below the run-to-run noise (docs/CHECKPOINT.md). Steps
-// are counted in the timed phase only; every_steps is a multiple of the
-// block size (config).
+// are counted in the timed phase only; the driver ends a block at every
+// every_steps checkpoint step.
 class CheckpointPolicy {
  public:
   struct Decision {

@@ -86,9 +86,12 @@ struct StreamBatch {
   // steps: MOSAIC steps taken (init samples excluded); clamped_steps: steps
   // whose covariance step was shortened to max_step; breakdown_step: value
   // of `steps` when the stream broke down (the 0-based index of the failed
-  // step), -1 while healthy; reorthonormalizations: Cholesky-QR passes done.
+  // step), -1 while healthy; reorthonormalizations: Cholesky-QR passes done;
+  // unresolved_residual_steps: blocked steps whose computed rho^2 was below
+  // 64 eps ||y||^2 (residual at rounding level, ALGORITHM.md section 6;
+  // always 0 for the sequential kernel, which computes e directly).
   Kokkos::View<std::int64_t*, memory_space> steps, clamped_steps, breakdown_step,
-      reorthonormalizations;
+      reorthonormalizations, unresolved_residual_steps;
   Kokkos::View<int*, memory_space> status;  // BreakdownCode; nonzero = frozen
   // precision_solve: maintained (blocked_step.hpp): upper-triangular R with
   // R^T R = S, kept in double; factor_age = steps since R was last computed
@@ -119,6 +122,7 @@ struct StreamBatch {
     clamped_steps = decltype(clamped_steps)("mosaic::clamped_steps", batch);
     breakdown_step = decltype(breakdown_step)("mosaic::breakdown_step", batch);
     reorthonormalizations = decltype(reorthonormalizations)("mosaic::reorth", batch);
+    unresolved_residual_steps = decltype(unresolved_residual_steps)("mosaic::unresolved_residual_steps", batch);
     status = decltype(status)("mosaic::status", batch);
     Kokkos::deep_copy(breakdown_step, std::int64_t(-1));
     Rfac = decltype(Rfac)("mosaic::Rfac", batch, r, r);
@@ -180,6 +184,7 @@ struct StreamBatch {
     write_scalar(steps, b, st.steps);
     write_scalar(clamped_steps, b, st.clamped_steps);
     write_scalar(reorthonormalizations, b, st.reorthonormalizations);
+    write_scalar(unresolved_residual_steps, b, std::int64_t(0));
     write_scalar(status, b, 0);
     write_scalar(breakdown_step, b, std::int64_t(-1));
     write_scalar(factor_age, b, std::int64_t(-1));  // S changed: no maintained factor

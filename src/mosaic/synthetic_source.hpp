@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -23,24 +24,10 @@
 
 #include "host_linalg.hpp"
 #include "stream_batch.hpp"
+#include "stream_source.hpp"
 #include "synthetic.hpp"
 
 namespace mosaic {
-
-// Accuracy of a batch of states against the truth at one step, max and mean
-// over the streams.
-//   projector_distance = 1 - ||U^T V(t)||_F^2 / k, k = min(r_source, r_state):
-//     0 when the smaller of the two subspaces lies in the larger, 1 when they
-//     are orthogonal.
-//   noise_rel_error = |s2 - noise_variance| / noise_variance (noise_variance =
-//     mean of the per-coordinate noise variances, what s2 estimates).
-//   spectrum_rel_error = ||max(eig(S) - s2, 0) - lambda||_2 / ||lambda||_2 over
-//     the top k eigenvalues of both, sorted descending.
-struct TruthAccuracy {
-  double projector_distance_max = 0, projector_distance_mean = 0;
-  double noise_rel_error_max = 0, noise_rel_error_mean = 0;
-  double spectrum_rel_error_max = 0, spectrum_rel_error_mean = 0;
-};
 
 namespace detail {
 
@@ -107,12 +94,14 @@ struct SynthFunctor {
 }  // namespace detail
 
 template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
-class SyntheticDriftSource {
+class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
  public:
   using execution_space = ExecSpace;
   using memory_space = typename ExecSpace::memory_space;
   using sample_view = Kokkos::View<Scalar**, memory_space>;   // B x d
-  using block_view = Kokkos::View<Scalar***, memory_space>;   // B x n x d
+  using out_block_view = Kokkos::View<Scalar***, memory_space>;  // B x n x d
+  using typename StreamSource<Scalar, ExecSpace>::init_view;
+  using typename StreamSource<Scalar, ExecSpace>::block_view;
 
   SyntheticDriftSource(const SyntheticSpec& spec, std::vector<std::uint64_t> stream_ids)
       : spec_(spec), ids_(std::move(stream_ids)) {
@@ -160,7 +149,8 @@ class SyntheticDriftSource {
   }
 
   const SyntheticSpec& spec() const { return spec_; }
-  int batch() const { return int(ids_.size()); }
+  int batch() const override { return int(ids_.size()); }
+  std::string describe(int b) const override { return "stream " + std::to_string(ids_.at(std::size_t(b))); }
   const std::vector<std::uint64_t>& stream_ids() const { return ids_; }
   const std::vector<SyntheticTruth>& truths() const { return truths_; }
 
@@ -179,32 +169,52 @@ class SyntheticDriftSource {
                          Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), batch(), Kokkos::AUTO), f);
   }
 
-  // X(b, k, :) = x_{first_step + k} of stream b, k < n (for init: data).
-  void generate_block(std::int64_t first_step, int n, block_view X) const {
+  // X(b, k, :) = x_{first_step + k} of stream b, k < n. Work arrays grow
+  // to the largest n asked for and are reused.
+  void generate_block(std::int64_t first_step, int n, out_block_view X) const {
     if (n < 1 || int(X.extent(1)) != n)
       throw std::invalid_argument("SyntheticDriftSource::generate_block: X must be B x n x d with n = " +
                                   std::to_string(n));
     check(X.extent(0), X.extent(2), "generate_block");
-    Kokkos::View<double**, Kokkos::LayoutRight, memory_space> cs("synthetic::cs_block", n, 2);
-    auto hcs = Kokkos::create_mirror_view(cs);
+    reserve_block(n);
     for (int k = 0; k < n; ++k) {
       const double a = spec_.drift * double(std::uint64_t(first_step) + std::uint64_t(k));
-      hcs(k, 0) = std::cos(a);
-      hcs(k, 1) = std::sin(a);
+      csb_host_(k, 0) = std::cos(a);
+      csb_host_(k, 1) = std::sin(a);
     }
-    Kokkos::deep_copy(cs, hcs);
-    mat_view latent("synthetic::latent_block", std::size_t(batch()) * n, spec_.r);
-    detail::SynthFunctor<Scalar, ExecSpace, block_view> f{
-        spec_, V0_, W0_, mean_, noise_std_, sqrt_lambda_, ids_d_, cs, latent, X,
+    Kokkos::deep_copy(Kokkos::subview(csb_, Kokkos::make_pair(0, n), Kokkos::ALL()),
+                      Kokkos::subview(csb_host_, Kokkos::make_pair(0, n), Kokkos::ALL()));
+    detail::SynthFunctor<Scalar, ExecSpace, out_block_view> f{
+        spec_, V0_, W0_, mean_, noise_std_, sqrt_lambda_, ids_d_, csb_, latentb_, X,
         std::uint64_t(first_step), n};
     Kokkos::parallel_for("mosaic::synthetic_generate_block",
                          Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), batch() * n, Kokkos::AUTO), f);
   }
 
+  // StreamSource: the samples are a pure function of (seed, stream, row), so
+  // the source has no position of its own.
+  void read_init(int n, init_view X) override { generate_block(0, n, X); }
+  block_view next_block(std::int64_t first, int max_n) override {
+    if (int(block_.extent(1)) < max_n)
+      block_ = out_block_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("synthetic::block")),
+                              batch(), max_n, spec_.d);
+    // A B x max_n x d view over the buffer's memory (contiguous in either layout).
+    const out_block_view X(block_.data(), batch(), max_n, spec_.d);
+    generate_block(first, max_n, X);
+    return X;
+  }
+  SourcePosition position_at(std::int64_t) const override { return {}; }
+  void resume_at(std::int64_t, SourcePosition) override {}
+  std::optional<SourceIoStats> io_report() override { return std::nullopt; }
+  std::optional<TruthAccuracy> accuracy(const StreamBatch<Scalar, ExecSpace>& sb,
+                                        std::int64_t step) const override {
+    return truth_accuracy(sb, step);
+  }
+
   // Accuracy of the batch's states against the truth at `step` (the step
   // index of the last sample consumed). Host-side: copies each state out.
   // A frozen (broken-down) stream is included with its frozen state.
-  TruthAccuracy accuracy(const StreamBatch<Scalar, ExecSpace>& sb, std::int64_t step) const {
+  TruthAccuracy truth_accuracy(const StreamBatch<Scalar, ExecSpace>& sb, std::int64_t step) const {
     if (sb.batch != batch() || sb.d != spec_.d)
       throw std::invalid_argument("SyntheticDriftSource::accuracy: batch has B=" +
                                   std::to_string(sb.batch) + ", d=" + std::to_string(sb.d) +
@@ -254,6 +264,14 @@ class SyntheticDriftSource {
   using basis_view = Kokkos::View<double***, Kokkos::LayoutStride, memory_space>;
   using mat_view = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>;
 
+  // The cos/sin and latent work arrays of generate_block for n samples.
+  void reserve_block(int n) const {
+    if (int(csb_.extent(0)) >= n) return;
+    csb_ = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>("synthetic::cs_block", n, 2);
+    csb_host_ = Kokkos::create_mirror_view(csb_);
+    latentb_ = mat_view("synthetic::latent_block", std::size_t(batch()) * n, spec_.r);
+  }
+
   void check(std::size_t b, std::size_t d, const char* what) const {
     if (int(b) != batch() || int(d) != spec_.d)
       throw std::invalid_argument(std::string("SyntheticDriftSource::") + what + ": X is " +
@@ -272,6 +290,11 @@ class SyntheticDriftSource {
   Kokkos::View<double**, Kokkos::LayoutRight, memory_space> cs1_;
   typename Kokkos::View<double**, Kokkos::LayoutRight, memory_space>::host_mirror_type cs1_host_;
   mat_view latent1_;
+  // generate_block's work arrays and next_block's buffer (grown on demand).
+  mutable Kokkos::View<double**, Kokkos::LayoutRight, memory_space> csb_;
+  mutable typename Kokkos::View<double**, Kokkos::LayoutRight, memory_space>::host_mirror_type csb_host_;
+  mutable mat_view latentb_;
+  out_block_view block_;
 };
 
 }  // namespace mosaic

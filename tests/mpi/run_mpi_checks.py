@@ -8,8 +8,9 @@ two cores) and inspects what it wrote. Usage:
       --deck tests/decks/mpi_small.yaml --workdir DIR CHECK [--ranks N]
 
 CHECK is one of: weak, strong_invariance, sweep, unwritable_output, bad_deck,
-npy_stream, npy_bad_file, npy_blocked, checkpoint_resume, checkpoint_redistribute,
-checkpoint_crash_safety, checkpoint_refused, checkpoint_npy. The npy checks write their .npy
+npy_stream, npy_bad_file, npy_blocked, npy_blocked_nonfinite, checkpoint_resume,
+checkpoint_redistribute, checkpoint_crash_safety, checkpoint_refused, checkpoint_npy,
+blocked_schedules. The npy checks write their .npy
 files into the workdir with numpy (system python3). The checkpoint checks
 (docs/CHECKPOINT.md) signal running ranks with SIGTERM and compare the final
 state files of stopped-and-resumed runs with uninterrupted ones, bitwise.
@@ -63,13 +64,15 @@ def load_valid(args, path):
     return doc
 
 
-def run_ok(args, ranks, extra, name):
+def run_ok(args, ranks, extra, name, expect_rc=0):
+    """Runs, expects exit code expect_rc (3: finished, verification failed)
+    and a valid result file; returns the result and the process."""
     out = os.path.join(args.workdir, name)
     if os.path.exists(out):
         os.remove(out)
     proc = mpirun(args, ranks, extra + ["--output", out], args.workdir)
-    if proc.returncode != 0:
-        fail(f"mosaic_miniapp exited with {proc.returncode}")
+    if proc.returncode != expect_rc:
+        fail(f"mosaic_miniapp exited with {proc.returncode}, expected {expect_rc}")
     return load_valid(args, out), proc
 
 
@@ -201,10 +204,10 @@ def write_npy_streams(args, d=48):
     return paths
 
 
-def npy_args(paths, state_dir):
+def npy_args(paths, state_dir, steps="all"):
     return ["--set", "source.type=npy", "--set", "source.paths=[" + ", ".join(paths) + "]",
             "--set", "streams.mode=strong", "--set", f"streams.total={len(paths)}",
-            "--set", "source.chunk_rows=64", "--set", "run.steps=all",
+            "--set", "source.chunk_rows=64", "--set", f"run.steps={steps}",
             "--set", f"output.state_dir={state_dir}"]
 
 
@@ -382,6 +385,103 @@ def check_npy_bad_file(args):
         fail(f"status.npy {st['status']}, steps.npy {st['steps']}")
 
 
+def stream_slice(states, s):
+    """The states of stream index s alone (for basis_free_gap)."""
+    return {name: v[s:s + 1] for name, v in states.items()}
+
+
+def check_npy_blocked_nonfinite(args):
+    """A NaN at the first, a middle and the last row of a block of the blocked
+    update (k = 16, full blocks) freezes exactly that stream at the step the
+    sequential kernel freezes it (breakdown step = row - init_samples); the
+    other streams finish, the result is written, the exit code is 3. All final
+    states agree with the sequential run's (double, 1e-10 basis-free), each
+    frozen one with a clean run stopped just before its NaN; io.bytes_read is
+    within one chunk per stream of the bytes of the rows used."""
+    import numpy as np
+    k, chunk, n0, warmup, d = 16, 64, 16, 16, 48
+    # Blocks start at row n0 + warmup (the end of the warm-up) and, since
+    # n0 + warmup, warmup and chunk_rows are multiples of k, every block is a
+    # full k rows: no chunk end (a multiple of 64) falls inside one.
+    first = n0 + warmup
+    paths = write_npy_streams(args, d)[:4]  # stream 1 is float32, stream 3 Fortran order
+    bad = {0: (first + 6 * k, "the first row of a block (and of a chunk)"),
+           1: (first + 3 * k + 7, "a middle row of a block"),
+           2: (first + 9 * k - 1, "the last row of a block (mid-chunk)")}
+    files = list(paths)
+    for s, (row, _) in bad.items():
+        x = np.load(paths[s])
+        x[row, 7] = np.nan
+        files[s] = os.path.join(args.workdir, f"nonfinite_{s}.npy")
+        np.save(files[s], x)
+    rows = min(NPY_ROWS[:4])  # run.steps: all ends at the shortest file
+    timed = rows - first
+    # The rows a stream uses: init + warm-up + timed rows, for a frozen stream
+    # those up to its NaN row (the source stages NaN after it, unread).
+    itemsize = [np.load(p, mmap_mode="r").dtype.itemsize for p in files]
+    rows_used = [bad[s][0] + 1 if s in bad else rows for s in range(4)]
+    used = sum(n * d * b for n, b in zip(rows_used, itemsize))
+    planned = sum(rows * d * b for b in itemsize)
+    slack = sum(chunk * d * b for b in itemsize)
+    schedule = ["--set", f"algorithm.init_samples={n0}", "--set", f"run.warmup_steps={warmup}",
+                "--set", "run.diagnostics_every=0"]
+    expect_breakdowns = [{"stream_id": s, "step": row - n0, "code": 1} for s, (row, _) in sorted(bad.items())]
+    expect_rows = [(s, row, files[s]) for s, (row, _) in sorted(bad.items())]
+    runs, states = {}, {}
+    for kb, update in ((k, "blocked"), (1, "sequential")):
+        state_dir = os.path.join(args.workdir, f"nonfinite_states_k{kb}")
+        shutil.rmtree(state_dir, ignore_errors=True)
+        doc, _ = run_ok(args, 2, npy_args(files, state_dir) + schedule + ["--set", f"algorithm.block_size={kb}"],
+                        f"nonfinite_k{kb}.json", expect_rc=3)
+        run = doc["runs"][0]
+        kern = run["kernel"]
+        if kern["update"] != update or kern["block_size"] != kb or kern["block_size_from"] != "deck":
+            fail(f"block_size {kb}: kernel {kern}")
+        if run["steps"]["timed"] != timed or run["steps"]["init_samples"] != n0:
+            fail(f"block_size {kb}: steps {run['steps']}, expected {timed} timed after {n0} init samples")
+        if run["verification"]["passed"]:
+            fail(f"block_size {kb}: verification passed with three frozen streams")
+        if run["counts"]["breakdowns"] != expect_breakdowns or run["counts"]["breakdown_streams"] != 3:
+            fail(f"block_size {kb}: breakdowns {run['counts']['breakdowns']}, expected {expect_breakdowns}")
+        got_rows = [(e["stream_id"], e["row"], e["path"]) for e in run["io"]["nonfinite_rows"]]
+        if sorted(got_rows) != expect_rows:
+            fail(f"block_size {kb}: io.nonfinite_rows {run['io']['nonfinite_rows']}, expected {expect_rows}")
+        st = load_states(state_dir)
+        expect_steps = [bad[s][0] - n0 if s in bad else rows - n0 for s in range(4)]
+        if list(st["status"]) != [1, 1, 1, 0] or list(st["steps"]) != expect_steps:
+            fail(f"block_size {kb}: status.npy {list(st['status'])}, steps.npy {list(st['steps'])}, "
+                 f"expected [1, 1, 1, 0], {expect_steps}")
+        if not all(np.isfinite(st[n]).all() for n in ("mu", "U", "S", "s2")):
+            fail(f"block_size {kb}: non-finite values in the final states (a frozen stream must keep its last state)")
+        got = run["io"]["bytes_read"]
+        print(f"block_size {kb}: io.bytes_read {got}, bytes of the rows used {used} (rows {rows_used}): ratio "
+              f"{got / used:.4f}, at most {(used + slack) / used:.4f} allowed; bytes of all {rows} rows of every "
+              f"stream {planned}: ratio {got / planned:.4f}")
+        if not used <= got <= used + slack:
+            fail(f"block_size {kb}: io.bytes_read {got} not in [{used}, {used + slack}] "
+                 f"(rows used {rows_used}, chunk_rows {chunk})")
+        runs[kb], states[kb] = run, st
+    gaps = [basis_free_gap(stream_slice(states[k], s), stream_slice(states[1], s)) for s in range(4)]
+    print("blocked vs sequential basis-free gap per stream (A, B, C frozen; D clean):",
+          ", ".join(f"{g:.2e}" for g in gaps))
+    if not max(gaps) <= 1e-10:
+        fail(f"blocked (k={k}) vs sequential final states: basis-free gap {max(gaps):.3e} > 1e-10")
+    if runs[k]["diagnostics"]["final"]["clamped_steps"] != runs[1]["diagnostics"]["final"]["clamped_steps"]:
+        fail("clamped steps differ between the blocked and the sequential run")
+    # A frozen stream keeps the state it had before its NaN row: that of a
+    # clean sequential run of its file stopped at the row before.
+    for s, (row, where) in sorted(bad.items()):
+        state_dir = os.path.join(args.workdir, f"clean_states_{s}")
+        shutil.rmtree(state_dir, ignore_errors=True)
+        run_ok(args, 1, npy_args([paths[s]], state_dir, steps=row - first) + schedule +
+               ["--set", "algorithm.block_size=1"], f"clean_{s}.json")
+        gap = basis_free_gap(stream_slice(states[k], s), load_states(state_dir))
+        print(f"stream {s}: NaN at row {row}, {where}: frozen at step {row - n0}; "
+              f"gap to the clean run of {row - n0} steps {gap:.2e}")
+        if not gap <= 1e-10:
+            fail(f"stream {s}: the frozen state is not the state before row {row} (gap {gap:.3e})")
+
+
 # ---------------------------------------------------------------- checkpoints
 
 STATE_FILES = ("mu", "U", "S", "s2", "stream_ids", "steps", "status")
@@ -451,13 +551,13 @@ def run_and_signal(args, ranks, extra, ckpt_dir, which="one"):
     return proc
 
 
-def ckpt_args(ckpt_dir, state_dir, every=20000, steps=CKPT_STEPS):
-    return ["--set", f"run.steps={steps}", "--set", "run.diagnostics_every=0",
+def ckpt_args(ckpt_dir, state_dir, every=20000, steps=CKPT_STEPS, diagnostics_every=0):
+    return ["--set", f"run.steps={steps}", "--set", f"run.diagnostics_every={diagnostics_every}",
             "--set", f"output.checkpoint.dir={ckpt_dir}", "--set", f"output.checkpoint.every_steps={every}",
             "--set", f"output.state_dir={state_dir}"]
 
 
-def check_interrupted(args, out, proc, ckpt_dir, state_dir):
+def check_interrupted(args, out, proc, ckpt_dir, state_dir, steps=CKPT_STEPS):
     if proc.returncode != 128 + signal.SIGTERM:
         fail(f"a SIGTERM'ed run should exit with 143, got {proc.returncode}")
     doc = load_valid(args, out)
@@ -468,7 +568,7 @@ def check_interrupted(args, out, proc, ckpt_dir, state_dir):
                                                  "MANIFEST.json")):
         fail(f"the interrupted result names no complete checkpoint: {ck}")
     run = doc["runs"][0]
-    if not 0 < run["steps"]["timed"] < CKPT_STEPS or run["steps"]["timed_planned"] != CKPT_STEPS:
+    if not 0 < run["steps"]["timed"] < steps or run["steps"]["timed_planned"] != steps:
         fail(f"interrupted run steps {run['steps']}")
     if os.path.exists(os.path.join(state_dir, "mu.npy")):
         fail("an interrupted run wrote final state files")
@@ -483,10 +583,13 @@ def check_checkpoint_resume(args):
     n = args.ranks
     w = args.workdir
     base = ["--set", "streams.mode=weak", "--set", "streams.per_rank=2"]
-    full_states = os.path.join(w, f"full_states_{n}")
-    shutil.rmtree(full_states, ignore_errors=True)
-    run_ok(args, n, base + ["--set", f"run.steps={CKPT_STEPS}", "--set", "run.diagnostics_every=0",
-                            "--set", f"output.state_dir={full_states}"], f"full_{n}.json")
+    # The uninterrupted run has the same checkpoint schedule: every_steps is
+    # part of the deck, and with the blocked update a block ends at every
+    # checkpoint step (docs/INPUT_DECK.md), which changes the rounding.
+    full_states, full_ckpt = os.path.join(w, f"full_states_{n}"), os.path.join(w, f"full_ckpt_{n}")
+    for p in (full_states, full_ckpt):
+        shutil.rmtree(p, ignore_errors=True)
+    run_ok(args, n, base + ckpt_args(full_ckpt, full_states), f"full_{n}.json")
     ckpt_dir, states = os.path.join(w, f"ckpt_{n}"), os.path.join(w, f"states_{n}")
     out = os.path.join(w, f"resumed_{n}.json")
     for p in (ckpt_dir, states):
@@ -518,10 +621,10 @@ def check_checkpoint_redistribute(args):
     uninterrupted 1-rank run (streams are redistributed by global id)."""
     w = args.workdir
     strong = ["--set", "streams.mode=strong", "--set", "streams.total=5"]
-    full_states = os.path.join(w, "full_states_strong")
-    shutil.rmtree(full_states, ignore_errors=True)
-    run_ok(args, 1, strong + ["--set", f"run.steps={CKPT_STEPS}", "--set", "run.diagnostics_every=0",
-                              "--set", f"output.state_dir={full_states}"], "full_strong.json")
+    full_states, full_ckpt = os.path.join(w, "full_states_strong"), os.path.join(w, "full_ckpt_strong")
+    for p in (full_states, full_ckpt):
+        shutil.rmtree(p, ignore_errors=True)
+    run_ok(args, 1, strong + ckpt_args(full_ckpt, full_states), "full_strong.json")  # the same schedule
     ckpt_dir, states = os.path.join(w, "ckpt_strong"), os.path.join(w, "states_strong")
     out = os.path.join(w, "strong.json")
     for p in (ckpt_dir, states):
@@ -685,11 +788,117 @@ def check_checkpoint_refused(args):
     print("corrupted and mismatched checkpoints refused before the run")
 
 
+# ---------------------------------------------------------------- blocked update schedules
+
+# Schedules that are not multiples of the block size k = 64: blocks end at the
+# end of the warm-up (100), at the diagnostics steps (500, 1000), at the
+# checkpoints (300, 600, 900, 1200) and at the end of the run (1234).
+BLOCKED_STEPS = 1234
+# Larger than mpi_small so that one run takes a few seconds on one core per
+# rank: the SIGTERM sent after the first checkpoint (timed step 300) lands
+# mid-run.
+BLOCKED_PROBLEM = ["--set", "problem.d=2048", "--set", "problem.rank=32",
+                   "--set", "streams.mode=weak", "--set", "streams.per_rank=4"]
+
+
+def blocked_args(ckpt_dir, state_dir, block_size):
+    return BLOCKED_PROBLEM + ["--set", "run.warmup_steps=100", "--set", f"algorithm.block_size={block_size}"] + ckpt_args(
+        ckpt_dir, state_dir, every=300, steps=BLOCKED_STEPS, diagnostics_every=500)
+
+
+def check_kernel(run, what, **expect):
+    got = {key: run["kernel"][key] for key in expect}
+    if got != expect:
+        fail(f"{what}: runs[].kernel {run['kernel']}, expected {expect}")
+
+
+def check_blocked_schedules(args):
+    """The blocked update (k = 64) with warm-up, diagnostics and checkpoint
+    schedules that are not multiples of k: (a) vs (b) the sequential kernel,
+    final states equal basis-free (double, 1e-10), same clamps and
+    breakdowns, diagnostics at 500 and 1000; (c) SIGTERM'ed mid-run and
+    restarted: bitwise the uninterrupted blocked run; (d) the default deck
+    runs the blocked update with block_size: auto."""
+    n, w = args.ranks, args.workdir
+    runs, state_dirs = {}, {}
+    for k, update in ((64, "blocked"), (1, "sequential")):
+        ckpt_dir, state_dirs[k] = os.path.join(w, f"sched_ckpt_k{k}"), os.path.join(w, f"sched_states_k{k}")
+        for p in (ckpt_dir, state_dirs[k]):
+            shutil.rmtree(p, ignore_errors=True)
+        t0 = time.time()
+        doc, _ = run_ok(args, n, blocked_args(ckpt_dir, state_dirs[k], k), f"sched_k{k}.json")
+        print(f"block_size {k}: {time.time() - t0:.1f} s")
+        run = runs[k] = doc["runs"][0]
+        check_kernel(run, f"block_size {k}", update=update, block_size=k, block_size_from="deck",
+                     reorthonormalize="never")
+        if (run["kernel"]["block_gemm"] is None) != (k == 1):
+            fail(f"block_size {k}: kernel.block_gemm {run['kernel']['block_gemm']}")
+        if not run["verification"]["passed"]:
+            fail(f"block_size {k}: verification failed: " + json.dumps(run["verification"]["checks"]))
+        if run["steps"]["timed"] != BLOCKED_STEPS or run["steps"]["warmup"] != 100:
+            fail(f"block_size {k}: steps {run['steps']}")
+        steps = [e["step"] for e in run["diagnostics"]["series"]]
+        if steps != [500, 1000, BLOCKED_STEPS]:
+            fail(f"block_size {k}: diagnostics series at steps {steps}, expected 500, 1000 and the end")
+        if any("unresolved_residual_steps" not in e for e in run["diagnostics"]["series"]):
+            fail(f"block_size {k}: diagnostics without unresolved_residual_steps")
+        first_timed = run["steps"]["init_samples"] + 100  # checkpoints are named by sample index
+        if files_in(ckpt_dir) != ["ckpt_%012d" % (first_timed + c) for c in (1200, BLOCKED_STEPS)]:
+            fail(f"block_size {k}: checkpoints kept {files_in(ckpt_dir)}, expected those of timed steps 1200 and "
+                 f"{BLOCKED_STEPS}")
+    a, b = load_states(state_dirs[64]), load_states(state_dirs[1])
+    for name in ("stream_ids", "steps", "status"):
+        if list(a[name]) != list(b[name]):
+            fail(f"{name}.npy differs: blocked {list(a[name])}, sequential {list(b[name])}")
+    gap = basis_free_gap(a, b)
+    if not gap <= 1e-10:
+        fail(f"blocked (k=64) vs sequential: basis-free gap {gap:.3e} > 1e-10")
+    if runs[64]["counts"] != runs[1]["counts"]:
+        fail(f"counts differ: blocked {runs[64]['counts']}, sequential {runs[1]['counts']}")
+    print(f"blocked k=64 vs sequential: basis-free gap {gap:.2e}, counts {runs[64]['counts']}, "
+          f"unresolved residual steps {runs[64]['diagnostics']['final']['unresolved_residual_steps']}")
+    # (c) the blocked run stopped by SIGTERM after its first checkpoint and
+    # restarted equals (a) bitwise.
+    ckpt_dir, states = os.path.join(w, "sched_ckpt_sig"), os.path.join(w, "sched_states_sig")
+    out = os.path.join(w, "sched_resumed.json")
+    for p in (ckpt_dir, states):
+        shutil.rmtree(p, ignore_errors=True)
+    proc = run_and_signal(args, n, blocked_args(ckpt_dir, states, 64) + ["--output", out], ckpt_dir)
+    doc = check_interrupted(args, out, proc, ckpt_dir, states, steps=BLOCKED_STEPS)
+    stopped_at = doc["runs"][0]["steps"]["timed"]
+    proc = mpirun(args, n, blocked_args(ckpt_dir, states, 64) + ["--output", out, "--restart", ckpt_dir], w)
+    if proc.returncode != 0 or "restarting from" not in proc.stdout:
+        fail(f"the restart exited with {proc.returncode} or did not report its checkpoint")
+    run = load_valid(args, out)["runs"][0]
+    if run["steps"]["timed"] != BLOCKED_STEPS or run["restart"]["segments"] != 2:
+        fail(f"resumed run: steps {run['steps']}, restart {run.get('restart')}")
+    check_kernel(run, "resumed", **{key: runs[64]["kernel"][key] for key in runs[64]["kernel"]})
+    same_states(state_dirs[64], states, f"blocked, stopped at timed step {stopped_at} and resumed")
+    if run["counts"] != runs[64]["counts"]:
+        fail(f"resumed: counts {run['counts']} != {runs[64]['counts']}")
+    if run["diagnostics"]["series"] != runs[64]["diagnostics"]["series"]:
+        fail("resumed: the diagnostics series differs from the uninterrupted run's")
+    print(f"blocked k=64: stopped by SIGTERM at timed step {stopped_at}, resumed, final states and diagnostics "
+          f"bitwise equal")
+    # (d) no block_size in the deck: the blocked update with the auto k;
+    # reorthonormalize_every: auto is every block end in float, never in double.
+    for dtype, reorth in (("double", "never"), ("float", "every block end")):
+        doc, _ = run_ok(args, n, ["--set", "run.steps=200", "--set", f"problem.dtype={dtype}",
+                                  "--set", "algorithm.reorthonormalize_every=auto"], f"default_kernel_{dtype}.json")
+        kern = doc["runs"][0]["kernel"]
+        check_kernel(doc["runs"][0], f"default deck, {dtype}", update="blocked", block_size_from="auto",
+                     reorthonormalize=reorth)
+        if not kern["block_size"] > 1 or kern["block_gemm"] is None:
+            fail(f"default deck, {dtype}: kernel {kern}")
+        print(f"default deck, {dtype}: kernel {kern}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("check", choices=["weak", "strong_invariance", "sweep", "unwritable_output", "bad_deck",
-                                     "npy_stream", "npy_bad_file", "npy_blocked", "checkpoint_resume", "checkpoint_redistribute",
-                                     "checkpoint_crash_safety", "checkpoint_refused", "checkpoint_npy"])
+                                     "npy_stream", "npy_bad_file", "npy_blocked", "npy_blocked_nonfinite",
+                                     "checkpoint_resume", "checkpoint_redistribute", "checkpoint_crash_safety",
+                                     "checkpoint_refused", "checkpoint_npy", "blocked_schedules"])
     p.add_argument("--miniapp", required=True)
     p.add_argument("--mpiexec", required=True)
     p.add_argument("--schema", required=True)
