@@ -13,12 +13,18 @@
 // fastest of the shapes tried on the development machine (AMD EPYC, g++ 12
 // -O3 -march=native; 6 and 12 rows of 128 bytes, 4 rows of 256 bytes were
 // slower in a standalone test). The committed measurement of this kernel is
-// mosaic_bench's sgemm reference (docs/PERFORMANCE.md). With 16 registers
-// (AVX2) the rows are 64 bytes, otherwise 128 bytes (SSE2, where the compiler
-// splits the tile). A remainder narrower than NR columns runs as one NR / 2
-// tile and NR_TAIL = 32-byte tiles over zero-padded columns (with 32-byte
-// tiles only, k = 32 and 96 at r = 64 ran markedly slower than k = 64:
-// results/cpu/blocked_bench_28a4182_run*.txt).
+// mosaic_bench's sgemm reference (docs/PERFORMANCE.md). A remainder narrower
+// than NR columns runs as NR_MID tiles, then NR_TAIL tiles over zero-padded
+// columns (with 32-byte tiles only, k = 32 and 96 at r = 64 ran markedly
+// slower than k = 64: results/cpu/blocked_bench_28a4182_run*.txt).
+// Without AVX-512 the widths are counted in elements, not bytes: g++ 12
+// -O3 -march=native on an AVX2 machine (AMD EPYC without AVX-512, the
+// project's CI machine kind) compiles a 16-element tile row badly, for float
+// and double alike (it keeps the accumulators in memory): mosaic_bench's
+// sgemm reference ran at 2.7 GFLOP/s on one core with the 64-byte (16-float)
+// rows this file used to choose for AVX2, while a naive triple loop ran at
+// 23.6 (docs/PERFORMANCE.md, "Tile widths on AVX2"). Rows of 32 elements,
+// a 12-element middle tile and 4-element tails avoid the 16-element shape.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -27,16 +33,20 @@ namespace mosaic::tile {
 
 constexpr int MR = 6;
 #if defined(__AVX512F__)
-constexpr int row_bytes = 256;
-#elif defined(__AVX__)
-constexpr int row_bytes = 64;
-#else
-constexpr int row_bytes = 128;
-#endif
 template <class T>
-constexpr int NR = row_bytes / int(sizeof(T));
+constexpr int NR = 256 / int(sizeof(T));
+template <class T>
+constexpr int NR_MID = NR<T> / 2;
 template <class T>
 constexpr int NR_TAIL = 32 / int(sizeof(T));
+#else
+template <class T>
+constexpr int NR = 32;
+template <class T>
+constexpr int NR_MID = 12;
+template <class T>
+constexpr int NR_TAIL = 4;
+#endif
 
 KOKKOS_INLINE_FUNCTION constexpr int round_up(int n, int m) { return (n + m - 1) / m * m; }
 
@@ -80,11 +90,8 @@ KOKKOS_INLINE_FUNCTION void outer_tile(int kk, const T* Pt, const T* Wm, int ldw
     for (int c = 0; c < W; ++c) O[a * ldo + c] = acc[a][c];
 }
 
-template <class T>
-constexpr int NR_MID = NR<T> / 2;
-
 // Column tiles covering [0, ncols) (ncols a multiple of NR_TAIL): full NR
-// tiles, then at most one NR_MID tile, then NR_TAIL ones (so a remainder
+// tiles, then NR_MID tiles, then NR_TAIL ones (so a remainder
 // does not run as many narrow tiles). f(c0, width) for each.
 template <class T, class F>
 KOKKOS_INLINE_FUNCTION void for_each_column_tile(int ncols, const F& f) {
