@@ -699,7 +699,7 @@ struct BlockFunctor {
     auto P = Kokkos::subview(dM, b, int(bm_F), Kokkos::ALL(), Kokkos::ALL());    // W0 A + G B
     auto Gr = Kokkos::subview(dM, b, int(bm_F2), Kokkos::ALL(), Kokkos::ALL());  // U^T U, then R
     auto S = Kokkos::subview(dM, b, int(bm_S), Kokkos::ALL(), Kokkos::ALL());
-    auto T1 = Kokkos::subview(dM, b, int(bm_Sp), Kokkos::ALL(), Kokkos::ALL());  // R S
+    auto T1 = Kokkos::subview(dM, b, int(bm_Sp), Kokkos::ALL(), Kokkos::ALL());  // S rotation work
     // P = W0 A + G B (r x r), Q = G^T A + H B (K x r), then U^T U = A^T P + B^T Q.
     for_each_entry(m, r, r, [&](const int p, const int a) {
       double v = 0;
@@ -732,22 +732,8 @@ struct BlockFunctor {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r + K), [&](const int p) {
       solve_row(p < r ? &dA(b, p, 0) : &dB(b, p - r, 0));
     });
-    // S <- R S R^T, symmetrized.
-    for_each_entry(m, r, r, [&](const int a, const int c) {
-      double v = 0;
-      for (int p = a; p < r; ++p) v += Gr(a, p) * S(p, c);
-      T1(a, c) = v;
-    });
-    m.team_barrier();
-    for_each_entry(m, r, r, [&](const int a, const int c) {
-      double v = 0;
-      for (int q = c; q < r; ++q) v += T1(a, q) * Gr(c, q);
-      P(a, c) = v;
-    });
-    m.team_barrier();
-    for_each_entry(m, r, r, [&](const int a, const int c) {
-      S(a, c) = a == c ? P(a, a) : (P(a, c) + P(c, a)) / 2;
-    });
+    // S <- R S R^T = L^T S L with L = R^T.
+    rotate_S_by_factor<double>(m, r, [&](const int t, const int c) { return Gr(c, t); }, S, T1, P);
     Kokkos::single(Kokkos::PerTeam(m), [&]() { base.reorths(b) += 1; });
     m.team_barrier();
     return true;

@@ -5,7 +5,8 @@
 //   S' <- S' + (cos-1)(u gh^T + gh u^T) + ((cos-1)^2 b + s2 sin^2) gh gh^T,
 // with u = S' gh, b = gh^T u, and cos(theta)-1 = -2 sin^2(theta/2) (no
 // cancellation for small theta). The caller applies the rotation to U (or to
-// its block coefficients) with the returned sin and cos-1.
+// its block coefficients) with the returned sin and cos-1. Also the rotation
+// of S by a Cholesky-QR's factor (section 4's re-orthonormalization).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -63,6 +64,31 @@ KOKKOS_INLINE_FUNCTION bool step_update_is_finite(const Member& m, int r, const 
   m.team_barrier();
   return nonfinite == 0 && kmath::isfinite(rho2) && kmath::isfinite(q) && kmath::isfinite(gnorm) &&
          kmath::isfinite(theta) && kmath::isfinite(s2_new) && s2_new > T(0);
+}
+
+// S <- L^T S L, symmetrized, for a lower-triangular L read as L(t, c) with
+// t >= c: the rotation of S that goes with a Cholesky-QR U <- U L^-T, in the
+// sequential kernel (on U) and in the blocked kernel (on the coefficients,
+// L = R^T). SL and out are r x r work. Summed as reference_reorthonormalize
+// does (S L first, then L^T (S L), each entry in increasing t).
+template <class T, class Member, class LF, class SM, class WM>
+KOKKOS_INLINE_FUNCTION void rotate_S_by_factor(const Member& m, int r, const LF& L, const SM& S, const WM& SL,
+                                               const WM& out) {
+  for_each_entry(m, r, r, [&](const int a, const int c) {
+    T s = 0;
+    for (int t = c; t < r; ++t) s += S(a, t) * L(t, c);
+    SL(a, c) = s;
+  });
+  m.team_barrier();
+  for_each_entry(m, r, r, [&](const int a, const int c) {
+    T s = 0;
+    for (int t = a; t < r; ++t) s += L(t, a) * SL(t, c);
+    out(a, c) = s;
+  });
+  m.team_barrier();
+  for_each_entry(m, r, r, [&](const int a, const int c) {
+    S(a, c) = a == c ? out(a, a) : (out(a, c) + out(c, a)) / T(2);
+  });
 }
 
 }  // namespace mosaic::detail
