@@ -10,7 +10,7 @@ two cores) and inspects what it wrote. Usage:
 CHECK is one of: weak, strong_invariance, sweep, unwritable_output, bad_deck,
 npy_stream, npy_bad_file, npy_blocked, npy_blocked_nonfinite, checkpoint_resume,
 checkpoint_redistribute, checkpoint_crash_safety, checkpoint_refused, checkpoint_npy,
-blocked_schedules. The npy checks write their .npy
+blocked_schedules, init_rank_deficient. The npy checks write their .npy
 files into the workdir with numpy (system python3). The checkpoint checks
 (docs/CHECKPOINT.md) signal running ranks with SIGTERM and compare the final
 state files of stopped-and-resumed runs with uninterrupted ones, bitwise.
@@ -320,6 +320,50 @@ def check_npy_blocked(args):
               f"clamped steps {clamps[0]}, steps {list(states[0]['steps'])}")
 
 
+def expect_input_error(proc, what, words, out, state_dir):
+    """An input error: exit 2, one message (rank 0's) with every word, no
+    step run, no result file, no state files."""
+    if proc.returncode != 2:
+        fail(f"{what}: expected exit status 2 (input error), got {proc.returncode}")
+    for w in words:
+        if w not in proc.stderr:
+            fail(f"{what}: the error does not say '{w}'")
+    if proc.stderr.count("error:") != 1:
+        fail(f"{what}: the error should be printed once, got:\n" + proc.stderr)
+    if "[mosaic] step" in proc.stdout or "FIGURE OF MERIT" in proc.stdout:
+        fail(f"{what}: the run started")
+    if os.path.exists(out):
+        fail(f"{what}: a result file was written")
+    if os.path.exists(os.path.join(state_dir, "mu.npy")):
+        fail(f"{what}: state files were written")
+
+
+def check_init_rank_deficient(args):
+    """init: data from samples that span fewer than r directions: exit 2 with
+    a message naming the stream (and its file for npy data), printed once,
+    before any step, whatever rank owns the stream."""
+    import numpy as np
+    paths = write_npy_streams(args)
+    out = os.path.join(args.workdir, "rank_deficient.json")
+    state_dir = os.path.join(args.workdir, "states_rank_deficient")
+    shutil.rmtree(state_dir, ignore_errors=True)
+    # npy: stream 4 (rank 1 of 2) starts with 2r identical rows.
+    x = np.load(paths[4])
+    n0 = 2 * 3  # init_samples default 2r, r = 3 in mpi_small.yaml
+    x[:n0] = x[0]
+    flat = os.path.join(args.workdir, "flat_start.npy")
+    np.save(flat, x)
+    for ranks in (1, 2):
+        if os.path.exists(out):
+            os.remove(out)
+        proc = mpirun(args, ranks, npy_args(paths[:4] + [flat], state_dir) + ["--output", out], args.workdir)
+        expect_input_error(proc, f"npy, {ranks} ranks", ["stream 4", flat, "rank-deficient"], out, state_dir)
+    # synthetic: a noise-free source of rank 1 for a state of rank 3.
+    proc = mpirun(args, 2, ["--set", "source.rank=1", "--set", "source.noise=0", "--set", "source.drift=0",
+                            "--set", f"output.state_dir={state_dir}", "--output", out], args.workdir)
+    expect_input_error(proc, "synthetic", ["stream 0", "rank-deficient", "init: data"], out, state_dir)
+
+
 def check_npy_bad_file(args):
     import numpy as np
     paths = write_npy_streams(args)
@@ -347,21 +391,7 @@ def check_npy_bad_file(args):
         # crosses ranks and must still be printed once, by rank 0.
         files = paths[:4] + [bad]
         proc = mpirun(args, 2, npy_args(files, state_dir) + ["--output", out], args.workdir)
-        if proc.returncode == 0:
-            fail(f"{what}: the run did not fail")
-        if bad not in proc.stderr:
-            fail(f"{what}: the error does not name the file {bad}")
-        for w in words:
-            if w not in proc.stderr:
-                fail(f"{what}: the error does not say '{w}'")
-        if proc.stderr.count("error:") != 1:
-            fail(f"{what}: the error should be printed once, got:\n" + proc.stderr)
-        if "[mosaic] step" in proc.stdout or "FIGURE OF MERIT" in proc.stdout:
-            fail(f"{what}: the run started")
-        if os.path.exists(out):
-            fail(f"{what}: a result file was written")
-        if os.path.exists(os.path.join(state_dir, "mu.npy")):
-            fail(f"{what}: state files were written")
+        expect_input_error(proc, what, [bad] + words, out, state_dir)
     # A non-finite value in the middle of a stream freezes that stream only.
     x = np.load(paths[2])
     x[200, 7] = np.nan
@@ -898,7 +928,8 @@ def main():
     p.add_argument("check", choices=["weak", "strong_invariance", "sweep", "unwritable_output", "bad_deck",
                                      "npy_stream", "npy_bad_file", "npy_blocked", "npy_blocked_nonfinite",
                                      "checkpoint_resume", "checkpoint_redistribute", "checkpoint_crash_safety",
-                                     "checkpoint_refused", "checkpoint_npy", "blocked_schedules"])
+                                     "checkpoint_refused", "checkpoint_npy", "blocked_schedules",
+                                     "init_rank_deficient"])
     p.add_argument("--miniapp", required=True)
     p.add_argument("--mpiexec", required=True)
     p.add_argument("--schema", required=True)
