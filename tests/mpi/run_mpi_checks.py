@@ -358,8 +358,9 @@ def check_init_rank_deficient(args):
             os.remove(out)
         proc = mpirun(args, ranks, npy_args(paths[:4] + [flat], state_dir) + ["--output", out], args.workdir)
         expect_input_error(proc, f"npy, {ranks} ranks", ["stream 4", flat, "rank-deficient"], out, state_dir)
-    # synthetic: a noise-free source of rank 1 for a state of rank 3.
-    proc = mpirun(args, 2, ["--set", "source.rank=1", "--set", "source.noise=0", "--set", "source.drift=0",
+    # synthetic: a source of rank 1 with noise at 1e-30 (the deck needs
+    # noise > 0) for a state of rank 3.
+    proc = mpirun(args, 2, ["--set", "source.rank=1", "--set", "source.noise=1e-30", "--set", "source.drift=0",
                             "--set", f"output.state_dir={state_dir}", "--output", out], args.workdir)
     expect_input_error(proc, "synthetic", ["stream 0", "rank-deficient", "init: data"], out, state_dir)
 
