@@ -80,6 +80,19 @@ std::int64_t preflight_npy_file(const std::string& path, int d, std::int64_t min
   return r.rows();
 }
 
+namespace detail {
+// X(b, i) = chunk(b, k, i). At namespace scope, not nested in the class:
+// nvcc's generated kernel stub names a kernel functor from outside it, so a
+// private nested one does not compile in Cuda builds.
+template <class ChunkView, class SampleView>
+struct NpyCopyRow {
+  ChunkView chunk;
+  SampleView X;
+  int k;
+  KOKKOS_INLINE_FUNCTION void operator()(const int b, const int i) const { X(b, i) = chunk(b, k, i); }
+};
+}  // namespace detail
+
 template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
 class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
  public:
@@ -166,7 +179,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
     if (!(cur_len_ > 0 && step >= cur_first_ && step < cur_first_ + cur_len_)) advance_to(step);
     Kokkos::parallel_for("mosaic::npy_generate",
                          Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<2>>(ExecSpace(), {0, 0}, {batch(), d_}),
-                         CopyRow{dev_, X, int(step - cur_first_)});
+                         detail::NpyCopyRow<chunk_view, sample_view>{dev_, X, int(step - cur_first_)});
     next_row_ = step + 1;
   }
 
@@ -278,14 +291,6 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   static double seconds_since(clock::time_point t0) {
     return std::chrono::duration<double>(clock::now() - t0).count();
   }
-
-  // X(b, i) = chunk(b, k, i).
-  struct CopyRow {
-    chunk_view chunk;
-    sample_view X;
-    int k;
-    KOKKOS_INLINE_FUNCTION void operator()(const int b, const int i) const { X(b, i) = chunk(b, k, i); }
-  };
 
   struct ReadResult {
     double seconds = 0;
