@@ -8,15 +8,14 @@
 //   1. y = x - mu (and e = y), count non-finite sample entries.
 //   2. z = U^T y: a team reduction over i in NC fixed chunks (each chunk
 //      summed in increasing i by one thread, the NC partial r-vectors then
-//      added in chunk order). A library GEMV computes U^T y as one dot
-//      product per output j, which for row-major U on the host (see
+//      added in chunk order). KokkosBatched's TeamGemv computes U^T y as one
+//      dot product per output j, which for row-major U on the host (see
 //      stream_batch.hpp) strides through memory, so this product is written
 //      as the axpy form instead.
-//   3. e = y - U z (for_each_row_times: each row summed in increasing j);
-//      rho^2 = ||e||^2 by the same fixed-chunk reduction. (No library GEMV:
-//      the rank-2 team GEMV moved from KokkosBatched to KokkosBlas between
-//      Kokkos Kernels 3.4 and 4.x, and both rows-per-thread shapes below are
-//      what this product needs on host and device anyway.)
+//   3. e = y - U z: the Kokkos Kernels team GEMV (NoTranspose, Blocked:
+//      several rows per thread, each row summed in increasing j; through
+//      kokkos_compat.hpp, since its home moved between Kokkos Kernels 3.4 and
+//      4.x), in place on e; rho^2 = ||e||^2 by the same fixed-chunk reduction.
 //   4. w = S^{-1} z: a team Cholesky of a copy of S written here (Kokkos
 //      Kernels 3.4 has no batched Cholesky; it follows host::cholesky's
 //      operation order, so the factor is the reference's, bit for bit), then
@@ -151,41 +150,6 @@ struct StepFunctor {
     return t;
   }
 
-  // f(i, (U x)(i)) for every row i of U, (U x)(i) = sum_j U(i, j) x(j)
-  // summed in increasing j (as in the reference). Host (row-major): four
-  // rows per thread, four independent dot-product chains, then f on each;
-  // device (column-major): one row per thread, so neighbouring threads read
-  // neighbouring addresses. f may overwrite its own row of U.
-  template <class V, class F>
-  KOKKOS_INLINE_FUNCTION void for_each_row_times(const member_type& m, const Basis& Ub, const V& x, const F& f) const {
-    constexpr int rows_per = column_major ? 1 : 4;
-    const int nq = (d + rows_per - 1) / rows_per;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nq), [&](const int q) {
-      const int i0 = rows_per * q;
-      if (!column_major && i0 + 4 <= d) {
-        Scalar s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (int j = 0; j < r; ++j) {
-          const Scalar xj = x(j);
-          s0 += Ub(i0, j) * xj;
-          s1 += Ub(i0 + 1, j) * xj;
-          s2 += Ub(i0 + 2, j) * xj;
-          s3 += Ub(i0 + 3, j) * xj;
-        }
-        f(i0, s0);
-        f(i0 + 1, s1);
-        f(i0 + 2, s2);
-        f(i0 + 3, s3);
-      } else {
-        const int i1 = i0 + rows_per < d ? i0 + rows_per : d;
-        for (int i = i0; i < i1; ++i) {
-          Scalar s = 0;
-          for (int j = 0; j < r; ++j) s += Ub(i, j) * x(j);
-          f(i, s);
-        }
-      }
-    });
-  }
-
   KOKKOS_INLINE_FUNCTION void fail(const member_type& m, int b, int code, std::int64_t at) const {
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
       status(b) = code;
@@ -241,6 +205,7 @@ struct StepFunctor {
     if (status(b) != 0) return;  // frozen after a breakdown
     const std::int64_t step_index = steps(b);
     const Basis Ub{&U(b, 0, 0), d, r};
+    auto Ub_view = Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL());
     auto y = Kokkos::subview(wy, b, Kokkos::ALL());
     auto e = Kokkos::subview(we, b, Kokkos::ALL());
     auto z = Kokkos::subview(wvec, b, 0, Kokkos::ALL());
@@ -290,7 +255,7 @@ struct StepFunctor {
     m.team_barrier();
 
     // 3. e = y - U z, rho = ||e||.
-    for_each_row_times(m, Ub, z, [&](const int i, const Scalar uz) { e(i) = y(i) - uz; });
+    team_gemv_blocked(m, Scalar(-1), Ub_view, z, Scalar(1), e);
     m.team_barrier();
     const Scalar rho2 = team_sum(m, b, d, [&](const int i) { return e(i) * e(i); });
     const Scalar rho = kmath::sqrt(rho2);
@@ -369,11 +334,44 @@ struct StepFunctor {
     }
 
     // 8. Writes: frame rotation (fused U gh and rank-one update per row), S, s2, mu.
-    if (rotate)
-      for_each_row_times(m, Ub, gh, [&](const int i, const Scalar ugh) {
-        const Scalar coef = cm1 * ugh + sn * e(i) / rho;
-        for (int j = 0; j < r; ++j) Ub(i, j) += coef * gh(j);
+    if (rotate) {
+      // Host (row-major): four rows at a time, four independent dot-product
+      // chains (each still summed in increasing j, as in the reference).
+      // Device (column-major): one row per thread, so neighbouring threads
+      // touch neighbouring addresses.
+      const int rows_per = column_major ? 1 : 4;
+      const int nq = (d + rows_per - 1) / rows_per;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nq), [&](const int q4) {
+        const int i0 = rows_per * q4;
+        if (!column_major && i0 + 4 <= d) {
+          Scalar g0 = 0, g1 = 0, g2 = 0, g3 = 0;
+          for (int j = 0; j < r; ++j) {
+            const Scalar ghj = gh(j);
+            g0 += Ub(i0, j) * ghj;
+            g1 += Ub(i0 + 1, j) * ghj;
+            g2 += Ub(i0 + 2, j) * ghj;
+            g3 += Ub(i0 + 3, j) * ghj;
+          }
+          const Scalar c0 = cm1 * g0 + sn * e(i0) / rho, c1 = cm1 * g1 + sn * e(i0 + 1) / rho,
+                       c2 = cm1 * g2 + sn * e(i0 + 2) / rho, c3 = cm1 * g3 + sn * e(i0 + 3) / rho;
+          for (int j = 0; j < r; ++j) {
+            const Scalar ghj = gh(j);
+            Ub(i0, j) += c0 * ghj;
+            Ub(i0 + 1, j) += c1 * ghj;
+            Ub(i0 + 2, j) += c2 * ghj;
+            Ub(i0 + 3, j) += c3 * ghj;
+          }
+        } else {
+          const int i1 = i0 + rows_per < d ? i0 + rows_per : d;
+          for (int i = i0; i < i1; ++i) {
+            Scalar ugh = 0;
+            for (int j = 0; j < r; ++j) ugh += Ub(i, j) * gh(j);
+            const Scalar coef = cm1 * ugh + sn * e(i) / rho;
+            for (int j = 0; j < r; ++j) Ub(i, j) += coef * gh(j);
+          }
+        }
       });
+    }
     for_each_entry(m, r, r, [&](const int a, const int c) {
       S(b, a, c) = a == c ? Sp(a, a) : (Sp(a, c) + Sp(c, a)) / Scalar(2);
     });
