@@ -216,15 +216,13 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
     check_order(first, 1, "next_block");
     if (max_n < 1) throw std::invalid_argument("NpyStreamSource::next_block: max_n must be >= 1");
     if (!(cur_len_ > 0 && first >= cur_first_ && first < cur_first_ + cur_len_)) advance_to(first);
-    const std::int64_t n = std::min<std::int64_t>({max_n, cur_first_ + cur_len_ - first, end_row_ - first});
+    const std::int64_t n = std::min<std::int64_t>(max_n, cur_first_ + cur_len_ - first);
     const int j0 = int(first - cur_first_);
     next_row_ = first + n;
     return Kokkos::subview(dev_, Kokkos::ALL(), Kokkos::make_pair(j0, j0 + int(n)), Kokkos::ALL());
   }
 
-  SourcePosition position_at(std::int64_t row) const override {
-    return {frozen_before(row), data_errors_before(row)};
-  }
+
 
   // Restart from a checkpoint (docs/CHECKPOINT.md): the next row consumed is
   // `row` (the rows before it are not read again); earlier.frozen[b] != 0:
@@ -252,22 +250,19 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   // The row the next generate() consumes.
   std::int64_t next_row() const { return next_row_; }
 
-  // For a checkpoint at next_row(): the non-finite rows met before it (rows
+  // For a checkpoint at `row`: the non-finite rows met before it (rows
   // read ahead are left out: a resumed run reads them again), and per stream
   // whether one of them froze it.
-  std::vector<SourceDataError> data_errors_before(std::int64_t row) const {
-    std::vector<SourceDataError> out;
+  SourcePosition position_at(std::int64_t row) const override {
+    SourcePosition at;
+    at.frozen.assign(ids_.size(), 0);
     for (const auto& e : stats_.data_errors)
-      if (e.row < row) out.push_back(e);
-    return out;
-  }
-  std::vector<unsigned char> frozen_before(std::int64_t row) const {
-    std::vector<unsigned char> out(ids_.size(), 0);
-    for (const auto& e : stats_.data_errors)
-      if (e.row < row)
+      if (e.row < row) {
+        at.data_errors.push_back(e);
         for (std::size_t b = 0; b < ids_.size(); ++b)
-          if (ids_[b] == e.stream_id) out[b] = 1;
-    return out;
+          if (ids_[b] == e.stream_id) at.frozen[b] = 1;
+      }
+    return at;
   }
 
   std::optional<SourceIoStats> io_report() override { return io_stats(); }

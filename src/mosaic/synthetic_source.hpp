@@ -118,8 +118,6 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
     noise_std_ = mat_view("synthetic::noise_std", B, d);
     sqrt_lambda_ = Kokkos::View<double*, memory_space>("synthetic::sqrt_lambda", r);
     ids_d_ = Kokkos::View<std::uint64_t*, memory_space>("synthetic::ids", B);
-    cs1_ = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>("synthetic::cs", 1, 2);
-    latent1_ = mat_view("synthetic::latent", B, r);
     auto hV = Kokkos::create_mirror_view(V0_);
     auto hW = Kokkos::create_mirror_view(W0_);
     auto hm = Kokkos::create_mirror_view(mean_);
@@ -145,7 +143,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
     Kokkos::deep_copy(noise_std_, hn);
     Kokkos::deep_copy(sqrt_lambda_, hl);
     Kokkos::deep_copy(ids_d_, hi);
-    cs1_host_ = Kokkos::create_mirror_view(cs1_);
+    reserve_block(1);  // generate() allocates nothing
   }
 
   const SyntheticSpec& spec() const { return spec_; }
@@ -158,12 +156,9 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   // copy of cos/sin(omega step)).
   void generate(std::int64_t step, sample_view X) const {
     check(X.extent(0), X.extent(1), "generate");
-    const double a = spec_.drift * double(std::uint64_t(step));
-    cs1_host_(0, 0) = std::cos(a);
-    cs1_host_(0, 1) = std::sin(a);
-    Kokkos::deep_copy(cs1_, cs1_host_);
+    stage_angles(step, 1);
     detail::SynthFunctor<Scalar, ExecSpace, sample_view> f{
-        spec_, V0_, W0_, mean_, noise_std_, sqrt_lambda_, ids_d_, cs1_, latent1_, X,
+        spec_, V0_, W0_, mean_, noise_std_, sqrt_lambda_, ids_d_, csb_, latentb_, X,
         std::uint64_t(step), 1};
     Kokkos::parallel_for("mosaic::synthetic_generate",
                          Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), batch(), Kokkos::AUTO), f);
@@ -177,13 +172,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
                                   std::to_string(n));
     check(X.extent(0), X.extent(2), "generate_block");
     reserve_block(n);
-    for (int k = 0; k < n; ++k) {
-      const double a = spec_.drift * double(std::uint64_t(first_step) + std::uint64_t(k));
-      csb_host_(k, 0) = std::cos(a);
-      csb_host_(k, 1) = std::sin(a);
-    }
-    Kokkos::deep_copy(Kokkos::subview(csb_, Kokkos::make_pair(0, n), Kokkos::ALL()),
-                      Kokkos::subview(csb_host_, Kokkos::make_pair(0, n), Kokkos::ALL()));
+    stage_angles(first_step, n);
     detail::SynthFunctor<Scalar, ExecSpace, out_block_view> f{
         spec_, V0_, W0_, mean_, noise_std_, sqrt_lambda_, ids_d_, csb_, latentb_, X,
         std::uint64_t(first_step), n};
@@ -272,6 +261,18 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
     latentb_ = mat_view("synthetic::latent_block", std::size_t(batch()) * n, spec_.r);
   }
 
+  // cos/sin(omega t) of steps first_step .. first_step + n - 1 into csb_
+  // (evaluated on the host, see the file comment); n <= its capacity.
+  void stage_angles(std::int64_t first_step, int n) const {
+    for (int k = 0; k < n; ++k) {
+      const double a = spec_.drift * double(std::uint64_t(first_step) + std::uint64_t(k));
+      csb_host_(k, 0) = std::cos(a);
+      csb_host_(k, 1) = std::sin(a);
+    }
+    Kokkos::deep_copy(Kokkos::subview(csb_, Kokkos::make_pair(0, n), Kokkos::ALL()),
+                      Kokkos::subview(csb_host_, Kokkos::make_pair(0, n), Kokkos::ALL()));
+  }
+
   void check(std::size_t b, std::size_t d, const char* what) const {
     if (int(b) != batch() || int(d) != spec_.d)
       throw std::invalid_argument(std::string("SyntheticDriftSource::") + what + ": X is " +
@@ -287,10 +288,8 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   mat_view mean_, noise_std_;
   Kokkos::View<double*, memory_space> sqrt_lambda_;
   Kokkos::View<std::uint64_t*, memory_space> ids_d_;
-  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> cs1_;
-  typename Kokkos::View<double**, Kokkos::LayoutRight, memory_space>::host_mirror_type cs1_host_;
-  mat_view latent1_;
-  // generate_block's work arrays and next_block's buffer (grown on demand).
+  // The work arrays of generate / generate_block (grown on demand) and
+  // next_block's buffer.
   mutable Kokkos::View<double**, Kokkos::LayoutRight, memory_space> csb_;
   mutable typename Kokkos::View<double**, Kokkos::LayoutRight, memory_space>::host_mirror_type csb_host_;
   mutable mat_view latentb_;
