@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 #endif
 
+#include "mosaic/build_info.hpp"
 #include "mosaic/config.hpp"
 #include "mosaic/environment.hpp"
 #include "mosaic/result_writer.hpp"
@@ -170,7 +171,7 @@ int main(int argc, char** argv) {
   }
   if (cl.help || cl.version) {
     if (root && cl.help) std::fputs(kUsage, stdout);
-    if (root && cl.version) std::printf("mosaic_miniapp %s (git %s)\n", MOSAIC_VERSION, MOSAIC_GIT_COMMIT);
+    if (root && cl.version) std::printf("mosaic_miniapp %s (git %s)\n", mosaic::build::version(), mosaic::build::git_commit());
     MPI_Finalize();
     return 0;
   }

@@ -36,7 +36,8 @@
 // length-d reductions (z, rho^2) and of the back substitution.
 //
 // Determinism: every reduction has a fixed order that depends neither on the
-// team size nor on the backend (chunk count NC is a per-layout constant, and
+// team size nor on the thread count (chunk count NC is a per-backend constant
+// of backend.hpp's tuning points, and
 // every r-length or r x r quantity is computed by one thread per output), so
 // Serial and OpenMP with any number of threads give bitwise-identical states.
 //
@@ -49,12 +50,14 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <Kokkos_Core.hpp>
 #include <KokkosBatched_Gemm_Decl.hpp>
 #include <KokkosBatched_Trsv_Decl.hpp>
 
+#include "backend.hpp"
 #include "blocked_step.hpp"
 #include "frame_rotation.hpp"
 #include "kokkos_compat.hpp"
@@ -77,14 +80,6 @@ struct BasisRef {
     return ColumnMajor ? p[std::size_t(j) * d + i] : p[std::size_t(i) * r + j];
   }
 };
-
-// Number of fixed chunks of the length-d reductions: a few per host thread,
-// about one per GPU thread of a team. It is part of the result's rounding, so
-// it must not depend on the thread count.
-template <bool ColumnMajor>
-constexpr int reduction_chunks() {
-  return ColumnMajor ? 128 : 16;
-}
 
 template <class Scalar, class ExecSpace>
 struct StepFunctor {
@@ -339,7 +334,7 @@ struct StepFunctor {
       // chains (each still summed in increasing j, as in the reference).
       // Device (column-major): one row per thread, so neighbouring threads
       // touch neighbouring addresses.
-      const int rows_per = column_major ? 1 : 4;
+      constexpr int rows_per = Tuning<ExecSpace>::rotation_rows_per_thread;
       const int nq = (d + rows_per - 1) / rows_per;
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nq), [&](const int q4) {
         const int i0 = rows_per * q4;
@@ -447,7 +442,6 @@ class MosaicEngine {
   using sample_view = Kokkos::View<const Scalar**, Kokkos::LayoutStride, memory_space>;  // B x d
   using block_view = Kokkos::View<const Scalar***, Kokkos::LayoutStride, memory_space>;  // B x n x d
   using functor_type = detail::StepFunctor<Scalar, ExecSpace>;
-  using block_functor_type = detail::BlockFunctor<functor_type>;
 
   MosaicEngine(const MosaicParams& params, int batch, int d, int r)
       : params_(params), batch_(batch), d_(d), r_(r) {
@@ -455,7 +449,7 @@ class MosaicEngine {
     if (batch < 1) throw std::invalid_argument("MosaicEngine: batch must be >= 1");
     f_.d = d;
     f_.r = r;
-    f_.nc = detail::reduction_chunks<functor_type::column_major>();
+    f_.nc = Tuning<ExecSpace>::reduction_chunks;
     f_.eta_mu = Scalar(params.eta_mu);
     f_.eta_S = Scalar(params.eta_S);
     f_.eta_U = Scalar(params.eta_U);
@@ -543,18 +537,24 @@ class MosaicEngine {
     for (int j = 0; j < int(Xb.extent(1)); ++j) step(sb, Kokkos::subview(Xb, Kokkos::ALL(), j, Kokkos::ALL()));
   }
 
-  // GEMM kernel of the blocked update (blocked_step.hpp); automatic =
-  // tiled on host spaces, KokkosBatched::TeamGemm on devices. Allocates the
-  // chosen kernel's work arrays (and frees the other's).
+  // GEMM kernel of the blocked update (blocked_step.hpp); automatic = the
+  // backend's (Tuning<ExecSpace>::block_gemm: tiled on host spaces,
+  // KokkosBatched::TeamGemm on devices); tiled exists on host spaces only.
+  // Allocates the chosen kernel's work arrays (and frees the other's).
   void set_block_gemm(BlockGemm g) {
+    constexpr bool host_tiled = std::is_same_v<typename Tuning<ExecSpace>::block_gemm, gemm::HostTiled>;
+    const BlockGemm resolved =
+        g != BlockGemm::automatic ? g : host_tiled ? BlockGemm::tiled : BlockGemm::kokkos_batched;
+    if (resolved == BlockGemm::tiled && !is_host_space<ExecSpace>)
+      throw std::invalid_argument(std::string("MosaicEngine: block GEMM 'tiled' runs on host execution spaces only, not ") +
+                                  ExecSpace::name());
     gemm_ = g;
-    blk_.use_kb = g == BlockGemm::kokkos_batched || (g == BlockGemm::automatic && functor_type::column_major);
+    gemm_resolved_ = resolved;
     if (kcap_ > 0) allocate_block_gemm();
   }
   BlockGemm block_gemm() const { return gemm_; }
   // The kernel automatic stands for on this backend.
-  BlockGemm block_gemm_resolved() const { return blk_.use_kb ? BlockGemm::kokkos_batched : BlockGemm::tiled; }
-  bool block_uses_kokkos_batched() const { return blk_.use_kb; }
+  BlockGemm block_gemm_resolved() const { return gemm_resolved_; }
 
   // init: data from the first n0 samples of every stream (X: B x n0 x d).
   // One-time setup, done on the host by the reference and copied in; throws
@@ -586,60 +586,20 @@ class MosaicEngine {
   }
 
   // One MOSAIC step of every healthy stream with its sample X(b, :).
-  void step(batch_type& sb, sample_view X) const {
-    check_batch(sb);
-    if (int(X.extent(0)) != batch_ || int(X.extent(1)) != d_)
-      throw std::invalid_argument("MosaicEngine::step: X must be B x d = " +
-                                  std::to_string(batch_) + " x " + std::to_string(d_));
-    if (maintained_) {
-      // The maintained solve lives in the blocked kernel: a block of one,
-      // a B x 1 x d view of X's memory.
-      const Kokkos::LayoutStride one(batch_, X.stride(0), 1, X.stride(0), d_, X.stride(1));
-      step_block(sb, block_view(X.data(), one));
-      return;
-    }
-    functor_type f = bind(sb);
-    f.X = X;
-    // Dynamic schedule: streams are independent, so a thread that is slowed
-    // down (shared cores) does not hold back the others; results do not
-    // depend on which thread runs which stream.
-    using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
-    if (team_size_ > 0)
-      Kokkos::parallel_for("mosaic::step", policy(ExecSpace(), batch_, team_size_), f);
-    else
-      Kokkos::parallel_for("mosaic::step", policy(ExecSpace(), batch_, Kokkos::AUTO), f);
-  }
+  void step(batch_type& sb, sample_view X) const;
 
   // n <= block_capacity() MOSAIC steps of every healthy stream with the
   // samples Xb(b, 0..n-1, :) (B x n x d), by the exact blocked form
   // (blocked_step.hpp). The state afterwards is the sequential kernel's after
   // the same n steps (up to rounding), with the same clamp counts and the
   // same breakdown step and code.
-  void step_block(batch_type& sb, block_view Xb) const {
-    check_batch(sb);
-    const int n = int(Xb.extent(1));
-    if (kcap_ < 1)
-      throw std::invalid_argument("MosaicEngine::step_block: the engine was built with block_size " +
-                                  std::to_string(params_.block_size) + " (sequential kernel)");
-    if (int(Xb.extent(0)) != batch_ || int(Xb.extent(2)) != d_ || n < 1 || n > kcap_)
-      throw std::invalid_argument("MosaicEngine::step_block: X must be B x n x d = " + std::to_string(batch_) +
-                                  " x n x " + std::to_string(d_) + " with 1 <= n <= " + std::to_string(kcap_));
-    block_functor_type f = blk_;
-    f.base = bind(sb);
-    f.Rfac = sb.Rfac;
-    f.factor_age = sb.factor_age;
-    f.refactors = sb.refactors;
-    f.solve_drift = sb.solve_drift;
-    f.Xb = Xb;
-    f.n = n;
-    using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
-    policy pol = team_size_ > 0 ? policy(ExecSpace(), batch_, team_size_) : policy(ExecSpace(), batch_, Kokkos::AUTO);
-    if (!f.use_kb)
-      pol = pol.set_scratch_size(1, Kokkos::PerTeam(f.team_scratch_bytes()), Kokkos::PerThread(f.thread_scratch_bytes()));
-    Kokkos::parallel_for("mosaic::step_block", pol, f);
-  }
+  void step_block(batch_type& sb, block_view Xb) const;
 
  private:
+  // The one launch of a block with the GEMM kernel Gemm (its functor type).
+  template <class Gemm>
+  void launch_block(batch_type& sb, block_view Xb, const detail::BlockGemmWork<Scalar, ExecSpace, Gemm>& work) const;
+
   functor_type bind(batch_type& sb) const {
     functor_type f = f_;
     f.mu = sb.mu;
@@ -675,34 +635,11 @@ class MosaicEngine {
 
   // The work arrays of the chosen GEMM kernel of the blocked update.
   void allocate_block_gemm() {
-    const int B = batch_, d = d_, r = r_, K = kcap_;
-    auto& f = blk_;
-    using W = decltype(f.wX);
-    f.wX = f.wG = f.wH = f.wAs = f.wBs = f.wC = f.wW = W();
-    f.wUn = decltype(f.wUn)();
-    if (f.use_kb) {
-      f.wX = W("mosaic::block_X", B, d, K);
-      f.wG = W("mosaic::block_G", B, K, r);
-      f.wH = W("mosaic::block_H", B, K, K);
-      f.wAs = W("mosaic::block_As", B, r, r);
-      f.wBs = W("mosaic::block_Bs", B, K, r);
-      f.wUn = decltype(f.wUn)(Kokkos::view_alloc(std::string("mosaic::block_Unew")),
-                              BasisLayout<ExecSpace>::layout(B, d, r));
-      return;
-    }
-    // The lower triangle of [U0 | D]^T [U0 | D]: rows in MR-row tiles from
-    // row 0 or r (the tiles read zero padding up to MR - 1 columns past
-    // r + K of a packed row), columns to whole tail tiles; [A; B] likewise.
-    const int rows_cap = r + K + tile::MR;
-    f.ldq = tile::round_up(rows_cap, tile::NR_TAIL<Scalar>);
-    f.ldw = tile::round_up(r, tile::NR_TAIL<Scalar>);
-    // Rows per packed chunk of [U0 | X~]: about 256 KiB, so that the chunk
-    // stays in a 1 MiB L2 cache while every output tile streams over it, and
-    // each sample is read in long unit-stride runs (of 96 and 256 KiB tried
-    // on the development machine, 256 KiB was slightly faster).
-    f.dc = std::max(tile::MR, std::min(d, int((256 * 1024) / (sizeof(Scalar) * f.ldq))));
-    f.wC = W("mosaic::block_C", B, rows_cap, f.ldq);
-    f.wW = W("mosaic::block_W", B, r + K, f.ldw);
+    batched_work_ = {};
+    if constexpr (is_host_space<ExecSpace>) tiled_work_ = {};
+    if (gemm_resolved_ == BlockGemm::kokkos_batched) batched_work_.allocate(batch_, d_, r_, kcap_);
+    if constexpr (is_host_space<ExecSpace>)
+      if (gemm_resolved_ == BlockGemm::tiled) tiled_work_.allocate(batch_, d_, r_, kcap_);
   }
 
   void check_batch(const batch_type& sb) const {
@@ -717,10 +654,81 @@ class MosaicEngine {
   int batch_, d_, r_;
   int team_size_ = 0;
   functor_type f_;
-  block_functor_type blk_;
+  detail::BlockCoefficients<functor_type> blk_;
+  detail::BlockGemmWork<Scalar, ExecSpace, gemm::TeamBatched> batched_work_;
+  struct NoHostTiledWork {};
+  std::conditional_t<is_host_space<ExecSpace>, detail::BlockGemmWork<Scalar, ExecSpace, gemm::HostTiled>,
+                     NoHostTiledWork>
+      tiled_work_;
   int kcap_ = 0, block_size_ = 1;
   bool maintained_ = false;
-  BlockGemm gemm_ = BlockGemm::automatic;
+  BlockGemm gemm_ = BlockGemm::automatic, gemm_resolved_ = BlockGemm::kokkos_batched;
 };
+
+// The kernels' launches, outside the class so that `extern template` below
+// keeps them out of every translation unit but their own.
+template <class Scalar, class ExecSpace>
+void MosaicEngine<Scalar, ExecSpace>::step(batch_type& sb, sample_view X) const {
+  check_batch(sb);
+  if (int(X.extent(0)) != batch_ || int(X.extent(1)) != d_)
+    throw std::invalid_argument("MosaicEngine::step: X must be B x d = " +
+                                std::to_string(batch_) + " x " + std::to_string(d_));
+  if (maintained_) {
+    // The maintained solve lives in the blocked kernel: a block of one,
+    // a B x 1 x d view of X's memory.
+    const Kokkos::LayoutStride one(batch_, X.stride(0), 1, X.stride(0), d_, X.stride(1));
+    step_block(sb, block_view(X.data(), one));
+    return;
+  }
+  functor_type f = bind(sb);
+  f.X = X;
+  // Dynamic schedule: streams are independent, so a thread that is slowed
+  // down (shared cores) does not hold back the others; results do not
+  // depend on which thread runs which stream.
+  using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
+  if (team_size_ > 0)
+    Kokkos::parallel_for("mosaic::step", policy(ExecSpace(), batch_, team_size_), f);
+  else
+    Kokkos::parallel_for("mosaic::step", policy(ExecSpace(), batch_, Kokkos::AUTO), f);
+}
+
+template <class Scalar, class ExecSpace>
+void MosaicEngine<Scalar, ExecSpace>::step_block(batch_type& sb, block_view Xb) const {
+  check_batch(sb);
+  const int n = int(Xb.extent(1));
+  if (kcap_ < 1)
+    throw std::invalid_argument("MosaicEngine::step_block: the engine was built with block_size " +
+                                std::to_string(params_.block_size) + " (sequential kernel)");
+  if (int(Xb.extent(0)) != batch_ || int(Xb.extent(2)) != d_ || n < 1 || n > kcap_)
+    throw std::invalid_argument("MosaicEngine::step_block: X must be B x n x d = " + std::to_string(batch_) +
+                                " x n x " + std::to_string(d_) + " with 1 <= n <= " + std::to_string(kcap_));
+  if constexpr (is_host_space<ExecSpace>)
+    if (gemm_resolved_ == BlockGemm::tiled) return launch_block(sb, Xb, tiled_work_);
+  launch_block(sb, Xb, batched_work_);
+}
+
+template <class Scalar, class ExecSpace>
+template <class Gemm>
+void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb,
+                                                 const detail::BlockGemmWork<Scalar, ExecSpace, Gemm>& work) const {
+  detail::BlockFunctor<functor_type, Gemm> f(blk_, work);
+  f.base = bind(sb);
+  f.Rfac = sb.Rfac;
+  f.factor_age = sb.factor_age;
+  f.refactors = sb.refactors;
+  f.solve_drift = sb.solve_drift;
+  f.Xb = Xb;
+  f.n = int(Xb.extent(1));
+  using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
+  const policy pol =
+      team_size_ > 0 ? policy(ExecSpace(), batch_, team_size_) : policy(ExecSpace(), batch_, Kokkos::AUTO);
+  Kokkos::parallel_for("mosaic::step_block", work.with_scratch(pol), f);
+}
+
+// The engines of the default execution space are compiled once, in
+// engine_float.cpp and engine_double.cpp (the mosaic library); other spaces
+// (the tests' Serial and OpenMP engines) are instantiated where they are used.
+extern template class MosaicEngine<float, Kokkos::DefaultExecutionSpace>;
+extern template class MosaicEngine<double, Kokkos::DefaultExecutionSpace>;
 
 }  // namespace mosaic

@@ -44,8 +44,10 @@
 // The product U0^T U0 = I is assumed by the rho^2 formula (exact in exact
 // arithmetic); the sequential kernel computes e and rho directly.
 //
-// GEMM kernels (BlockGemm):
-//   tiled (default on host spaces): register-tiled micro-kernels over packed
+// GEMM kernels (BlockGemm in the deck and bench; the tag types gemm::HostTiled
+// and gemm::TeamBatched of backend.hpp in the code, one BlockFunctor type
+// each, chosen by MosaicEngine when it launches a block):
+//   tiled (default on host spaces, and only there): register-tiled micro-kernels over packed
 //     buffers (tile_gemm.hpp). D is never stored whole: its columns are
 //     formed from mu0 and the block's samples (read in place) while chunks
 //     are packed. G^T and H come from one product [G^T | H] = D^T [U0 | D],
@@ -89,13 +91,16 @@
 // subspace_direction: oja there is no second factorization at all.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include <Kokkos_Core.hpp>
 #include <KokkosBatched_Gemm_Decl.hpp>
 #include <KokkosBatched_Gemm_Team_Impl.hpp>
 
+#include "backend.hpp"
 #include "frame_rotation.hpp"
 #include "kokkos_compat.hpp"
 #include "stream_batch.hpp"
@@ -121,8 +126,83 @@ enum BlockVec : int {
 // (At = A^T; W0 = U0^T U0, measured when the block ends with a Cholesky-QR.)
 enum BlockMat : int { bm_S = 0, bm_Sp, bm_F, bm_F2, bm_At, bm_W0, bm_count };
 
+// The work arrays of one GEMM kernel of the blocked update (B streams, d x r
+// bases, blocks of up to k samples), allocated by allocate().
+template <class Scalar, class ExecSpace, class Gemm>
+struct BlockGemmWork;
+
+template <class Scalar, class ExecSpace>
+struct BlockGemmWork<Scalar, ExecSpace, gemm::TeamBatched> {
+  template <class DataType>
+  using view_t = Kokkos::View<DataType, Kokkos::LayoutRight, typename ExecSpace::memory_space>;
+  view_t<Scalar***> wX;   // B x d x k: D
+  view_t<Scalar***> wG;   // B x k x r: G^T
+  view_t<Scalar***> wH;   // B x k x k
+  view_t<Scalar***> wAs;  // B x r x r: A in the scalar type; U0^T U0 before the steps
+  view_t<Scalar***> wBs;  // B x k x r: B in the scalar type
+  typename StreamBatch<Scalar, ExecSpace>::basis_view wUn;  // B x d x r: new U
+
+  void allocate(int B, int d, int r, int K) {
+    wX = view_t<Scalar***>("mosaic::block_X", B, d, K);
+    wG = view_t<Scalar***>("mosaic::block_G", B, K, r);
+    wH = view_t<Scalar***>("mosaic::block_H", B, K, K);
+    wAs = view_t<Scalar***>("mosaic::block_As", B, r, r);
+    wBs = view_t<Scalar***>("mosaic::block_Bs", B, K, r);
+    wUn = decltype(wUn)(Kokkos::view_alloc(std::string("mosaic::block_Unew")),
+                        BasisLayout<ExecSpace>::layout(B, d, r));
+  }
+  // No scratch memory.
+  template <class Policy>
+  Policy with_scratch(Policy p) const {
+    return p;
+  }
+};
+
+// [G^T | H] and [A; B] in the scalar type, zero-padded to whole tiles; the
+// packed chunk of rows of [U0 | D] (dc x ldq) lives in team scratch;
+// materialize's packed rows (materialize_chunk_panels panels of MR rows, each
+// (r + k) x MR) and the MR x ldw results of one panel in thread scratch.
+template <class Scalar, class ExecSpace>
+struct BlockGemmWork<Scalar, ExecSpace, gemm::HostTiled> {
+  static_assert(is_host_space<ExecSpace>, "gemm::HostTiled (tile_gemm.hpp) runs on host execution spaces only");
+  template <class DataType>
+  using view_t = Kokkos::View<DataType, Kokkos::LayoutRight, typename ExecSpace::memory_space>;
+  using scratch_view = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  static constexpr int materialize_chunk_panels = 32;  // rows packed at once in materialize: 32 MR
+  view_t<Scalar***> wC;  // B x (r + k + MR) x ldq
+  view_t<Scalar***> wW;  // B x (r + k) x ldw
+  int ldq = 0, ldw = 0, dc = 0, rk = 0;
+
+  void allocate(int B, int d, int r, int K) {
+    // The lower triangle of [U0 | D]^T [U0 | D]: rows in MR-row tiles from
+    // row 0 or r (the tiles read zero padding up to MR - 1 columns past
+    // r + K of a packed row), columns to whole tail tiles; [A; B] likewise.
+    const int rows_cap = r + K + tile::MR;
+    ldq = tile::round_up(rows_cap, tile::NR_TAIL<Scalar>);
+    ldw = tile::round_up(r, tile::NR_TAIL<Scalar>);
+    rk = r + K;
+    // Rows per packed chunk of [U0 | X~]: about 256 KiB, so that the chunk
+    // stays in a 1 MiB L2 cache while every output tile streams over it, and
+    // each sample is read in long unit-stride runs (of 96 and 256 KiB tried
+    // on the development machine, 256 KiB was slightly faster).
+    dc = std::max(tile::MR, std::min(d, int((256 * 1024) / (sizeof(Scalar) * ldq))));
+    wC = view_t<Scalar***>("mosaic::block_C", B, rows_cap, ldq);
+    wW = view_t<Scalar***>("mosaic::block_W", B, r + K, ldw);
+  }
+  // Level-1 scratch: the packed chunk per team, materialize's panels per thread.
+  template <class Policy>
+  Policy with_scratch(Policy p) const {
+    const std::size_t team = scratch_view::shmem_size(std::size_t(dc) * ldq);
+    const std::size_t thread = scratch_view::shmem_size(std::size_t(rk) * materialize_chunk_panels * tile::MR +
+                                                        std::size_t(tile::MR) * ldw);
+    return p.set_scratch_size(1, Kokkos::PerTeam(team), Kokkos::PerThread(thread));
+  }
+};
+
+// What the blocked update does the same way whatever its GEMM kernel: the
+// bound state, the coefficient work arrays and the k coefficient steps.
 template <class Base>
-struct BlockFunctor {
+struct BlockCoefficients {
   using Scalar = typename Base::scalar_type;
   using execution_space = typename Base::execution_space;
   using memory_space = typename Base::memory_space;
@@ -139,27 +219,12 @@ struct BlockFunctor {
   // the block's samples, B x n x d (a block of a staged chunk: any strides)
   Kokkos::View<const Scalar***, Kokkos::LayoutStride, memory_space> Xb;
   int n = 0, kcap = 0;
-  // kokkos_batched work (allocated only for that kernel)
-  view_t<Scalar***> wX;   // B x d x k: D
-  view_t<Scalar***> wG;   // B x k x r: G^T
-  view_t<Scalar***> wH;   // B x k x k
-  view_t<Scalar***> wAs;  // B x r x r: A in the scalar type; U0^T U0 before the steps
-  view_t<Scalar***> wBs;  // B x k x r: B in the scalar type
-  typename StreamBatch<Scalar, execution_space>::basis_view wUn;  // B x d x r: new U
-  // tiled work (allocated only for that kernel): [G^T | H] and [A; B] in the
-  // scalar type, zero-padded to whole tiles; the packed chunk of rows of
-  // [U0 | D] (dc x ldq) lives in team scratch; materialize's packed rows
-  // (materialize_chunk_panels panels of MR rows, each (r + k) x MR) and
-  // the MR x ldw results of one panel in thread scratch.
-  view_t<Scalar***> wC;   // B x (r + k + MR) x ldq
-  view_t<Scalar***> wW;   // B x (r + k) x ldw
-  int ldq = 0, ldw = 0, dc = 0;
   view_t<double***> dG, dH, dA, dB, dBt;  // double copies / coefficients (dBt: r x k = B^T)
   view_t<double***> dQ;                   // B x k x r: G^T A + H B (the coefficient Cholesky-QR)
   view_t<double****> dM;                  // B x bm_count x r x r
   view_t<double***> dv;                   // B x bv_count x max(r, k)
   view_t<double**> dsc;                   // B x 3: s2, clamped and unresolved-residual steps of the block
-  bool maintained = false, use_kb = false;
+  bool maintained = false;
   // reorthonormalize_every: auto for float: a Cholesky-QR at every block end
   // (base.reorth_every is then 0).
   bool reorth_at_block_end = false;
@@ -167,14 +232,6 @@ struct BlockFunctor {
   static constexpr double scalar_eps = double(std::numeric_limits<Scalar>::epsilon());
   int refactor_every = 64;
 
-  using scratch_view = Kokkos::View<Scalar*, typename execution_space::scratch_memory_space, Kokkos::MemoryUnmanaged>;
-  // Scratch sizes of the tiled kernel (bytes, level 1).
-  std::size_t team_scratch_bytes() const { return scratch_view::shmem_size(std::size_t(dc) * ldq); }
-  static constexpr int materialize_chunk_panels = 32;  // rows packed at once in materialize: 32 MR
-  std::size_t thread_scratch_bytes() const {
-    return scratch_view::shmem_size(std::size_t(base.r + kcap) * materialize_chunk_panels * tile::MR +
-                                    std::size_t(tile::MR) * ldw);
-  }
 
   // y(a) (+)= sum_{j < J} M(j, a) x(j) for a < n, row j of M at Mp + j * ldm
   // (unit stride): every y(a) is one running sum in increasing j, vectorized
@@ -553,142 +610,6 @@ struct BlockFunctor {
     return 0;
   }
 
-  // ---------------------------------------------------------------- GEMMs
-  using Basis = typename Base::Basis;
-
-  // kokkos_batched: D into wX; returns the first non-finite sample (n if none).
-  KOKKOS_INLINE_FUNCTION int copy_x(const member_type& m, int b) const {
-    int first_bad = n;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(m, base.d),
-        [&](const int i, int& fb) {
-          const Scalar mu0 = base.mu(b, i);
-          for (int t = 0; t < n; ++t) {
-            const Scalar x = Xb(b, t, i);
-            wX(b, i, t) = x - mu0;
-            if (!kmath::isfinite(x) && t < fb) fb = t;
-          }
-        },
-        Kokkos::Min<int>(first_bad));  // the reducer's identity (INT_MAX) when all are finite
-    m.team_barrier();
-    return first_bad < n ? first_bad : n;
-  }
-
-  // kokkos_batched: G^T = D^T U0 (K x r) and H = D^T D (K x K) over the
-  // first K columns, into dG / dH.
-  // With `with_w0`, also U0^T U0 into dM(bm_W0).
-  KOKKOS_INLINE_FUNCTION void form_gh_kb(const member_type& m, int b, int K, bool with_w0) const {
-    using namespace KokkosBatched;
-    auto Xv = Kokkos::subview(wX, b, Kokkos::ALL(), Kokkos::make_pair(0, K));
-    auto U0 = Kokkos::subview(base.U, b, Kokkos::ALL(), Kokkos::ALL());
-    auto Gv = Kokkos::subview(wG, b, Kokkos::make_pair(0, K), Kokkos::ALL());
-    auto Hv = Kokkos::subview(wH, b, Kokkos::make_pair(0, K), Kokkos::make_pair(0, K));
-    TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(m, Scalar(1), Xv, U0,
-                                                                                             Scalar(0), Gv);
-    TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(m, Scalar(1), Xv, Xv,
-                                                                                             Scalar(0), Hv);
-    if (with_w0) {
-      auto W0 = Kokkos::subview(wAs, b, Kokkos::ALL(), Kokkos::ALL());
-      TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(m, Scalar(1), U0, U0,
-                                                                                               Scalar(0), W0);
-    }
-    m.team_barrier();
-    const int r = base.r;
-    if (with_w0)
-      for_each_entry(m, r, r, [&](const int a, const int c) { dM(b, bm_W0, a, c) = double(wAs(b, a, c)); });
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, K), [&](const int j) {
-      for (int a = 0; a < r; ++a) dG(b, j, a) = double(wG(b, j, a));
-      for (int l = 0; l < K; ++l) dH(b, j, l) = double(wH(b, j, l));
-    });
-    m.team_barrier();
-  }
-
-  // tiled: the lower triangle of [U0 | D]^T [U0 | D] over all n columns of
-  // D, rows p of the product in C (p < r: U0's column p, from `with_w0`
-  // only; p >= r: D's column p - r), into dG / dH (H mirrored) and, with
-  // `with_w0`, dM(bm_W0) = U0^T U0. A column of a non-finite sample only
-  // spoils its own entries and later ones, which are not used. Returns the
-  // first non-finite sample (n if none): a sample with a non-finite entry
-  // has a non-finite H(t, t) = sum_i (x_i - mu0_i)^2, so only such samples
-  // (or ones whose sum of squares overflowed) are scanned entry by entry.
-  KOKKOS_INLINE_FUNCTION int form_gh_tiled(const member_type& m, int b, bool with_w0) const {
-    const int d = base.d, r = base.r, K = n;
-    const int p_begin = with_w0 ? 0 : r;
-    const int nrow_tiles = (r + K - p_begin + tile::MR - 1) / tile::MR;
-    const int ncols = tile::round_up(r + K, tile::NR_TAIL<Scalar>);
-    const Basis Ub{&base.U(b, 0, 0), d, r};
-    Scalar* const C = &wC(b, 0, 0);
-    scratch_view Q(m.team_scratch(1), std::size_t(dc) * ldq);
-    Scalar* const Qp = &Q(0);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nrow_tiles * tile::MR * ldq),
-                         [&](const int e) { C[std::size_t(p_begin) * ldq + e] = Scalar(0); });
-    // Zero the packed chunk's padding columns once (never written below).
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, dc), [&](const int i) {
-      for (int c = r + K; c < ldq; ++c) Qp[std::size_t(i) * ldq + c] = Scalar(0);
-    });
-    // The output tiles: rows p0 (of MR) x column tiles; strictly upper tiles
-    // are skipped.
-    for (int i0 = 0; i0 < d; i0 += dc) {
-      const int rows = d - i0 < dc ? d - i0 : dc;
-      m.team_barrier();
-      // Pack rows i0.. of [U0 | D]: U0 row by row, each column of D from a
-      // sample with unit-stride reads (and mu0).
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, rows), [&](const int i) {
-        Scalar* q = Qp + std::size_t(i) * ldq;
-        for (int a = 0; a < r; ++a) q[a] = Ub(i0 + i, a);
-      });
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n), [&](const int t) {
-        Scalar* q = Qp + r + t;
-        const Scalar* x = &Xb(b, t, i0);
-        const Scalar* mu0 = &base.mu(b, i0);
-        const long sx = long(Xb.stride(2));
-        for (int i = 0; i < rows; ++i) q[std::size_t(i) * ldq] = x[i * sx] - mu0[i];
-      });
-      m.team_barrier();
-      team_share(m, nrow_tiles, [&](const int lo, const int hi) {
-        for (int rt = lo; rt < hi; ++rt) {
-          const int p0 = p_begin + rt * tile::MR;
-          tile::for_each_column_tile<Scalar>(ncols, [&](const int c0, const int width) {
-            if (c0 > p0 + tile::MR - 1) return;  // strictly upper part
-            tile::inner_tile_w(width, 0, rows, Qp + p0, ldq, Qp + c0, ldq, C + std::size_t(p0) * ldq + c0, ldq);
-          });
-        }
-      });
-    }
-    m.team_barrier();
-    int first_bad = n;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(m, n),
-        [&](const int t, int& fb) {
-          if (kmath::isfinite(C[std::size_t(r + t) * ldq + r + t])) return;
-          for (int i = 0; i < d; ++i)
-            if (!kmath::isfinite(Xb(b, t, i))) {
-              if (t < fb) fb = t;
-              break;
-            }
-        },
-        Kokkos::Min<int>(first_bad));  // INT_MAX when all are finite
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, K), [&](const int j) {
-      const Scalar* cj = C + std::size_t(r + j) * ldq;
-      for (int a = 0; a < r; ++a) dG(b, j, a) = double(cj[a]);
-      for (int l = 0; l <= j; ++l) dH(b, j, l) = double(cj[r + l]);
-    });
-    if (with_w0)
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
-        const Scalar* ca = C + std::size_t(a) * ldq;
-        for (int c = 0; c <= a; ++c) dM(b, bm_W0, a, c) = double(ca[c]);
-      });
-    m.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, K), [&](const int j) {
-      for (int l = j + 1; l < K; ++l) dH(b, j, l) = dH(b, l, j);
-    });
-    if (with_w0)
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
-        for (int c = a + 1; c < r; ++c) dM(b, bm_W0, a, c) = dM(b, bm_W0, c, a);
-      });
-    m.team_barrier();
-    return first_bad < n ? first_bad : n;
-  }
 
   // The Cholesky-QR of U = U0 A + D B on the coefficients (file comment,
   // step 4), after `done` steps: U^T U = R^T R, A <- A R^-1, B <- B R^-1,
@@ -738,55 +659,235 @@ struct BlockFunctor {
     m.team_barrier();
     return true;
   }
+};
 
-  // U <- U0 A + D B over the first K columns of D; mu <- mu0 + D m.
-  KOKKOS_INLINE_FUNCTION void materialize(const member_type& m, int b, int K) const {
-    const int d = base.d, r = base.r;
-    const Basis Ub{&base.U(b, 0, 0), d, r};
-    if (use_kb) {
-      for_each_entry(m, r, r, [&](const int a, const int e) {
-        wAs(b, a, e) = Scalar(dA(b, a, e));
-      });
-      for_each_entry(m, K, r, [&](const int a, const int e) {
-        wBs(b, a, e) = Scalar(dB(b, a, e));
-      });
-      m.team_barrier();
-      using namespace KokkosBatched;
-      auto U0 = Kokkos::subview(base.U, b, Kokkos::ALL(), Kokkos::ALL());
-      auto Unv = Kokkos::subview(wUn, b, Kokkos::ALL(), Kokkos::ALL());
-      auto As = Kokkos::subview(wAs, b, Kokkos::ALL(), Kokkos::ALL());
-      auto Bs = Kokkos::subview(wBs, b, Kokkos::make_pair(0, K), Kokkos::ALL());
-      auto Xv = Kokkos::subview(wX, b, Kokkos::ALL(), Kokkos::make_pair(0, K));
-      TeamGemm<member_type, Trans::NoTranspose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(
-          m, Scalar(1), U0, As, Scalar(0), Unv);
-      m.team_barrier();
-      TeamGemm<member_type, Trans::NoTranspose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(
-          m, Scalar(1), Xv, Bs, Scalar(1), Unv);
-      m.team_barrier();
-      const Basis Un{&wUn(b, 0, 0), d, r};
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
-        for (int a = 0; a < r; ++a) Ub(i, a) = Un(i, a);
-        double s = 0;
-        for (int j = 0; j < K; ++j) s += double(wX(b, i, j)) * dv(b, bv_m, j);
-        base.mu(b, i) = Scalar(double(base.mu(b, i)) + s);
-      });
-      m.team_barrier();
-      return;
+// One launch of the blocked update with the GEMM kernel Gemm (a tag of
+// backend.hpp): the coefficient part plus the kernel's own work arrays and
+// its forms of steps 1-2 (G, H) and 4 (U = U0 A + D B).
+template <class Base, class Gemm>
+struct BlockFunctor : BlockCoefficients<Base> {
+  using Coefficients = BlockCoefficients<Base>;
+  using typename Coefficients::Scalar;
+  using typename Coefficients::member_type;
+  using Basis = typename Base::Basis;
+  using Coefficients::base;
+  using Coefficients::Xb;
+  using Coefficients::n;
+  using Coefficients::dG;
+  using Coefficients::dH;
+  using Coefficients::dA;
+  using Coefficients::dB;
+  using Coefficients::dBt;
+  using Coefficients::dM;
+  using Coefficients::dv;
+  using Coefficients::dsc;
+  using Coefficients::maintained;
+  using Coefficients::factor_age;
+  using Coefficients::reorth_at_block_end;
+  using Coefficients::coef_step;
+  using Coefficients::reorthonormalize_coefficients;
+
+  BlockGemmWork<Scalar, typename Base::execution_space, Gemm> gw;  // the GEMM kernel's work arrays
+
+  BlockFunctor(const Coefficients& c, const decltype(gw)& w) : Coefficients(c), gw(w) {}
+
+  // ---------------------------------------------------------------- GEMMs
+
+  // gemm::TeamBatched: D into gw.wX, then G, H (and W0) over the samples
+  // before the first non-finite one; returns that sample (n if none).
+  KOKKOS_INLINE_FUNCTION int form_gh(gemm::TeamBatched, const member_type& m, int b, bool with_w0) const {
+    const int first_bad = copy_x(m, b);
+    if (first_bad > 0) form_gh_kb(m, b, first_bad, with_w0);
+    return first_bad;
+  }
+
+  // D into gw.wX; returns the first non-finite sample (n if none).
+  KOKKOS_INLINE_FUNCTION int copy_x(const member_type& m, int b) const {
+    int first_bad = n;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, base.d),
+        [&](const int i, int& fb) {
+          const Scalar mu0 = base.mu(b, i);
+          for (int t = 0; t < n; ++t) {
+            const Scalar x = Xb(b, t, i);
+            gw.wX(b, i, t) = x - mu0;
+            if (!kmath::isfinite(x) && t < fb) fb = t;
+          }
+        },
+        Kokkos::Min<int>(first_bad));  // the reducer's identity (INT_MAX) when all are finite
+    m.team_barrier();
+    return first_bad < n ? first_bad : n;
+  }
+
+  // G^T = D^T U0 (K x r) and H = D^T D (K x K) over the
+  // first K columns, into dG / dH.
+  // With `with_w0`, also U0^T U0 into dM(bm_W0).
+  KOKKOS_INLINE_FUNCTION void form_gh_kb(const member_type& m, int b, int K, bool with_w0) const {
+    using namespace KokkosBatched;
+    auto Xv = Kokkos::subview(gw.wX, b, Kokkos::ALL(), Kokkos::make_pair(0, K));
+    auto U0 = Kokkos::subview(base.U, b, Kokkos::ALL(), Kokkos::ALL());
+    auto Gv = Kokkos::subview(gw.wG, b, Kokkos::make_pair(0, K), Kokkos::ALL());
+    auto Hv = Kokkos::subview(gw.wH, b, Kokkos::make_pair(0, K), Kokkos::make_pair(0, K));
+    TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(m, Scalar(1), Xv, U0,
+                                                                                             Scalar(0), Gv);
+    TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(m, Scalar(1), Xv, Xv,
+                                                                                             Scalar(0), Hv);
+    if (with_w0) {
+      auto W0 = Kokkos::subview(gw.wAs, b, Kokkos::ALL(), Kokkos::ALL());
+      TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(m, Scalar(1), U0, U0,
+                                                                                               Scalar(0), W0);
     }
-    // tiled: W = [A; B] in the scalar type (columns padded with zeros), then
-    // chunks of MCH rows: pack them as panels Pt(p, a) = [U0 | D](i0 + a, p)
-    // of MR rows (each sample read with unit stride), multiply panel by
-    // panel, and write the rows back in place with their new mean.
-    const int kk = r + K;
-    Scalar* const Wm = &wW(b, 0, 0);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, kk), [&](const int p) {
-      Scalar* w = Wm + std::size_t(p) * ldw;
-      for (int a = 0; a < r; ++a) w[a] = Scalar(p < r ? dA(b, p, a) : dB(b, p - r, a));
-      for (int a = r; a < ldw; ++a) w[a] = Scalar(0);
+    m.team_barrier();
+    const int r = base.r;
+    if (with_w0)
+      for_each_entry(m, r, r, [&](const int a, const int c) { dM(b, bm_W0, a, c) = double(gw.wAs(b, a, c)); });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, K), [&](const int j) {
+      for (int a = 0; a < r; ++a) dG(b, j, a) = double(gw.wG(b, j, a));
+      for (int l = 0; l < K; ++l) dH(b, j, l) = double(gw.wH(b, j, l));
     });
     m.team_barrier();
-    constexpr int MR = tile::MR, MCH = materialize_chunk_panels * tile::MR;
-    scratch_view work(m.thread_scratch(1), std::size_t(kk) * MCH + std::size_t(MR) * ldw);
+  }
+
+  // gemm::HostTiled: the lower triangle of [U0 | D]^T [U0 | D] over all n columns of
+  // D, rows p of the product in C (p < r: U0's column p, from `with_w0`
+  // only; p >= r: D's column p - r), into dG / dH (H mirrored) and, with
+  // `with_w0`, dM(bm_W0) = U0^T U0. A column of a non-finite sample only
+  // spoils its own entries and later ones, which are not used. Returns the
+  // first non-finite sample (n if none): a sample with a non-finite entry
+  // has a non-finite H(t, t) = sum_i (x_i - mu0_i)^2, so only such samples
+  // (or ones whose sum of squares overflowed) are scanned entry by entry.
+  KOKKOS_INLINE_FUNCTION int form_gh(gemm::HostTiled, const member_type& m, int b, bool with_w0) const {
+    const int d = base.d, r = base.r, K = n;
+    const int p_begin = with_w0 ? 0 : r;
+    const int nrow_tiles = (r + K - p_begin + tile::MR - 1) / tile::MR;
+    const int ncols = tile::round_up(r + K, tile::NR_TAIL<Scalar>);
+    const Basis Ub{&base.U(b, 0, 0), d, r};
+    Scalar* const C = &gw.wC(b, 0, 0);
+    typename decltype(gw)::scratch_view Q(m.team_scratch(1), std::size_t(gw.dc) * gw.ldq);
+    Scalar* const Qp = &Q(0);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nrow_tiles * tile::MR * gw.ldq),
+                         [&](const int e) { C[std::size_t(p_begin) * gw.ldq + e] = Scalar(0); });
+    // Zero the packed chunk's padding columns once (never written below).
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, gw.dc), [&](const int i) {
+      for (int c = r + K; c < gw.ldq; ++c) Qp[std::size_t(i) * gw.ldq + c] = Scalar(0);
+    });
+    // The output tiles: rows p0 (of MR) x column tiles; strictly upper tiles
+    // are skipped.
+    for (int i0 = 0; i0 < d; i0 += gw.dc) {
+      const int rows = d - i0 < gw.dc ? d - i0 : gw.dc;
+      m.team_barrier();
+      // Pack rows i0.. of [U0 | D]: U0 row by row, each column of D from a
+      // sample with unit-stride reads (and mu0).
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, rows), [&](const int i) {
+        Scalar* q = Qp + std::size_t(i) * gw.ldq;
+        for (int a = 0; a < r; ++a) q[a] = Ub(i0 + i, a);
+      });
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n), [&](const int t) {
+        Scalar* q = Qp + r + t;
+        const Scalar* x = &Xb(b, t, i0);
+        const Scalar* mu0 = &base.mu(b, i0);
+        const long sx = long(Xb.stride(2));
+        for (int i = 0; i < rows; ++i) q[std::size_t(i) * gw.ldq] = x[i * sx] - mu0[i];
+      });
+      m.team_barrier();
+      team_share(m, nrow_tiles, [&](const int lo, const int hi) {
+        for (int rt = lo; rt < hi; ++rt) {
+          const int p0 = p_begin + rt * tile::MR;
+          tile::for_each_column_tile<Scalar>(ncols, [&](const int c0, const int width) {
+            if (c0 > p0 + tile::MR - 1) return;  // strictly upper part
+            tile::inner_tile_w(width, 0, rows, Qp + p0, gw.ldq, Qp + c0, gw.ldq, C + std::size_t(p0) * gw.ldq + c0, gw.ldq);
+          });
+        }
+      });
+    }
+    m.team_barrier();
+    int first_bad = n;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, n),
+        [&](const int t, int& fb) {
+          if (kmath::isfinite(C[std::size_t(r + t) * gw.ldq + r + t])) return;
+          for (int i = 0; i < d; ++i)
+            if (!kmath::isfinite(Xb(b, t, i))) {
+              if (t < fb) fb = t;
+              break;
+            }
+        },
+        Kokkos::Min<int>(first_bad));  // INT_MAX when all are finite
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, K), [&](const int j) {
+      const Scalar* cj = C + std::size_t(r + j) * gw.ldq;
+      for (int a = 0; a < r; ++a) dG(b, j, a) = double(cj[a]);
+      for (int l = 0; l <= j; ++l) dH(b, j, l) = double(cj[r + l]);
+    });
+    if (with_w0)
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
+        const Scalar* ca = C + std::size_t(a) * gw.ldq;
+        for (int c = 0; c <= a; ++c) dM(b, bm_W0, a, c) = double(ca[c]);
+      });
+    m.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, K), [&](const int j) {
+      for (int l = j + 1; l < K; ++l) dH(b, j, l) = dH(b, l, j);
+    });
+    if (with_w0)
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
+        for (int c = a + 1; c < r; ++c) dM(b, bm_W0, a, c) = dM(b, bm_W0, c, a);
+      });
+    m.team_barrier();
+    return first_bad < n ? first_bad : n;
+  }
+
+  // U <- U0 A + D B over the first K columns of D; mu <- mu0 + D m.
+  // gemm::TeamBatched: A and B rounded to the scalar type, two TeamGemm into
+  // gw.wUn, copied back with the new mean.
+  KOKKOS_INLINE_FUNCTION void materialize(gemm::TeamBatched, const member_type& m, int b, int K) const {
+    const int d = base.d, r = base.r;
+    const Basis Ub{&base.U(b, 0, 0), d, r};
+    for_each_entry(m, r, r, [&](const int a, const int e) {
+      gw.wAs(b, a, e) = Scalar(dA(b, a, e));
+    });
+    for_each_entry(m, K, r, [&](const int a, const int e) {
+      gw.wBs(b, a, e) = Scalar(dB(b, a, e));
+    });
+    m.team_barrier();
+    using namespace KokkosBatched;
+    auto U0 = Kokkos::subview(base.U, b, Kokkos::ALL(), Kokkos::ALL());
+    auto Unv = Kokkos::subview(gw.wUn, b, Kokkos::ALL(), Kokkos::ALL());
+    auto As = Kokkos::subview(gw.wAs, b, Kokkos::ALL(), Kokkos::ALL());
+    auto Bs = Kokkos::subview(gw.wBs, b, Kokkos::make_pair(0, K), Kokkos::ALL());
+    auto Xv = Kokkos::subview(gw.wX, b, Kokkos::ALL(), Kokkos::make_pair(0, K));
+    TeamGemm<member_type, Trans::NoTranspose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(
+        m, Scalar(1), U0, As, Scalar(0), Unv);
+    m.team_barrier();
+    TeamGemm<member_type, Trans::NoTranspose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(
+        m, Scalar(1), Xv, Bs, Scalar(1), Unv);
+    m.team_barrier();
+    const Basis Un{&gw.wUn(b, 0, 0), d, r};
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
+      for (int a = 0; a < r; ++a) Ub(i, a) = Un(i, a);
+      double s = 0;
+      for (int j = 0; j < K; ++j) s += double(gw.wX(b, i, j)) * dv(b, bv_m, j);
+      base.mu(b, i) = Scalar(double(base.mu(b, i)) + s);
+    });
+    m.team_barrier();
+  }
+
+  // gemm::HostTiled: W = [A; B] in the scalar type (columns padded with
+  // zeros), then chunks of MCH rows: pack them as panels
+  // Pt(p, a) = [U0 | D](i0 + a, p) of MR rows (each sample read with unit
+  // stride), multiply panel by panel, and write the rows back in place with
+  // their new mean.
+  KOKKOS_INLINE_FUNCTION void materialize(gemm::HostTiled, const member_type& m, int b, int K) const {
+    const int d = base.d, r = base.r;
+    const Basis Ub{&base.U(b, 0, 0), d, r};
+    const int kk = r + K;
+    Scalar* const Wm = &gw.wW(b, 0, 0);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, kk), [&](const int p) {
+      Scalar* w = Wm + std::size_t(p) * gw.ldw;
+      for (int a = 0; a < r; ++a) w[a] = Scalar(p < r ? dA(b, p, a) : dB(b, p - r, a));
+      for (int a = r; a < gw.ldw; ++a) w[a] = Scalar(0);
+    });
+    m.team_barrier();
+    constexpr int MR = tile::MR, MCH = decltype(gw)::materialize_chunk_panels * tile::MR;
+    typename decltype(gw)::scratch_view work(m.thread_scratch(1), std::size_t(kk) * MCH + std::size_t(MR) * gw.ldw);
     Scalar* const panels = &work(0);
     Scalar* const out = panels + std::size_t(kk) * MCH;
     const std::size_t panel = std::size_t(kk) * MR;
@@ -812,8 +913,8 @@ struct BlockFunctor {
         }
       for (int pn = 0; pn < npan; ++pn) {
         const Scalar* pt = panels + pn * panel;
-        tile::for_each_column_tile<Scalar>(ldw, [&](const int c0, const int width) {
-          tile::outer_tile_w(width, kk, pt, Wm + c0, ldw, out + c0, ldw);
+        tile::for_each_column_tile<Scalar>(gw.ldw, [&](const int c0, const int width) {
+          tile::outer_tile_w(width, kk, pt, Wm + c0, gw.ldw, out + c0, gw.ldw);
         });
         double mu_new[MR] = {};  // (D m) of the MR rows: independent sums, each in increasing j
         for (int j = 0; j < K; ++j) {
@@ -822,7 +923,7 @@ struct BlockFunctor {
         }
         const int ib = i0 + pn * MR;
         for (int a = 0; a < MR && ib + a < d; ++a) {
-          for (int c = 0; c < r; ++c) Ub(ib + a, c) = out[a * ldw + c];
+          for (int c = 0; c < r; ++c) Ub(ib + a, c) = out[a * gw.ldw + c];
           base.mu(b, ib + a) = Scalar(double(base.mu(b, ib + a)) + mu_new[a]);
         }
       }
@@ -842,13 +943,7 @@ struct BlockFunctor {
     // A Cholesky-QR at this block's end (step 4) needs U0^T U0 too.
     const int every = base.reorth_every;
     const bool reorth_planned = reorth_at_block_end || (every > 0 && (step0 + n) / every > step0 / every);
-    int first_bad = n;
-    if (use_kb) {
-      first_bad = copy_x(m, b);
-      if (first_bad > 0) form_gh_kb(m, b, first_bad, reorth_planned);
-    } else {
-      first_bad = form_gh_tiled(m, b, reorth_planned);
-    }
+    const int first_bad = form_gh(Gemm{}, m, b, reorth_planned);
     const int n_ok = first_bad < n ? first_bad : n;  // samples before the first non-finite one
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n_ok), [&](const int j) {
       for (int a = 0; a < r; ++a) {
@@ -899,7 +994,7 @@ struct BlockFunctor {
       m.team_barrier();
     }
     if (done > 0) {
-      materialize(m, b, done);
+      materialize(Gemm{}, m, b, done);
       for_each_entry(m, r, r, [&](const int a, const int e) {
         base.S(b, a, e) = Scalar(dM(b, bm_S, a, e));
       });

@@ -51,6 +51,7 @@
 #include <nlohmann/json.hpp>
 
 #include "atomic_file.hpp"
+#include "build_info.hpp"
 #include "result_writer.hpp"
 #include "run_config.hpp"
 #include "stream_batch.hpp"
@@ -394,15 +395,10 @@ inline std::string manifest_checksum(nlohmann::json m) {
 }
 
 inline nlohmann::json build_info() {
-  nlohmann::json b = {{"mosaic_version", MOSAIC_VERSION},
-                      {"git_commit", MOSAIC_GIT_COMMIT},
-                      {"kokkos_execution_space", Kokkos::DefaultExecutionSpace::name()}};
-#ifdef MOSAIC_BUILD_TYPE
-  b["build_type"] = MOSAIC_BUILD_TYPE;
-#else
-  b["build_type"] = "";
-#endif
-  return b;
+  return {{"mosaic_version", build::version()},
+          {"git_commit", build::git_commit()},
+          {"kokkos_execution_space", Kokkos::DefaultExecutionSpace::name()},
+          {"build_type", build::build_type()}};
 }
 
 // Reads and checks a manifest (parse, format, own checksum); throws

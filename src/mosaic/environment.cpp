@@ -1,5 +1,7 @@
 #include "environment.hpp"
 
+#include "build_info.hpp"
+
 #include <mpi.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -120,12 +122,12 @@ nlohmann::json collect_environment() {
       {"kokkos_backends", enabled_backends()},
       {"kokkos_default_execution_space", Kokkos::DefaultExecutionSpace::name()},
       {"kokkos_default_concurrency", (long long)Kokkos::DefaultExecutionSpace().concurrency()},
-      {"kokkos_kernels_version", MOSAIC_KOKKOSKERNELS_VERSION},
+      {"kokkos_kernels_version", build::kokkos_kernels_version()},
       {"mpi_library", mpi},
       {"compiler", compiler},
-      {"build_type", MOSAIC_BUILD_TYPE},
-      {"git_commit", MOSAIC_GIT_COMMIT},
-      {"mosaic_version", MOSAIC_VERSION},
+      {"build_type", build::build_type()},
+      {"git_commit", build::git_commit()},
+      {"mosaic_version", build::version()},
   };
 }
 

@@ -695,4 +695,9 @@ nlohmann::json run_point(const RunConfig& config, MPI_Comm comm, RunControl* con
   return detail::run_with_source<Scalar>(config, comm, decomp, source, control);
 }
 
+// Compiled once per scalar type, in run_float.cpp and run_double.cpp (the
+// mosaic library), with the engines and sources they use.
+extern template nlohmann::json run_point<float>(const RunConfig&, MPI_Comm, RunControl*);
+extern template nlohmann::json run_point<double>(const RunConfig&, MPI_Comm, RunControl*);
+
 }  // namespace mosaic

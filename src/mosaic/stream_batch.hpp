@@ -30,6 +30,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "backend.hpp"
 #include "reference.hpp"
 
 namespace mosaic {
@@ -39,8 +40,7 @@ template <class ExecSpace>
 struct BasisLayout {
   // True where the execution space is a GPU-like device (it cannot read host
   // memory): then column-major within the stream, else row-major.
-  static constexpr bool column_major =
-      !Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible;
+  static constexpr bool column_major = !is_host_space<ExecSpace>;
 
   static Kokkos::LayoutStride layout(int batch, int d, int r) {
     const std::size_t per = std::size_t(d) * std::size_t(r);
