@@ -70,17 +70,36 @@ TEST(TileGemm, OuterTileEqualsNaiveLoopBitwise) {
   check_outer_tile<double, tile::NR_TAIL<double>>(1);
 }
 
+// Records the tiles for_each_column_tile hands out; callable on host and
+// device, as the kernels' own tile bodies are (a host lambda is not).
+struct TileRecorder {
+  int* c0s;
+  int* widths;
+  int* count;
+  KOKKOS_INLINE_FUNCTION void operator()(int c0, int w) const {
+    c0s[*count] = c0;
+    widths[*count] = w;
+    *count += 1;
+  }
+};
+
 TEST(TileGemm, ColumnTilesCoverEveryColumnOnce) {
   for (int ncols : {0, tile::NR_TAIL<float>, 3 * tile::NR_TAIL<float>, tile::NR<float>,
                     tile::NR<float> + tile::NR_TAIL<float>, 5 * tile::NR<float> + 2 * tile::NR_TAIL<float>}) {
+    const int most = ncols / tile::NR_TAIL<float> + 1;
+    std::vector<int> c0s(most), widths(most);
+    int count = 0;
+    tile::for_each_column_tile<float>(ncols, TileRecorder{c0s.data(), widths.data(), &count});
+    ASSERT_LE(count, most);
     std::vector<int> hits(ncols, 0);
-    tile::for_each_column_tile<float>(ncols, [&](int c0, int w) {
+    for (int t = 0; t < count; ++t) {
+      const int w = widths[t];
       EXPECT_TRUE(w == tile::NR<float> || w == tile::NR_MID<float> || w == tile::NR_TAIL<float>);
-      for (int c = c0; c < c0 + w; ++c) {
+      for (int c = c0s[t]; c < c0s[t] + w; ++c) {
         ASSERT_LT(c, ncols);
         hits[c] += 1;
       }
-    });
+    }
     for (int c = 0; c < ncols; ++c) EXPECT_EQ(hits[c], 1) << "ncols " << ncols << " column " << c;
   }
 }

@@ -135,6 +135,14 @@ inline SyntheticTruth make_synthetic_truth(const SyntheticSpec& spec, std::uint6
   return t;
 }
 
+// The row accessor synthetic_sample passes to synthetic_element: a struct with
+// a host-and-device call operator (not a host lambda, which nvcc warns about
+// when it is called from a host-and-device function).
+struct ArrayRow {
+  const double* p;
+  KOKKOS_INLINE_FUNCTION double operator()(int j) const { return p[j]; }
+};
+
 // x_t of one stream on the host, into x (length d).
 template <class T>
 void synthetic_sample(const SyntheticSpec& spec, const SyntheticTruth& truth, std::uint64_t stream,
@@ -143,12 +151,10 @@ void synthetic_sample(const SyntheticSpec& spec, const SyntheticTruth& truth, st
   const double c = std::cos(spec.drift * double(step)), s = std::sin(spec.drift * double(step));
   std::vector<double> scaled(r);
   for (int j = 0; j < r; ++j) scaled[j] = truth.sqrt_lambda[j] * synthetic_latent(spec, stream, step, j);
-  auto sl = [&](int j) { return scaled[j]; };
   for (int i = 0; i < spec.d; ++i) {
-    const double* v0 = truth.V0.data() + std::size_t(i) * r;
-    const double* w0 = truth.W0.data() + std::size_t(i) * r;
-    x[i] = T(synthetic_element(spec, stream, step, i, truth.mean[i], [v0](int j) { return v0[j]; },
-                               [w0](int j) { return w0[j]; }, sl, truth.noise_std[i], c, s));
+    const ArrayRow v0{truth.V0.data() + std::size_t(i) * r}, w0{truth.W0.data() + std::size_t(i) * r};
+    x[i] = T(synthetic_element(spec, stream, step, i, truth.mean[i], v0, w0, ArrayRow{scaled.data()},
+                               truth.noise_std[i], c, s));
   }
 }
 
