@@ -39,6 +39,12 @@ mosaic_build() {
     echo "build of preset $p failed (log: build-$p.log)" >&2
     return 1
   }
+  # No warning from the project's own code (nvcc's "file(line): warning",
+  # g++'s "file:line:col: warning"); third-party headers are not ours.
+  if grep -E "^$root/(src|miniapp|bench|tests)/[^:(]*(\(|:)[0-9]+.*warning" "$log" >&2; then
+    echo "build of preset $p: warnings in the project's code (above; log: build-$p.log)" >&2
+    return 1
+  fi
   echo "mosaic_miniapp: preset $p built in $((SECONDS - t0)) s (log: build-$p.log)" >&2
 }
 
