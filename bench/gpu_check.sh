@@ -1,0 +1,528 @@
+#!/usr/bin/env bash
+# One-shot GPU check for collaborators (issue 13): on one NVIDIA GPU of the
+# target machine, with a Cuda build, run the test suite, a few mini-app runs
+# with JSON results and a short mosaic_bench ladder, and collect logs,
+# results, nvidia-smi output and the peak device memory into one directory
+# to send back. It is meant to run before any scaling run
+# (docs/MULTIGPU_EXPERIMENTS.md, "Run the one-shot GPU check first").
+#
+#   bench/gpu_check.sh OUTDIR [BUILD_DIR]
+#
+# BUILD_DIR defaults to build/cuda of this repository (what
+# `MOSAIC_PRESET=cuda scripts/run-tests` builds); it must hold
+# miniapp/mosaic_miniapp and bench/mosaic_bench. OUTDIR must not exist or be
+# empty: a previous check is never overwritten. Exit status: 0 if every step
+# passed, 1 if any failed, 2 for a usage error; OUTDIR/SUMMARY.md is written
+# in every case except a usage error.
+#
+# The whole check stays under 10 minutes: every step runs under `timeout`,
+# and each step's limit is also cut to what is left of a global budget.
+# Roughly: tests <= 210 s, mini-app runs <= 60 s each (150 s for the
+# 64-stream one), the bench ladder whatever is left (at most 240 s); ladder
+# points that no longer fit are skipped and listed as such (not failures).
+#
+# Environment (all optional):
+#   GPU_CHECK_SKIP_TESTS=1  skip the ctest step (e.g. a build dir that holds
+#                           only copied binaries, no CTestTestfile); the
+#                           summary says the tests were skipped.
+#   GPU_CHECK_QUICK=1       tiny problem sizes and short runs, only to try the
+#                           script itself (e.g. on a CPU build); the summary
+#                           says this is NOT a valid GPU check.
+#   GPU_CHECK_BUDGET_S=N    total time budget in seconds (default 570).
+#   GPU_CHECK_LAUNCH="..."  launcher prefix for the mini-app, e.g.
+#                           "mpirun -np 1" or "srun -n 1" where a plain
+#                           (singleton MPI) start is not allowed; default none.
+#
+# Where nvidia-smi is missing the script still runs (so it can be tried on a
+# CPU build), warns, and its summary says "no GPU: not a GPU check".
+set -euo pipefail
+
+usage() {
+  echo "usage: $0 OUTDIR [BUILD_DIR]   (BUILD_DIR defaults to build/cuda of the repository)" >&2
+  exit 2
+}
+[[ $# -ge 1 && $# -le 2 ]] || usage
+case "$1" in -h | --help) usage ;; esac
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The exact command line, quoted so it can be pasted back, with the
+# settings that change what the script does.
+cmdline=""
+for v in GPU_CHECK_SKIP_TESTS GPU_CHECK_QUICK GPU_CHECK_BUDGET_S GPU_CHECK_LAUNCH OMP_NUM_THREADS \
+  OMP_PROC_BIND CUDA_VISIBLE_DEVICES; do
+  [[ -n "${!v:-}" ]] && cmdline+="$v=$(printf '%q' "${!v}") "
+done
+cmdline+="$(printf '%q ' "$0" "$@")"
+cmdline="${cmdline% }"
+
+build="${2:-$root/build/cuda}"
+miniapp="$build/miniapp/mosaic_miniapp"
+benchbin="$build/bench/mosaic_bench"
+# Check the build before touching OUTDIR, so a refusal leaves nothing behind.
+if [[ ! -x "$miniapp" || ! -x "$benchbin" ]]; then
+  {
+    echo "gpu_check: $build lacks miniapp/mosaic_miniapp or bench/mosaic_bench."
+    echo "  Build the Cuda preset first (docs/MULTIGPU_EXPERIMENTS.md, section 1):"
+    echo "    export Kokkos_ROOT=/path/to/kokkos-cuda KokkosKernels_ROOT=/path/to/kokkos-kernels-cuda"
+    echo "    MOSAIC_PRESET=cuda scripts/run-tests"
+    echo "  or pass another build directory as the second argument."
+  } >&2
+  exit 2
+fi
+build="$(cd "$build" && pwd)"
+miniapp="$build/miniapp/mosaic_miniapp"
+benchbin="$build/bench/mosaic_bench"
+for tool in timeout awk; do
+  command -v "$tool" >/dev/null || { echo "gpu_check: '$tool' is needed and was not found" >&2; exit 2; }
+done
+
+out="$1"
+if [[ -e "$out" && ! -d "$out" ]]; then
+  echo "gpu_check: $out exists and is not a directory; give a new OUTDIR" >&2
+  exit 2
+fi
+if [[ -d "$out" && -n "$(ls -A "$out")" ]]; then
+  echo "gpu_check: $out exists and is not empty; refusing to overwrite a previous check (give a new OUTDIR)" >&2
+  exit 2
+fi
+mkdir -p "$out/results" "$out/bench"
+out="$(cd "$out" && pwd)"
+
+quick="${GPU_CHECK_QUICK:-0}"
+skip_tests="${GPU_CHECK_SKIP_TESTS:-0}"
+budget="${GPU_CHECK_BUDGET_S:-570}"
+[[ "$budget" =~ ^[0-9]+$ ]] || { echo "gpu_check: GPU_CHECK_BUDGET_S must be a whole number of seconds" >&2; exit 2; }
+read -r -a launch <<<"${GPU_CHECK_LAUNCH:-}"
+host="$(hostname 2>/dev/null || uname -n)"
+
+now() { date +%s.%N; }
+t_start="$(now)"
+deadline="$(awk -v a="$t_start" -v b="$budget" 'BEGIN { printf "%.3f", a + b }')"
+# Seconds left before the global deadline, minus a margin for the summary.
+left() { awk -v d="$deadline" -v n="$(now)" 'BEGIN { x = d - n - 5; printf "%d", (x > 0 ? x : 0) }'; }
+
+# --- problem sizes ---------------------------------------------------------
+# The ladder is mosaic_bench (float only: it has no double) at r=64; the
+# points are run in this order, cheap and headline ones first, so a slow host
+# loses the expensive ones. The double point, and every point that needs a
+# JSON result and the verification section, is a mini-app run.
+if [[ "$quick" == 1 ]]; then
+  r=16
+  ladder=("256 8" "512 8" "256 64" "512 64")
+  kblocks=16,32
+  bench_seconds=0.05
+  mini_d=512
+  mini_steps=200 mini_warm=20 mini_steps64=100 mini_warm64=10
+else
+  r=64
+  ladder=("2048 8" "8192 8" "2048 64" "8192 64" "32768 8" "32768 64")
+  # 128 is what block_size: auto picks at r=64 (k = clamp(2r, 32, 128), not
+  # yet measured on a GPU); 64 is the neighbour that tells whether the
+  # device wants a smaller k. Each k rebuilds the synthetic source on the
+  # host, so each one costs as much setup as the sequential run.
+  kblocks=64,128
+  bench_seconds=1
+  mini_d=8192
+  # A few thousand steps: enough for a steady rate on a GPU; the CPU
+  # reference did 5,000-12,000 samples/s at d=8192, r=64, 8 streams, so even
+  # a CPU-speed device finishes in seconds.
+  mini_steps=2000 mini_warm=200 mini_steps64=1000 mini_warm64=100
+fi
+
+# --- bookkeeping of steps ------------------------------------------------
+step_names=() step_rcs=() step_walls=() step_logs=() step_notes=() step_kinds=()
+failures=0
+time_skips=0 # steps other than ladder points that the budget left out
+summary_written=0
+monitor_pid=""
+mini_runs=()
+declare -A ladder_status=()
+
+# run_step KIND NAME LOG CAP CMD...: runs CMD under timeout (CAP seconds, or
+# less if the budget is nearly spent), output into LOG, and records it.
+# Never fails itself: a failing step must not stop the steps after it.
+last_rc=0
+run_step() {
+  local kind="$1" name="$2" log="$3" cap="$4"
+  shift 4
+  local lim t0 rc=0
+  lim="$(left)"
+  ((lim > cap)) && lim="$cap"
+  if ((lim < 5)); then
+    record "$kind" "$name" "-" "0" "-" "skipped: time budget spent"
+    last_rc=-1
+    return 0
+  fi
+  {
+    echo "# command: $(printf '%q ' "$@")"
+    echo "# cwd: $(pwd)   time limit: ${lim} s   start: $(date -u +%FT%TZ)"
+  } >"$out/$log"
+  t0="$(now)"
+  # In the background and waited for, so that Ctrl-C or SIGTERM reaches the
+  # script at once (a foreground child would delay the trap until it ends);
+  # the trap then stops the step through timeout, which passes the signal on.
+  timeout -k 10 "$lim" "$@" >>"$out/$log" 2>&1 &
+  current=("$!" "$kind" "$name" "$log" "$t0")
+  wait "${current[0]}" || rc=$?
+  current=()
+  finish_step "$kind" "$name" "$log" "$t0" "$rc" "$( ((rc == 124 || rc == 137)) && echo "timed out after ${lim} s")"
+  last_rc=$rc
+  return 0
+}
+current=()
+finish_step() {
+  local wall
+  wall="$(awk -v a="$4" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')"
+  echo "# exit status: $5   wall: $wall s   end: $(date -u +%FT%TZ)" >>"$out/$3"
+  record "$1" "$2" "$5" "$wall" "$3" "$6"
+}
+record() {
+  step_kinds+=("$1") step_names+=("$2") step_rcs+=("$3") step_walls+=("$4") step_logs+=("$5") step_notes+=("$6")
+  # A ladder point cut by the time limit is a budget decision, not a defect.
+  if [[ "$3" != "-" && "$3" != 0 ]] && ! [[ "$1" == ladder && ("$3" == 124 || "$3" == 137) ]]; then
+    failures=$((failures + 1))
+  fi
+  if [[ "$3" == "-" && "$1" != ladder && "$6" == skipped:* ]]; then time_skips=$((time_skips + 1)); fi
+  echo "gpu_check: $2: ${3/#-/not run} ${6:+($6)} [${4} s]" >&2
+}
+
+# --- GPU presence and the memory monitor ---------------------------------
+gpu=0
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpu=1; fi
+if ((gpu == 0)); then
+  {
+    echo "gpu_check: WARNING: nvidia-smi is missing or sees no GPU on this machine."
+    echo "gpu_check: WARNING: this run is NOT a GPU check; it only exercises the script."
+  } >&2
+fi
+
+start_monitor() {
+  ((gpu == 1)) || return 0
+  # Sampled every 500 ms for the benchmark steps: the peak is taken from
+  # this file (the mini-app's own device_bytes_in_use_max is read once, at
+  # the end of each run). The index column tells GPUs apart on shared nodes.
+  nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total,utilization.gpu \
+    --format=csv -lms 500 >"$out/nvidia-smi-monitor.csv" 2>&1 &
+  monitor_pid=$!
+}
+stop_monitor() {
+  if [[ -n "$monitor_pid" ]]; then
+    kill "$monitor_pid" 2>/dev/null || true
+    wait "$monitor_pid" 2>/dev/null || true
+    monitor_pid=""
+  fi
+}
+
+# --- summary ---------------------------------------------------------------
+# Lines "key value" of the mini-app's end-of-run summary, from its log.
+mini_field() { grep -m1 -E "^  $2 " "$out/$1" 2>/dev/null | sed -E "s/^  $2 +//" || true; }
+# "6/6 passed" (or which failed) from the verification checks of a result.
+checks_of() {
+  awk '/"checks": \[/ { c = 1; next }
+       c && /^ *\],?$/ { c = 0 }
+       c && /"name":/ { n = $0; sub(/.*"name": *"/, "", n); sub(/".*/, "", n); tot++ }
+       c && /"passed": false/ { bad = bad " " n; nb++ }
+       END { if (tot) printf "%d/%d passed%s", tot - nb, tot, (nb ? ";" bad " failed" : "") }' "$out/$1" 2>/dev/null || true
+}
+# Exit status recorded for a step name ("" if it never ran).
+step_rc_of() {
+  local i
+  for i in "${!step_names[@]}"; do [[ "${step_names[$i]}" != "$1" ]] || echo "${step_rcs[$i]}"; done
+}
+json_field() { grep -m1 -E "\"$2\":" "$out/$1" 2>/dev/null | sed -E 's/.*": *"?([^",]*)"?,?$/\1/' || true; }
+
+exec_space=""
+write_summary() {
+  local s="$out/SUMMARY.md" i valid=1 reasons=()
+  ((gpu == 1)) || { valid=0; reasons+=("no GPU: not a GPU check (nvidia-smi missing or sees no GPU)"); }
+  [[ "$quick" != 1 ]] || { valid=0; reasons+=("GPU_CHECK_QUICK=1: QUICK mode, tiny sizes, not a valid GPU check"); }
+  [[ "$skip_tests" != 1 ]] || { valid=0; reasons+=("GPU_CHECK_SKIP_TESTS=1: the test suite was skipped"); }
+  ((time_skips == 0)) || { valid=0; reasons+=("incomplete: $time_skips test or mini-app step(s) not run for lack of time"); }
+  if [[ -z "$exec_space" ]]; then
+    valid=0
+    reasons+=("the build's Kokkos execution space is unknown (no mini-app result, no bench header)")
+  elif [[ "$exec_space" != Cuda ]]; then
+    valid=0
+    reasons+=("the build runs on Kokkos execution space '$exec_space', not Cuda: not a GPU check")
+  fi
+  ((summary_written == 0)) || return 0
+  summary_written=1
+  {
+    echo "# MOSAIC one-shot GPU check"
+    echo
+    if ((failures > 0)); then
+      echo "**Result: $failures step(s) FAILED.**"
+    else
+      echo "**Result: every step that ran passed.**"
+    fi
+    if ((valid == 1)); then
+      echo "**Validity: a GPU check (GPU present, Cuda build, full sizes, tests run).**"
+    else
+      echo "**Validity: NOT a valid GPU check:**"
+      for i in "${reasons[@]}"; do echo "- $i"; done
+    fi
+    [[ -z "${interrupted:-}" ]] || echo "- the script was interrupted ($interrupted); the steps below are the ones that ran"
+    echo
+    echo "- host: $host; date (UTC): $(date -u +%FT%TZ); wall time: $(awk -v a="$t_start" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }') s of a ${budget} s budget"
+    echo "- commit: $(git -C "$root" rev-parse HEAD 2>/dev/null || echo 'not a git checkout'); uncommitted files: $(git -C "$root" status --porcelain 2>/dev/null | wc -l)"
+    echo "- build: $build (Kokkos execution space: ${exec_space:-unknown})"
+    echo "- GPU present: $([[ $gpu == 1 ]] && echo yes || echo 'no GPU: not a GPU check')"
+    echo "- command line: \`$cmdline\`"
+    echo "- provenance: environment.txt (date, host, commit, nproc, --version, nvidia-smi, nvidia-smi -q)"
+    echo
+    echo "## Steps"
+    echo
+    echo "| step | exit status | wall s | log | note |"
+    echo "|---|---|---|---|---|"
+    for i in "${!step_names[@]}"; do
+      echo "| ${step_names[$i]} | ${step_rcs[$i]/#-/not run} | ${step_walls[$i]} | ${step_logs[$i]} | ${step_notes[$i]} |"
+    done
+    echo
+    echo "Exit status 124 or 137: stopped by the step's time limit. Ladder points stopped or skipped"
+    echo "for time are not counted as failures; mini-app runs and tests are."
+    echo
+    echo "## Test suite"
+    echo
+    if [[ -f "$out/tests.log" ]]; then
+      echo '```'
+      grep -E 'tests passed|tests failed|Total Test time|No tests were found' "$out/tests.log" || echo "no ctest summary line in tests.log"
+      sed -n '/The following tests FAILED:/,/^Errors while running/p' "$out/tests.log"
+      echo '```'
+      echo "Full output: tests.log; JUnit XML: tests.xml."
+    else
+      echo "Not run$([[ "$skip_tests" == 1 ]] && echo " (GPU_CHECK_SKIP_TESTS=1)")."
+    fi
+    echo
+    echo "## Mini-app runs: verification verdicts"
+    echo
+    echo "From each run's end-of-run summary (its log) and result JSON (results/); the dry-run"
+    echo "memory estimate is the mini-app's own (--dry-run, per rank)."
+    echo
+    echo "| run | kernel | verification | checks | update samples/s (figure of merit) | end-to-end samples/s | device_bytes_in_use_max | dry-run estimate | result |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    for m in "${mini_runs[@]+"${mini_runs[@]}"}"; do
+      local log="miniapp_$m.log" js="results/$m.json" ver fom e2e dev est kern
+      kern="$(mini_field "$log" kernel)"
+      ver="$(mini_field "$log" verification)"
+      fom="$(mini_field "$log" "FIGURE OF MERIT" | awk '{print $1}')"
+      e2e="$(mini_field "$log" end-to-end | awk '{print $1}')"
+      dev="$(json_field "$js" device_bytes_in_use_max)"
+      [[ "$dev" != -1 ]] || dev="-1 (not a device build)"
+      est="$(grep -m1 '^# memory:' "$out/miniapp_$m.dry-run.log" 2>/dev/null | sed -E 's/^# memory: about ([^ ]+ MiB).*/\1/' || true)"
+      [[ -f "$out/$log" ]] || ver="not run"
+      # A run stopped by its time limit still prints a summary and writes a
+      # partial result (status interrupted): its verdict is not a pass.
+      local rc st
+      rc="$(step_rc_of "miniapp $m")"
+      st="$(grep -m1 -E '^  "status":' "$out/$js" 2>/dev/null | sed -E 's/.*: *"([^"]*)".*/\1/' || true)"
+      if [[ -n "$rc" && "$rc" != 0 && "$rc" != - ]]; then ver="${ver:-no verdict} (run exit $rc${st:+, result status $st})"; fi
+      echo "| $m | ${kern:--} | ${ver:-no verdict (see log)} | $(checks_of "$js") | ${fom:--} | ${e2e:--} | ${dev:--} | ${est:--} | $([[ -f "$out/$js" ]] && echo "$js" || echo none) |"
+    done
+    echo
+    echo "## Bench ladder (mosaic_bench, float, r=$r, block sizes $kblocks, --seconds $bench_seconds)"
+    echo
+    echo "Sequential kernel and blocked update in the same process per point; full tables in"
+    echo "bench/*.log, every row in results/bench_ladder.csv."
+    echo
+    echo "| d | streams | status | sequential samples/s | best blocked k | blocked samples/s | speedup | broken streams |"
+    echo "|---|---|---|---|---|---|---|---|"
+    for p in "${ladder[@]}"; do
+      local d="${p% *}" b="${p#* }"
+      local st="${ladder_status[$p]:-not reached}" lg="bench/ladder_d${d}_s${b}.log"
+      if [[ -f "$out/$lg" ]]; then
+        awk -v d="$d" -v b="$b" -v st="$st" -F'|' '
+          /^\| [0-9]/ && NF == 15 { seq = $5; broken += $14 }
+          /^# blocked: / { sp = $7 + 0; if (sp > best) { best = sp; k = $5; su = $8 }; broken += $12 }
+          END { gsub(/ /, "", seq); gsub(/ /, "", k); gsub(/ /, "", su)
+                printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", d, b, st, (seq == "" ? "-" : seq),
+                       (k == "" ? "-" : k), (best > 0 ? sprintf("%.1f", best) : "-"), (su == "" ? "-" : su), broken + 0 }' \
+          "$out/$lg"
+      else
+        echo "| $d | $b | $st | - | - | - | - | - |"
+      fi
+    done
+    echo
+    echo "## Device memory"
+    echo
+    if ((gpu == 1)) && [[ -s "$out/nvidia-smi-monitor.csv" ]]; then
+      echo "nvidia-smi sampled every 500 ms during the mini-app and bench steps (nvidia-smi-monitor.csv);"
+      echo "memory.used is the whole GPU's (other processes included); the check itself runs on the"
+      echo "first visible device (CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset})."
+      echo
+      echo "| GPU index | peak memory.used MiB | memory.used at start MiB | memory.total MiB | peak utilization % | samples |"
+      echo "|---|---|---|---|---|---|"
+      awk -F', *' 'NR > 1 && $2 ~ /^[0-9]+$/ {
+          g = $2; u = $3 + 0; t = $4 + 0; z = $5 + 0
+          if (!(g in n)) { first[g] = u; order[++ng] = g }
+          n[g]++; if (u > peak[g]) peak[g] = u; tot[g] = t; if (z > util[g]) util[g] = z }
+        END { for (i = 1; i <= ng; i++) { g = order[i]
+                printf "| %s | %d | %d | %d | %d | %d |\n", g, peak[g], first[g], tot[g], util[g], n[g] } }' \
+        "$out/nvidia-smi-monitor.csv"
+    else
+      echo "No device memory measured: $([[ $gpu == 1 ]] && echo 'the monitor wrote nothing' || echo 'no GPU: not a GPU check (no nvidia-smi)')."
+    fi
+    echo
+    echo "The mini-app's runs[].memory.device_bytes_in_use_max (table above) is cudaMemGetInfo's"
+    echo "total - free at the end of each run: the whole device, -1 on a non-device build."
+    echo
+    echo "## What to send"
+    echo
+    echo "\`tar czf gpu_check_$host.tgz -C $(dirname "$out") $(basename "$out")\`, with the commit above,"
+    echo "as described in docs/MULTIGPU_EXPERIMENTS.md (\"Run the one-shot GPU check first\") and COLLABORATION.md."
+  } >"$s"
+}
+
+interrupted=""
+on_exit() {
+  local rc=$?
+  stop_monitor
+  write_summary || true
+  exit "$rc"
+}
+on_signal() {
+  interrupted="$1"
+  trap '' INT TERM
+  if ((${#current[@]} > 0)); then
+    kill -TERM "${current[0]}" 2>/dev/null || true
+    local rc=0
+    wait "${current[0]}" 2>/dev/null || rc=$?
+    finish_step "${current[1]}" "${current[2]}" "${current[3]}" "${current[4]}" "$rc" "interrupted by $1"
+    current=()
+  fi
+  exit "$2"
+}
+trap on_exit EXIT
+trap 'on_signal SIGINT 130' INT
+trap 'on_signal SIGTERM 143' TERM
+
+# --- provenance ------------------------------------------------------------
+{
+  echo "== date -u"; date -u
+  echo "== hostname"; echo "$host"
+  echo "== command line"; echo "$cmdline"
+  echo "== git rev-parse HEAD"; git -C "$root" rev-parse HEAD 2>&1 || echo "not a git checkout"
+  echo "== git status --porcelain | wc -l (uncommitted files; 0 = clean)"
+  git -C "$root" status --porcelain 2>/dev/null | wc -l
+  # GNU nproc follows OMP_NUM_THREADS; --all is the machine's count.
+  echo "== nproc"; echo "$(nproc) (nproc --all: $(nproc --all 2>/dev/null || echo '?'))"
+  echo "== uname -a"; uname -a
+  echo "== CPU"; (lscpu 2>/dev/null | grep -E '^(Model name|Socket|Core|Thread|CPU\(s\))') || true
+  echo "== build dir"; echo "$build"
+  echo "== mosaic_miniapp --version"; timeout 60 "$miniapp" --version 2>&1 || echo "(exit status $?)"
+  echo "== environment (CUDA_*, OMP_*, KOKKOS_*, GPU_CHECK_*)"
+  env | grep -E '^(CUDA_|OMP_|KOKKOS_|Kokkos_|GPU_CHECK_)' | sort || true
+  echo "== nvcc --version"; (command -v nvcc >/dev/null && nvcc --version) || echo "nvcc not on PATH"
+  echo "== nvidia-smi"
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi 2>&1 || echo "(nvidia-smi exit status $?)"
+    echo "== nvidia-smi -q"
+    nvidia-smi -q 2>&1 || echo "(nvidia-smi -q exit status $?)"
+  else
+    echo "nvidia-smi: MISSING on this machine: no GPU, this is not a GPU check"
+  fi
+} >"$out/environment.txt" 2>&1
+
+# --- (a) the test suite ----------------------------------------------------
+if [[ "$skip_tests" != 1 ]]; then
+  # -j1: the tests share the one GPU, and their timing stays readable. An
+  # empty test list is an error (a build dir without tests is no check).
+  # The project needs CMake >= 3.25, so --test-dir and --output-junit exist.
+  OMP_PROC_BIND="${OMP_PROC_BIND:-false}" run_step test ctest tests.log 210 \
+    ctest --test-dir "$build" --output-on-failure -j1 --timeout 300 --no-tests=error --output-junit "$out/tests.xml"
+else
+  record test ctest "-" "0" "-" "skipped (GPU_CHECK_SKIP_TESTS=1): not a complete check"
+fi
+
+start_monitor
+
+# --- (b) mini-app runs with JSON results -----------------------------------
+# inputs/single_gpu.yaml is the d-ladder deck (float, r=64, 8 streams); each
+# run pins one d and changes only what the point needs. Its end-of-run
+# summary holds the verification verdict; --dry-run first records the
+# resolved deck and the mini-app's memory estimate.
+deck="$root/inputs/single_gpu.yaml"
+mini_point() {
+  local name="$1" cap="$2"
+  shift 2
+  local sets=(--set "problem.d=$mini_d" --set "problem.rank=$r" "$@")
+  mini_runs+=("$name")
+  run_step miniapp "miniapp $name (dry-run)" "miniapp_$name.dry-run.log" 30 \
+    ${launch[@]+"${launch[@]}"} "$miniapp" "$deck" "${sets[@]}" --output "$out/results/$name.json" --dry-run
+  run_step miniapp "miniapp $name" "miniapp_$name.log" "$cap" \
+    ${launch[@]+"${launch[@]}"} "$miniapp" "$deck" "${sets[@]}" --output "$out/results/$name.json"
+}
+cd "$out"
+s8=(--set streams.per_rank=8 --set "run.steps=$mini_steps" --set "run.warmup_steps=$mini_warm")
+s64=(--set streams.per_rank=64 --set "run.steps=$mini_steps64" --set "run.warmup_steps=$mini_warm64")
+mini_point "d${mini_d}_r${r}_s8_float_blocked" 60 "${s8[@]}" --set problem.dtype=float --set algorithm.block_size=auto
+mini_point "d${mini_d}_r${r}_s8_float_sequential" 60 "${s8[@]}" --set problem.dtype=float --set algorithm.block_size=1
+mini_point "d${mini_d}_r${r}_s8_double_blocked" 60 "${s8[@]}" --set problem.dtype=double --set algorithm.block_size=auto
+# 64 streams: the synthetic source builds each stream's truth on the host,
+# one stream after another, so setup grows with the streams; hence the
+# longer limit.
+mini_point "d${mini_d}_r${r}_s64_float_blocked" 150 "${s64[@]}" --set problem.dtype=float --set algorithm.block_size=auto
+exec_space="$(json_field "results/${mini_runs[0]}.json" kokkos_default_execution_space)"
+
+# --- (c) the bench ladder ----------------------------------------------------
+# mosaic_bench runs the sequential kernel, then the blocked update for each
+# k of --block-size, each for about --seconds, on freshly built streams.
+# One process per (d, streams), so a point stopped by its time limit loses
+# only itself. Setup (host-side truth of every stream, rebuilt per kernel)
+# grows like streams x d; a point whose cost, extrapolated from the points
+# already run, does not fit in what is left is skipped rather than started
+# and killed.
+ladder_end="$(awk -v n="$(now)" 'BEGIN { printf "%.3f", n + 240 }')"
+nk=$(awk -v s="$kblocks" 'BEGIN { print split(s, a, ",") }')
+fixed=$(awk -v s="$bench_seconds" -v k="$nk" 'BEGIN { printf "%.1f", (k + 1) * s + 5 }')
+rate=0 # seconds of setup per (stream x d), the largest seen
+for p in "${ladder[@]}"; do
+  d="${p% *}" b="${p#* }"
+  lim=$(awk -v e="$ladder_end" -v n="$(now)" 'BEGIN { x = e - n; printf "%d", (x > 0 ? x : 0) }')
+  g="$(left)"
+  ((lim > g)) && lim=$g
+  est=$(awk -v f="$fixed" -v r="$rate" -v b="$b" -v d="$d" 'BEGIN { printf "%.0f", f + r * b * d }')
+  if ((lim < 10)) || awk -v e="$est" -v l="$lim" -v r="$rate" 'BEGIN { exit !(r > 0 && e > l) }'; then
+    if ((lim < 10)); then ladder_status[$p]="skipped: time budget spent"
+    else ladder_status[$p]="skipped: about ${est} s needed, ${lim} s left"; fi
+    record ladder "bench d=$d streams=$b" "-" "0" "-" "${ladder_status[$p]}"
+    continue
+  fi
+  run_step ladder "bench d=$d streams=$b" "bench/ladder_d${d}_s${b}.log" "$lim" \
+    "$benchbin" --d "$d" --r "$r" --streams "$b" --block-size "$kblocks" --seconds "$bench_seconds" --ref-steps 3
+  if ((last_rc == 0)); then
+    ladder_status[$p]="ok"
+    w="${step_walls[-1]}"
+    rate=$(awk -v w="$w" -v f="$fixed" -v b="$b" -v d="$d" -v r="$rate" \
+      'BEGIN { x = (w - f) / (b * d); if (x < 0) x = 0; printf "%.9f", (x > r ? x : r) }')
+  elif ((last_rc == 124 || last_rc == 137)); then
+    ladder_status[$p]="stopped at the time limit (partial log)"
+  else
+    ladder_status[$p]="FAILED (exit $last_rc)"
+  fi
+  [[ -n "$exec_space" ]] || exec_space="$(grep -m1 -oE 'execution space [A-Za-z]+' "$out/bench/ladder_d${d}_s${b}.log" | awk '{print $3}' || true)"
+done
+stop_monitor
+
+# Every ladder row in one CSV, for analysis without parsing markdown.
+{
+  echo "d,r,streams,kernel,k,steps,samples_per_s,speedup_vs_sequential,gflops_model,pct_of_sgemm,clamped,broken"
+  for p in "${ladder[@]}"; do
+    d="${p% *}" b="${p#* }"
+    f="$out/bench/ladder_d${d}_s${b}.log"
+    [[ -f "$f" ]] || continue
+    awk -v b="$b" -F'|' '
+      function t(x) { gsub(/^ +| +$/, "", x); return x }
+      /^\| [0-9]/ && NF == 15 { printf "%s,%s,%s,sequential,1,%s,%s,1.00,%s,,%s,%s\n", t($2), t($3), b, t($4), t($5), t($11), t($13), t($14) }
+      /^# blocked: / { s = t($8); sub(/x$/, "", s); p = t($10); sub(/%$/, "", p)
+                       printf "%s,%s,%s,blocked,%s,%s,%s,%s,%s,%s,%s,%s\n", t($2), t($3), b, t($5), t($6), t($7), s, t($9), p, t($11), t($12) }' "$f"
+  done
+} >"$out/results/bench_ladder.csv"
+
+write_summary
+echo
+sed -n '1,12p' "$out/SUMMARY.md" | grep -E '^\*\*|^- ' || true
+echo
+echo "gpu_check: summary in $out/SUMMARY.md"
+echo "gpu_check: send this directory (see docs/MULTIGPU_EXPERIMENTS.md and COLLABORATION.md):"
+echo "  tar czf gpu_check_$host.tgz -C $(dirname "$out") $(basename "$out")"
+((failures == 0))
