@@ -1,6 +1,7 @@
 // mosaic_bench: update-only throughput of the batched engine (float, the
 // default execution space) against the host reference in the same run, with
-// a measured roofline of the machine (copy bandwidth and an sgemm rate).
+// a measured roofline of the machine (copy bandwidth, the host tiled
+// micro-kernel's sgemm rate, and the vendor sgemm rate through KokkosBlas).
 //
 //   mosaic_bench [--d 2048,4096,8192] [--r 32,64,128] [--streams 8]
 //                [--steps N] [--seconds T] [--ref-steps N]
@@ -16,7 +17,8 @@
 // on the same kind of samples: one table row per (d, r, k) with samples/s,
 // speedup over the sequential kernel, GFLOP/s of the blocked model
 // d (4r + k + 2r^2/k) flops per sample, and that rate as a fraction of the
-// measured sgemm rate; the best k per (d, r) is marked. Timed per block:
+// measured sgemm rate and of the vendor GEMM rate on the block's own shapes
+// (vendor_block_gemm_gflops); the best k per (d, r) is marked. Timed per block:
 // step_block() fence to fence; samples come from generate_block (untimed).
 //
 // --steps N fixes the engine steps per (d, r); otherwise the engine runs for
@@ -38,9 +40,12 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <Kokkos_Core.hpp>
+#include <KokkosBlas3_gemm.hpp>
+#include <KokkosKernels_config.h>
 
 #include "mosaic/batched_engine.hpp"
 #include "mosaic/reference.hpp"
@@ -147,8 +152,77 @@ double copy_bandwidth_gbs() {
   return 2.0 * double(n) * sizeof(float) / best / 1e9;
 }
 
+// OpenBLAS names itself and its version here; weak, so that the bench also
+// links against another BLAS (then the name is not known).
+extern "C" char* openblas_get_config() __attribute__((weak));
+
+// The library behind KokkosBlas::gemm on Mem (Kokkos Kernels' TPLs).
+std::string vendor_gemm_name() {
+#if defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS) && defined(KOKKOS_ENABLE_CUDA)
+  if (std::is_same_v<Mem, Kokkos::CudaSpace>) return "cuBLAS (Kokkos Kernels TPL)";
+#endif
+#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
+  if (Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible)
+    return openblas_get_config ? std::string(openblas_get_config()) + " (Kokkos Kernels BLAS TPL)"
+                               : std::string("the BLAS of Kokkos Kernels' BLAS TPL");
+#endif
+  return "Kokkos Kernels' native gemm (no vendor TPL for this space)";
+}
+
+// Vendor GEMM rate on the blocked update's own shapes, for B streams one
+// call each (LayoutLeft float in Mem): [G^T | H] = D^T [U0 | D]
+// (k x (r+k) x d, as gemm("T", "N")) and U = [U0 | D] [A; B]
+// (d x r x (r+k)). Best of 3 after one warm-up; 2 m n k flops per product.
+double vendor_block_gemm_gflops(int B, int d, int r, int k) {
+  using V = Kokkos::View<float**, Kokkos::LayoutLeft, Mem>;
+  std::vector<V> Q(B), C(B), W(B), U(B);
+  for (int b = 0; b < B; ++b) {
+    Q[b] = V("vendor_Q", d, r + k);
+    C[b] = V("vendor_C", k, r + k);
+    W[b] = V("vendor_W", r + k, r);
+    U[b] = V("vendor_U", d, r);
+    Kokkos::deep_copy(Q[b], 0.5f);
+    Kokkos::deep_copy(W[b], 0.25f);
+  }
+  double best = 1e300;
+  for (int rep = 0; rep < 4; ++rep) {
+    Kokkos::fence();
+    const auto t0 = Clock::now();
+    for (int b = 0; b < B; ++b) {
+      const auto D = Kokkos::subview(Q[b], Kokkos::ALL(), Kokkos::make_pair(r, r + k));
+      KokkosBlas::gemm("T", "N", 1.0f, D, Q[b], 0.0f, C[b]);
+      KokkosBlas::gemm("N", "N", 1.0f, Q[b], W[b], 0.0f, U[b]);
+    }
+    Kokkos::fence();
+    if (rep > 0) best = std::min(best, seconds_since(t0));
+  }
+  const double flops = double(B) * (2.0 * k * (r + k) * d + 2.0 * d * r * (r + k));
+  return flops / best / 1e9;
+}
+
+// Vendor sgemm C = A B (n x n, LayoutLeft float in Mem) through
+// KokkosBlas::gemm. Best of 3 after one warm-up; 2 n^3 flops.
+double vendor_sgemm_gflops(int n) {
+  Kokkos::View<float**, Kokkos::LayoutLeft, Mem> A("vendor_A", n, n), B("vendor_B", n, n), C("vendor_C", n, n);
+  Kokkos::deep_copy(A, 0.5f);
+  Kokkos::deep_copy(B, 0.25f);
+  double best = 1e300;
+  for (int rep = 0; rep < 4; ++rep) {
+    Kokkos::fence();
+    const auto t0 = Clock::now();
+    KokkosBlas::gemm("N", "N", 1.0f, A, B, 0.0f, C);
+    Kokkos::fence();
+    if (rep > 0) best = std::min(best, seconds_since(t0));
+  }
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(C, n - 1, n - 1));
+  if (h() != 0.125f * float(n)) std::fprintf(stderr, "vendor sgemm check failed: %g\n", double(h()));
+  return 2.0 * double(n) * n * n / best / 1e9;
+}
+
 // sgemm C = A B (n x n, row-major float) with the blocked update's own
-// register-tiled micro-kernel (tile_gemm.hpp; no vendor BLAS), in the usual
+// register-tiled micro-kernel (tile_gemm.hpp; no vendor BLAS) on the host
+// execution space (the kernel is host-only: a Cuda build measures its host
+// here too), in the usual
 // packed form: A packed once into panels of MR rows; for every 256 x 256
 // block of B, the block is packed (rows padded to avoid cache-set conflicts)
 // and every MR x NR tile of C in those columns accumulates over it, in
@@ -156,8 +230,9 @@ double copy_bandwidth_gbs() {
 // 2 n^3 flops. n must be a multiple of MR and of the narrowest tile width.
 double sgemm_gflops(int n) {
   namespace tile = mosaic::tile;
+  using HostExec = Kokkos::DefaultHostExecutionSpace;
   constexpr int kc = 256, jc = 256, ldb = jc + 16;
-  Kokkos::View<float**, Kokkos::LayoutRight, Mem> A("gemm_A", n, n), B("gemm_B", n, n), C("gemm_C", n, n),
+  Kokkos::View<float**, Kokkos::LayoutRight, Kokkos::HostSpace> A("gemm_A", n, n), B("gemm_B", n, n), C("gemm_C", n, n),
       Ap("gemm_A_packed", n / tile::MR, std::size_t(n) * tile::MR), Bp("gemm_B_packed", kc, ldb);
   Kokkos::deep_copy(A, 0.5f);
   Kokkos::deep_copy(B, 0.25f);
@@ -167,7 +242,7 @@ double sgemm_gflops(int n) {
     Kokkos::deep_copy(C, 0.0f);
     Kokkos::fence();
     const auto t0 = Clock::now();
-    Kokkos::parallel_for("sgemm_pack_A", Kokkos::RangePolicy<Exec>(0, npanels), KOKKOS_LAMBDA(const int pn) {
+    Kokkos::parallel_for("sgemm_pack_A", Kokkos::RangePolicy<HostExec>(0, npanels), [=](const int pn) {
       for (int k = 0; k < n; ++k)
         for (int a = 0; a < tile::MR; ++a) Ap(pn, std::size_t(k) * tile::MR + a) = A(pn * tile::MR + a, k);
     });
@@ -175,10 +250,10 @@ double sgemm_gflops(int n) {
       const int nj = j0 + jc < n ? jc : n - j0;
       for (int k0 = 0; k0 < n; k0 += kc) {
         const int nk = k0 + kc < n ? kc : n - k0;
-        Kokkos::parallel_for("sgemm_pack_B", Kokkos::RangePolicy<Exec>(0, nk), KOKKOS_LAMBDA(const int k) {
+        Kokkos::parallel_for("sgemm_pack_B", Kokkos::RangePolicy<HostExec>(0, nk), [=](const int k) {
           for (int c = 0; c < nj; ++c) Bp(k, c) = B(k0 + k, j0 + c);
         });
-        Kokkos::parallel_for("sgemm", Kokkos::RangePolicy<Exec>(0, npanels), KOKKOS_LAMBDA(const int pn) {
+        Kokkos::parallel_for("sgemm", Kokkos::RangePolicy<HostExec>(0, npanels), [=](const int pn) {
           const float* P = &Ap(pn, std::size_t(k0) * tile::MR);
           float* Ct = &C(pn * tile::MR, j0);
           tile::for_each_column_tile<float>(nj, [&](const int c0, const int width) {
@@ -362,8 +437,11 @@ int main(int argc, char** argv) {
     const double bw = copy_bandwidth_gbs();
     const int gemm_n = 1104;  // a multiple of tile::MR and of 8 (whole tiles); 1008 (a 4032-byte row) was markedly slower (cache-set conflicts)
     const double gf = sgemm_gflops(gemm_n);
+    const double vendor_gf = vendor_sgemm_gflops(gemm_n);
     std::printf("# roofline: copy bandwidth %.2f GB/s (Kokkos parallel_for a[i]=b[i], 2 x 256 MiB, read+write)\n", bw);
-    std::printf("# roofline: sgemm %.2f GFLOP/s (n=%d, the tiled micro-kernel of the blocked update, packed, no vendor BLAS)\n", gf, gemm_n);
+    std::printf("# roofline: sgemm %.2f GFLOP/s (n=%d, the tiled micro-kernel of the blocked update, packed, no vendor BLAS, host execution space)\n", gf, gemm_n);
+    std::printf("# roofline: vendor sgemm %.2f GFLOP/s (n=%d, KokkosBlas::gemm on %s: %s)\n", vendor_gf, gemm_n,
+                Exec::name(), vendor_gemm_name().c_str());
     std::printf("# model per sample: 4dr flops, 3dr floats of U traffic; impl: 8dr flops, 4dr floats\n");
     std::printf("| d | r | engine steps | engine samples/s | reference samples/s (1 thread) | ratio | GB/s model | GB/s impl | %% of copy BW (impl) | GFLOP/s model | GFLOP/s impl | clamped | broken |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -386,10 +464,12 @@ int main(int argc, char** argv) {
         for (const auto& br : rows) {
           const double flops = double(d) * (4.0 * r + br.k + 2.0 * r * r / br.k);
           const double gfs = br.sps * flops / 1e9;
+          const double vendor_block = vendor_block_gemm_gflops(o.streams, d, r, br.k);
           char line[512];
-          std::snprintf(line, sizeof line, "| %d | %d | %.1f | %d | %ld | %.1f | %.2fx | %.2f | %.0f%% | %ld | %d |%s",
+          std::snprintf(line, sizeof line, "| %d | %d | %.1f | %d | %ld | %.1f | %.2fx | %.2f | %.0f%% | %.2f | %.0f%% | %ld | %d |%s",
                         d, r, w.engine_sps, br.k, br.steps, br.sps, br.sps / w.engine_sps, gfs, 100.0 * gfs / gf,
-                        br.clamped, br.broken, br.sps == best ? " **best k** |" : " |");
+                        vendor_block, 100.0 * gfs / vendor_block, br.clamped, br.broken,
+                        br.sps == best ? " **best k** |" : " |");
           blocked_rows.push_back(line);
           std::printf("# blocked: %s\n", line);
           std::fflush(stdout);
@@ -401,8 +481,9 @@ int main(int argc, char** argv) {
                   "model d(4r + k + 2r^2/k) flops/sample\n",
                   mosaic::to_string(o.gemm), mosaic::to_string(o.solve),
                   o.reorth == mosaic::kAuto ? "auto" : std::to_string(o.reorth).c_str());
-      std::printf("| d | r | sequential samples/s | k | blocked steps | blocked samples/s | speedup | GFLOP/s (model) | %% of sgemm | clamped | broken | |\n");
-      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      std::printf("| d | r | sequential samples/s | k | blocked steps | blocked samples/s | speedup | GFLOP/s (model) | %% of sgemm | "
+                  "vendor GFLOP/s (block shapes) | %% of vendor | clamped | broken | |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       for (const auto& l : blocked_rows) std::printf("%s\n", l.c_str());
     }
   }

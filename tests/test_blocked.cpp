@@ -19,6 +19,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <stdexcept>
 #include <vector>
 
 #include "mosaic/batch_diagnostics.hpp"
@@ -30,6 +31,12 @@ namespace {
 
 using namespace mosaic;
 using Exec = Kokkos::DefaultExecutionSpace;
+
+// The GEMM kernels of the blocked update on Exec (tiled: host spaces only).
+std::vector<BlockGemm> gemm_kernels() {
+  if (is_host_space<Exec>) return {BlockGemm::tiled, BlockGemm::kokkos_batched};
+  return {BlockGemm::kokkos_batched};
+}
 using Mem = Exec::memory_space;
 
 constexpr int kD = 32, kR = 4, kSteps = 10000;
@@ -661,7 +668,7 @@ TEST(Blocked, NonFiniteSampleInsideABlockFreezesAtTheSameStep) {
       ASSERT_EQ(seq.breakdown_step[1], at);
       ASSERT_EQ(seq.status[0], 0);
       for (int k : {16, 100})
-        for (BlockGemm g : {BlockGemm::tiled, BlockGemm::kokkos_batched}) {
+        for (BlockGemm g : gemm_kernels()) {
           p.block_size = k;
           const Outcome blk = run<double>(p, Source::samples, 600, -1, g, poison, nullptr, bad);
           const std::string what = "value " + std::to_string(bad) + " at " + std::to_string(at) + " k=" +
@@ -692,6 +699,7 @@ TEST(Blocked, IndefiniteCovarianceBreaksDownAtTheFirstStep) {
 }
 
 TEST(Blocked, KokkosBatchedAndTiledKernelsAgree) {
+  if (!is_host_space<Exec>) GTEST_SKIP() << "the tiled kernel runs on host execution spaces only";
   MosaicParams p = base_params(50);
   p.block_size = 64;
   const Outcome a = run<double>(p, Source::synthetic, 3000, -1, BlockGemm::kokkos_batched);
@@ -700,7 +708,7 @@ TEST(Blocked, KokkosBatchedAndTiledKernelsAgree) {
 }
 
 TEST(Blocked, ResultsIndependentOfTeamSize) {
-  for (BlockGemm g : {BlockGemm::kokkos_batched, BlockGemm::tiled}) {
+  for (BlockGemm g : gemm_kernels()) {
     MosaicParams p = base_params(0);
     p.block_size = 16;
     p.precision_solve = PrecisionSolve::maintained;
@@ -737,6 +745,25 @@ TEST(Blocked, RejectsBadShapes) {
   p.block_size = 0;
   p.refactor_every = 0;
   EXPECT_THROW((MosaicEngine<double, Exec>(p, 2, kD, kR)), std::invalid_argument);
+}
+
+// block_gemm tiled exists on host execution spaces only: a device engine
+// refuses it with a message, a host engine (Serial here) takes it.
+TEST(Blocked, TiledKernelOnlyOnHostSpaces) {
+  MosaicParams p = base_params(0);
+  p.block_size = 16;
+  MosaicEngine<double, Exec> eng(p, 2, kD, kR);
+  if (is_host_space<Exec>) {
+    EXPECT_NO_THROW(eng.set_block_gemm(BlockGemm::tiled));
+    EXPECT_EQ(eng.block_gemm_resolved(), BlockGemm::tiled);
+  } else {
+    EXPECT_THROW(eng.set_block_gemm(BlockGemm::tiled), std::invalid_argument);
+    EXPECT_EQ(eng.block_gemm_resolved(), BlockGemm::kokkos_batched);
+  }
+  MosaicEngine<double, Kokkos::Serial> host(p, 2, kD, kR);
+  EXPECT_EQ(host.block_gemm_resolved(), BlockGemm::tiled);  // automatic on a host space
+  host.set_block_gemm(BlockGemm::kokkos_batched);
+  EXPECT_EQ(host.block_gemm_resolved(), BlockGemm::kokkos_batched);
 }
 
 }  // namespace
@@ -780,9 +807,10 @@ TEST(Blocked, OddShapesMatchSequential) {
   const Outcome seq = final_state(0, BlockGemm::automatic);
   ASSERT_EQ(seq.status[0], 0);
   ASSERT_GT(seq.states[0].clamped_steps, 0);  // the comparison covers clamped steps
+  expect_agree(final_state(k, BlockGemm::kokkos_batched), seq, 1e-10, "odd shapes, kokkos_batched");
+  if (!is_host_space<Exec>) return;  // the tiled kernel runs on host spaces only
   const Outcome tiled1 = final_state(k, BlockGemm::tiled, 1);
   expect_agree(tiled1, seq, 1e-10, "odd shapes, tiled");
-  expect_agree(final_state(k, BlockGemm::kokkos_batched), seq, 1e-10, "odd shapes, kokkos_batched");
   if (Exec().concurrency() >= 2) {
     const Outcome tiled2 = final_state(k, BlockGemm::tiled, 2);
     EXPECT_EQ(tiled2.states[0].U, tiled1.states[0].U);

@@ -485,7 +485,7 @@ class MosaicEngine {
     // has a fixed order), only the speed does.
     const int conc = ExecSpace().concurrency();
     constexpr long long basis_entries_per_thread = 1LL << 20;
-    if (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible)
+    if (is_host_space<ExecSpace>)
       team_size_ = int(std::max<long long>(
           1, std::min<long long>(conc / batch, (long long)d * r / basis_entries_per_thread)));
     maintained_ = params.precision_solve == PrecisionSolve::maintained;

@@ -44,7 +44,8 @@
 // The product U0^T U0 = I is assumed by the rho^2 formula (exact in exact
 // arithmetic); the sequential kernel computes e and rho directly.
 //
-// GEMM kernels (BlockGemm in the deck and bench; the tag types gemm::HostTiled
+// GEMM kernels (BlockGemm: MosaicEngine::set_block_gemm, the bench's --gemm
+// and the result's block_gemm; the tag types gemm::HostTiled
 // and gemm::TeamBatched of backend.hpp in the code, one BlockFunctor type
 // each, chosen by MosaicEngine when it launches a block):
 //   tiled (default on host spaces, and only there): register-tiled micro-kernels over packed

@@ -1,8 +1,15 @@
 # Spack package of the MOSAIC mini-app, kept in this repository (a Spack repo:
-# packaging/spack). From a clone:
+# packaging/spack). From a clone, in a Spack environment (spack develop needs
+# one):
 #   spack repo add packaging/spack
+#   spack env create -d . && spack env activate .
+#   spack add mosaic-miniapp@main +cuda cuda_arch=90          # or +openmp ~cuda
 #   spack develop --path $PWD mosaic-miniapp@main
-#   spack install mosaic-miniapp@main +cuda cuda_arch=90      # or +openmp ~cuda
+#   spack install
+# Written against the Spack 0.2x package API (CMakePackage, CudaPackage from
+# spack.package); Spack 1.x moved the build systems to spack_repo.builtin and
+# wants an api: entry in repo.yaml. Not run here: the project's machines have
+# no Spack.
 # The package builds with the Kokkos and Kokkos Kernels that Spack provides
 # (4.x/5.x; Cuda builds through Kokkos' nvcc_wrapper) and installs what
 # `cmake --install` installs: bin/mosaic_miniapp, bin/mosaic_bench, the decks
@@ -30,13 +37,19 @@ class MosaicMiniapp(CMakePackage, CudaPackage):
     depends_on("yaml-cpp")
     depends_on("nlohmann-json")
     depends_on("googletest", when="+tests")
-    depends_on("kokkos@3.4:")
-    depends_on("kokkos-kernels@3.4:")
+    # the analysis tests (ctest analysis.*) run the system python3 with these
+    depends_on("python@3:", type="test", when="+tests")
+    depends_on("py-numpy", type="test", when="+tests")
+    depends_on("py-matplotlib", type="test", when="+tests")
+    depends_on("py-jsonschema", type="test", when="+tests")
+    depends_on("kokkos@4:")
+    depends_on("kokkos-kernels@4:")
     depends_on("kokkos+openmp", when="+openmp")
     depends_on("kokkos-kernels+openmp", when="+openmp")
-    # Cuda: Kokkos with lambdas and its nvcc_wrapper, for the same GPU
-    # architecture as this package.
-    depends_on("kokkos+cuda+cuda_lambda+wrapper", when="+cuda")
+    # Cuda: Kokkos with its nvcc_wrapper, and device lambdas (a variant up to
+    # Kokkos 4; always on from 5), for the same GPU architecture as this package.
+    depends_on("kokkos+cuda+wrapper", when="+cuda")
+    depends_on("kokkos+cuda_lambda", when="+cuda ^kokkos@:4")
     depends_on("kokkos-kernels+cuda", when="+cuda")
     for arch in CudaPackage.cuda_arch_values:
         depends_on(f"kokkos cuda_arch={arch}", when=f"+cuda cuda_arch={arch}")
