@@ -152,9 +152,11 @@ double copy_bandwidth_gbs() {
   return 2.0 * double(n) * sizeof(float) / best / 1e9;
 }
 
+#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
 // OpenBLAS names itself and its version here; weak, so that the bench also
 // links against another BLAS (then the name is not known).
 extern "C" char* openblas_get_config() __attribute__((weak));
+#endif
 
 // The library behind KokkosBlas::gemm on Mem (Kokkos Kernels' TPLs).
 std::string vendor_gemm_name() {
@@ -242,7 +244,7 @@ double sgemm_gflops(int n) {
     Kokkos::deep_copy(C, 0.0f);
     Kokkos::fence();
     const auto t0 = Clock::now();
-    Kokkos::parallel_for("sgemm_pack_A", Kokkos::RangePolicy<HostExec>(0, npanels), [=](const int pn) {
+    Kokkos::parallel_for("sgemm_pack_A", Kokkos::RangePolicy<HostExec>(0, npanels), KOKKOS_LAMBDA(const int pn) {
       for (int k = 0; k < n; ++k)
         for (int a = 0; a < tile::MR; ++a) Ap(pn, std::size_t(k) * tile::MR + a) = A(pn * tile::MR + a, k);
     });
@@ -250,10 +252,10 @@ double sgemm_gflops(int n) {
       const int nj = j0 + jc < n ? jc : n - j0;
       for (int k0 = 0; k0 < n; k0 += kc) {
         const int nk = k0 + kc < n ? kc : n - k0;
-        Kokkos::parallel_for("sgemm_pack_B", Kokkos::RangePolicy<HostExec>(0, nk), [=](const int k) {
+        Kokkos::parallel_for("sgemm_pack_B", Kokkos::RangePolicy<HostExec>(0, nk), KOKKOS_LAMBDA(const int k) {
           for (int c = 0; c < nj; ++c) Bp(k, c) = B(k0 + k, j0 + c);
         });
-        Kokkos::parallel_for("sgemm", Kokkos::RangePolicy<HostExec>(0, npanels), [=](const int pn) {
+        Kokkos::parallel_for("sgemm", Kokkos::RangePolicy<HostExec>(0, npanels), KOKKOS_LAMBDA(const int pn) {
           const float* P = &Ap(pn, std::size_t(k0) * tile::MR);
           float* Ct = &C(pn * tile::MR, j0);
           tile::for_each_column_tile<float>(nj, [&](const int c0, const int width) {
