@@ -1,12 +1,18 @@
-// mosaic_bench: update-only throughput of the batched engine (float, the
-// default execution space) against the host reference in the same run, with
-// a measured roofline of the machine (copy bandwidth, the host tiled
-// micro-kernel's sgemm rate, and the vendor sgemm rate through KokkosBlas).
+// mosaic_bench: update-only throughput of the batched engine (the default
+// execution space; float, or double with --dtype double) against the host
+// reference in the same run, with a measured roofline of the machine (copy
+// bandwidth, the host tiled micro-kernel's sgemm rate, and the vendor GEMM
+// rate through KokkosBlas).
 //
 //   mosaic_bench [--d 2048,4096,8192] [--r 32,64,128] [--streams 8]
 //                [--steps N] [--seconds T] [--ref-steps N]
-//                [--block-size 0,32,64,96,128] [--gemm auto|kokkos_batched|tiled]
-//                [--solve dense|maintained] [--reorth auto|K]
+//                [--block-size 0,32,64,96,128] [--gemm auto|vendor|kokkos_batched|tiled]
+//                [--solve dense|maintained] [--reorth auto|K] [--dtype float|double]
+//
+// With gemm vendor (the default where Kokkos Kernels has a vendor BLAS) a
+// second table breaks each blocked row into its phases (MosaicEngine's
+// BlockPhases: pack, products, coefficient steps, new bases), with the
+// GEMM phases' rate against the vendor rates of the same run.
 //
 // --reorth: algorithm.reorthonormalize_every of the blocked runs (default
 // auto, the mini-app's default: a Cholesky-QR at every block end in float;
@@ -51,6 +57,7 @@
 #include "mosaic/reference.hpp"
 #include "mosaic/synthetic_source.hpp"
 #include "mosaic/tile_gemm.hpp"
+#include "mosaic/vendor_blas.hpp"
 
 namespace {
 
@@ -78,6 +85,7 @@ struct Options {
   mosaic::BlockGemm gemm = mosaic::BlockGemm::automatic;
   mosaic::PrecisionSolve solve = mosaic::PrecisionSolve::dense;
   int reorth = mosaic::kAuto;  // reorthonormalize_every of the blocked runs
+  bool dtype_double = false;   // --dtype double: every engine run in double
 };
 
 Options parse(int argc, char** argv) {
@@ -100,10 +108,11 @@ Options parse(int argc, char** argv) {
     else if (!std::strcmp(argv[k], "--gemm")) {
       const std::string g = next("--gemm");
       if (g == "auto") o.gemm = mosaic::BlockGemm::automatic;
+      else if (g == "vendor") o.gemm = mosaic::BlockGemm::vendor;
       else if (g == "kokkos_batched") o.gemm = mosaic::BlockGemm::kokkos_batched;
       else if (g == "tiled") o.gemm = mosaic::BlockGemm::tiled;
       else {
-        std::fprintf(stderr, "mosaic_bench: --gemm auto|kokkos_batched|tiled, got %s\n", g.c_str());
+        std::fprintf(stderr, "mosaic_bench: --gemm auto|vendor|kokkos_batched|tiled, got %s\n", g.c_str());
         std::exit(2);
       }
     } else if (!std::strcmp(argv[k], "--solve")) {
@@ -117,11 +126,18 @@ Options parse(int argc, char** argv) {
     } else if (!std::strcmp(argv[k], "--reorth")) {
       const std::string g = next("--reorth");
       o.reorth = g == "auto" ? mosaic::kAuto : std::stoi(g);
+    } else if (!std::strcmp(argv[k], "--dtype")) {
+      const std::string g = next("--dtype");
+      if (g != "float" && g != "double") {
+        std::fprintf(stderr, "mosaic_bench: --dtype float|double, got %s\n", g.c_str());
+        std::exit(2);
+      }
+      o.dtype_double = g == "double";
     }
     else if (!std::strcmp(argv[k], "--help") || !std::strcmp(argv[k], "-h")) {
       std::printf("usage: mosaic_bench [--d list] [--r list] [--streams B] [--steps N] "
-                  "[--seconds T] [--ref-steps N] [--block-size list] [--gemm auto|kokkos_batched|tiled] "
-                  "[--solve dense|maintained] [--reorth auto|K]  (plus Kokkos flags)\n");
+                  "[--seconds T] [--ref-steps N] [--block-size list] [--gemm auto|vendor|kokkos_batched|tiled] "
+                  "[--solve dense|maintained] [--reorth auto|K] [--dtype float|double]  (plus Kokkos flags)\n");
       std::exit(0);
     } else if (std::strncmp(argv[k], "--kokkos", 8) != 0) {
       std::fprintf(stderr, "mosaic_bench: unknown option %s\n", argv[k]);
@@ -152,22 +168,13 @@ double copy_bandwidth_gbs() {
   return 2.0 * double(n) * sizeof(float) / best / 1e9;
 }
 
-#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
-// OpenBLAS names itself and its version here; weak, so that the bench also
-// links against another BLAS (then the name is not known).
-extern "C" char* openblas_get_config() __attribute__((weak));
-#endif
-
 // The library behind KokkosBlas::gemm on Mem (Kokkos Kernels' TPLs).
 std::string vendor_gemm_name() {
 #if defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS) && defined(KOKKOS_ENABLE_CUDA)
   if (std::is_same_v<Mem, Kokkos::CudaSpace>) return "cuBLAS (Kokkos Kernels TPL)";
 #endif
-#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
-  if (Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible)
-    return openblas_get_config ? std::string(openblas_get_config()) + " (Kokkos Kernels BLAS TPL)"
-                               : std::string("the BLAS of Kokkos Kernels' BLAS TPL");
-#endif
+  if (mosaic::is_host_space<Exec> && mosaic::vendor_blas::host_tpl())
+    return mosaic::vendor_blas::host_library() + " (Kokkos Kernels BLAS TPL)";
   return "Kokkos Kernels' native gemm (no vendor TPL for this space)";
 }
 
@@ -175,16 +182,17 @@ std::string vendor_gemm_name() {
 // call each (LayoutLeft float in Mem): [G^T | H] = D^T [U0 | D]
 // (k x (r+k) x d, as gemm("T", "N")) and U = [U0 | D] [A; B]
 // (d x r x (r+k)). Best of 3 after one warm-up; 2 m n k flops per product.
+template <class T>
 double vendor_block_gemm_gflops(int B, int d, int r, int k) {
-  using V = Kokkos::View<float**, Kokkos::LayoutLeft, Mem>;
+  using V = Kokkos::View<T**, Kokkos::LayoutLeft, Mem>;
   std::vector<V> Q(B), C(B), W(B), U(B);
   for (int b = 0; b < B; ++b) {
     Q[b] = V("vendor_Q", d, r + k);
     C[b] = V("vendor_C", k, r + k);
     W[b] = V("vendor_W", r + k, r);
     U[b] = V("vendor_U", d, r);
-    Kokkos::deep_copy(Q[b], 0.5f);
-    Kokkos::deep_copy(W[b], 0.25f);
+    Kokkos::deep_copy(Q[b], T(0.5));
+    Kokkos::deep_copy(W[b], T(0.25));
   }
   double best = 1e300;
   for (int rep = 0; rep < 4; ++rep) {
@@ -192,8 +200,8 @@ double vendor_block_gemm_gflops(int B, int d, int r, int k) {
     const auto t0 = Clock::now();
     for (int b = 0; b < B; ++b) {
       const auto D = Kokkos::subview(Q[b], Kokkos::ALL(), Kokkos::make_pair(r, r + k));
-      KokkosBlas::gemm("T", "N", 1.0f, D, Q[b], 0.0f, C[b]);
-      KokkosBlas::gemm("N", "N", 1.0f, Q[b], W[b], 0.0f, U[b]);
+      KokkosBlas::gemm("T", "N", T(1), D, Q[b], T(0), C[b]);
+      KokkosBlas::gemm("N", "N", T(1), Q[b], W[b], T(0), U[b]);
     }
     Kokkos::fence();
     if (rep > 0) best = std::min(best, seconds_since(t0));
@@ -202,22 +210,23 @@ double vendor_block_gemm_gflops(int B, int d, int r, int k) {
   return flops / best / 1e9;
 }
 
-// Vendor sgemm C = A B (n x n, LayoutLeft float in Mem) through
+// Vendor GEMM C = A B (n x n, LayoutLeft T in Mem: sgemm or dgemm) through
 // KokkosBlas::gemm. Best of 3 after one warm-up; 2 n^3 flops.
-double vendor_sgemm_gflops(int n) {
-  Kokkos::View<float**, Kokkos::LayoutLeft, Mem> A("vendor_A", n, n), B("vendor_B", n, n), C("vendor_C", n, n);
-  Kokkos::deep_copy(A, 0.5f);
-  Kokkos::deep_copy(B, 0.25f);
+template <class T>
+double vendor_gemm_gflops(int n) {
+  Kokkos::View<T**, Kokkos::LayoutLeft, Mem> A("vendor_A", n, n), B("vendor_B", n, n), C("vendor_C", n, n);
+  Kokkos::deep_copy(A, T(0.5));
+  Kokkos::deep_copy(B, T(0.25));
   double best = 1e300;
   for (int rep = 0; rep < 4; ++rep) {
     Kokkos::fence();
     const auto t0 = Clock::now();
-    KokkosBlas::gemm("N", "N", 1.0f, A, B, 0.0f, C);
+    KokkosBlas::gemm("N", "N", T(1), A, B, T(0), C);
     Kokkos::fence();
     if (rep > 0) best = std::min(best, seconds_since(t0));
   }
   auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(C, n - 1, n - 1));
-  if (h() != 0.125f * float(n)) std::fprintf(stderr, "vendor sgemm check failed: %g\n", double(h()));
+  if (h() != T(0.125) * T(n)) std::fprintf(stderr, "vendor gemm check failed: %g\n", double(h()));
   return 2.0 * double(n) * n * n / best / 1e9;
 }
 
@@ -295,18 +304,19 @@ mosaic::SyntheticSpec bench_spec(int d, int r) {
   return spec;
 }
 
+template <class T>
 Row bench_point(const Options& o, int d, int r) {
   const int B = o.streams;
   std::vector<std::uint64_t> ids(B);
   for (int b = 0; b < B; ++b) ids[b] = std::uint64_t(b);
   const mosaic::SyntheticSpec spec = bench_spec(d, r);
   mosaic::MosaicParams p;  // defaults: exact, precision, gamma = 1, no reorthonormalization
-  mosaic::SyntheticDriftSource<float, Exec> src(spec, ids);
-  mosaic::StreamBatch<float, Exec> sb(B, d, r, ids);
-  mosaic::MosaicEngine<float, Exec> eng(p, B, d, r);
+  mosaic::SyntheticDriftSource<T, Exec> src(spec, ids);
+  mosaic::StreamBatch<T, Exec> sb(B, d, r, ids);
+  mosaic::MosaicEngine<T, Exec> eng(p, B, d, r);
   eng.init_random(sb, 1);
   // Fresh samples every step (generated untimed; only step() is timed).
-  Kokkos::View<float**, Mem> X("X", B, d);
+  Kokkos::View<T**, Mem> X("X", B, d);
   std::int64_t t = 0;
   double t_engine = 0;
   auto timed_step = [&]() {
@@ -333,8 +343,8 @@ Row bench_point(const Options& o, int d, int r) {
   // Host reference, one stream (id 0), its own fresh samples from the host
   // generator (the same numbers the device generator gives that stream).
   const mosaic::SyntheticTruth truth = mosaic::make_synthetic_truth(spec, ids[0]);
-  std::vector<float> x(d);
-  auto ref = mosaic::reference_init_random<float>(d, r, p, 1, ids[0]);
+  std::vector<T> x(d);
+  auto ref = mosaic::reference_init_random<T>(d, r, p, 1, ids[0]);
   double t_ref = 0;
   long ref_steps = 0;
   bool ref_broken = false;
@@ -362,8 +372,8 @@ Row bench_point(const Options& o, int d, int r) {
   row.ref_steps = ref_steps;
   row.ref_sps = ref_broken ? 0.0 : double(ref_steps) / t_ref;
   const double dr = double(d) * r;
-  row.model_gbs = row.engine_sps * 3.0 * dr * sizeof(float) / 1e9;
-  row.impl_gbs = row.engine_sps * 4.0 * dr * sizeof(float) / 1e9;
+  row.model_gbs = row.engine_sps * 3.0 * dr * sizeof(T) / 1e9;
+  row.impl_gbs = row.engine_sps * 4.0 * dr * sizeof(T) / 1e9;
   row.model_gflops = row.engine_sps * 4.0 * dr / 1e9;
   row.impl_gflops = row.engine_sps * 8.0 * dr / 1e9;
   for (int b = 0; b < B; ++b) {
@@ -380,8 +390,27 @@ struct BlockRow {
   double sps;
   long clamped;
   int broken;
+  std::string gemm;  // the kernel that ran (and, for vendor, how its GEMMs were spread)
+  bool phased = false;  // gemm vendor: the phases below were timed
+  mosaic::BlockPhases phases;
+  double seconds = 0;  // sum of the timed blocks
+  double product_flops = 0, materialize_flops = 0;  // per timed run, all streams
 };
 
+// Flops of the vendor kernel's GEMMs for one block of k samples of one
+// stream (blocked_step.hpp, gemm::Vendor): W0 = U0^T U0 when a Cholesky-QR
+// may be due, the panels [U0 | D_{<t1}]^T D_{t0..t1}, and U = [U0 | D] W.
+void vendor_block_flops(int d, int r, int k, bool with_w0, double& products, double& materialize) {
+  constexpr int P = mosaic::Tuning<Exec>::vendor_panel_cols;
+  products = with_w0 ? 2.0 * d * r * r : 0.0;
+  for (int t0 = 0; t0 < k; t0 += P) {
+    const int t1 = std::min(k, t0 + P);
+    products += 2.0 * d * double(r + t1) * (t1 - t0);
+  }
+  materialize = 2.0 * d * double(r + k) * r;
+}
+
+template <class T>
 BlockRow bench_block(const Options& o, int d, int r, int k) {
   const int B = o.streams;
   std::vector<std::uint64_t> ids(B);
@@ -391,12 +420,12 @@ BlockRow bench_block(const Options& o, int d, int r, int k) {
   p.block_size = k;
   p.precision_solve = o.solve;
   p.reorthonormalize_every = o.reorth;
-  mosaic::SyntheticDriftSource<float, Exec> src(spec, ids);
-  mosaic::StreamBatch<float, Exec> sb(B, d, r, ids);
-  mosaic::MosaicEngine<float, Exec> eng(p, B, d, r);
+  mosaic::SyntheticDriftSource<T, Exec> src(spec, ids);
+  mosaic::StreamBatch<T, Exec> sb(B, d, r, ids);
+  mosaic::MosaicEngine<T, Exec> eng(p, B, d, r);
   eng.set_block_gemm(o.gemm);
   eng.init_random(sb, 1);
-  Kokkos::View<float***, Mem> X("Xblock", B, k, d);
+  Kokkos::View<T***, Mem> X("Xblock", B, k, d);
   std::int64_t t = 0;
   double t_engine = 0;
   auto timed_block = [&]() {
@@ -410,6 +439,7 @@ BlockRow bench_block(const Options& o, int d, int r, int k) {
   };
   timed_block();  // warm-up
   t_engine = 0;
+  eng.set_phase_timing(true);
   long blocks = 0;
   const auto wall0 = Clock::now();
   const long want_blocks = o.steps > 0 ? std::max(1L, o.steps / k) : 0;
@@ -420,6 +450,17 @@ BlockRow bench_block(const Options& o, int d, int r, int k) {
   auto clamped = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.clamped_steps);
   auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.status);
   BlockRow row{k, blocks * k, double(B) * blocks * k / t_engine, 0, 0};
+  row.gemm = mosaic::to_string(eng.block_gemm_resolved());
+  if (eng.block_gemm_resolved() == mosaic::BlockGemm::vendor) {
+    row.gemm += eng.vendor_gemm_over_streams() ? " (one thread per stream)" : " (one GEMM at a time)";
+    row.phased = true;
+    row.phases = eng.block_phases();
+    row.seconds = t_engine;
+    double pf = 0, mf = 0;
+    vendor_block_flops(d, r, k, eng.reorthonormalize_at_block_end() || eng.reorthonormalize_every() > 0, pf, mf);
+    row.product_flops = pf * B * blocks;
+    row.materialize_flops = mf * B * blocks;
+  }
   for (int b = 0; b < B; ++b) {
     row.clamped += clamped(b);
     row.broken += status(b) != 0;
@@ -434,24 +475,27 @@ int main(int argc, char** argv) {
   int rc = 0;
   {
     const Options o = parse(argc, argv);
-    std::printf("# mosaic_bench: Kokkos %d, execution space %s, concurrency %d, float, %d streams\n",
-                KOKKOS_VERSION, Exec::name(), Exec().concurrency(), o.streams);
+    std::printf("# mosaic_bench: Kokkos %d, execution space %s, concurrency %d, %s, %d streams\n",
+                KOKKOS_VERSION, Exec::name(), Exec().concurrency(), o.dtype_double ? "double" : "float", o.streams);
     const double bw = copy_bandwidth_gbs();
     const int gemm_n = 1104;  // a multiple of tile::MR and of 8 (whole tiles); 1008 (a 4032-byte row) was markedly slower (cache-set conflicts)
     const double gf = sgemm_gflops(gemm_n);
-    const double vendor_gf = vendor_sgemm_gflops(gemm_n);
+    const double vendor_sgf = vendor_gemm_gflops<float>(gemm_n);
+    // The rate the blocked rows are compared to: the run's own precision.
+    const double vendor_gf = o.dtype_double ? vendor_gemm_gflops<double>(gemm_n) : vendor_sgf;
     std::printf("# roofline: copy bandwidth %.2f GB/s (Kokkos parallel_for a[i]=b[i], 2 x 256 MiB, read+write)\n", bw);
     std::printf("# roofline: sgemm %.2f GFLOP/s (n=%d, the tiled micro-kernel of the blocked update, packed, no vendor BLAS, host execution space)\n", gf, gemm_n);
-    std::printf("# roofline: vendor sgemm %.2f GFLOP/s (n=%d, KokkosBlas::gemm on %s: %s)\n", vendor_gf, gemm_n,
+    if (o.dtype_double) std::printf("# roofline: vendor dgemm %.2f GFLOP/s (n=%d, KokkosBlas::gemm)\n", vendor_gf, gemm_n);
+    std::printf("# roofline: vendor sgemm %.2f GFLOP/s (n=%d, KokkosBlas::gemm on %s: %s)\n", vendor_sgf, gemm_n,
                 Exec::name(), vendor_gemm_name().c_str());
     std::printf("# model per sample: 4dr flops, 3dr floats of U traffic; impl: 8dr flops, 4dr floats\n");
     std::printf("| d | r | engine steps | engine samples/s | reference samples/s (1 thread) | ratio | GB/s model | GB/s impl | %% of copy BW (impl) | GFLOP/s model | GFLOP/s impl | clamped | broken |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    std::vector<std::string> blocked_rows;
+    std::vector<std::string> blocked_rows, phase_rows;
     for (int d : o.d)
       for (int r : o.r) {
         if (2 * r > d) continue;
-        const Row w = bench_point(o, d, r);
+        const Row w = o.dtype_double ? bench_point<double>(o, d, r) : bench_point<float>(o, d, r);
         std::printf("| %d | %d | %ld | %.1f | %.1f (%ld steps) | %.2f | %.2f | %.2f | %.0f%% | %.2f | %.2f | %ld | %d |\n",
                     w.d, w.r, w.steps, w.engine_sps, w.ref_sps, w.ref_steps, w.engine_sps / w.ref_sps,
                     w.model_gbs, w.impl_gbs, 100.0 * w.impl_gbs / bw, w.model_gflops, w.impl_gflops,
@@ -460,13 +504,14 @@ int main(int argc, char** argv) {
         if (w.broken) rc = 1;
         std::vector<BlockRow> rows;
         for (int k : o.block)
-          if (k > 1) rows.push_back(bench_block(o, d, r, k));
+          if (k > 1) rows.push_back(o.dtype_double ? bench_block<double>(o, d, r, k) : bench_block<float>(o, d, r, k));
         double best = 0;
         for (const auto& br : rows) best = std::max(best, br.sps);
         for (const auto& br : rows) {
           const double flops = double(d) * (4.0 * r + br.k + 2.0 * r * r / br.k);
           const double gfs = br.sps * flops / 1e9;
-          const double vendor_block = vendor_block_gemm_gflops(o.streams, d, r, br.k);
+          const double vendor_block = o.dtype_double ? vendor_block_gemm_gflops<double>(o.streams, d, r, br.k)
+                                                        : vendor_block_gemm_gflops<float>(o.streams, d, r, br.k);
           char line[512];
           std::snprintf(line, sizeof line, "| %d | %d | %.1f | %d | %ld | %.1f | %.2fx | %.2f | %.0f%% | %.2f | %.0f%% | %ld | %d |%s",
                         d, r, w.engine_sps, br.k, br.steps, br.sps, br.sps / w.engine_sps, gfs, 100.0 * gfs / gf,
@@ -474,6 +519,20 @@ int main(int argc, char** argv) {
                         br.sps == best ? " **best k** |" : " |");
           blocked_rows.push_back(line);
           std::printf("# blocked: %s\n", line);
+          if (br.phased) {
+            const auto& ph = br.phases;
+            const double per = 1e6 / (double(o.streams) * br.steps);  // seconds -> us per sample
+            const double gemm_s = ph.products + ph.materialize;
+            const double gemm_gf = (br.product_flops + br.materialize_flops) / gemm_s / 1e9;
+            std::snprintf(line, sizeof line,
+                          "| %d | %d | %d | %s | %.2f | %.2f | %.2f (%.1f GFLOP/s) | %.2f | %.2f (%.1f GFLOP/s) | %.2f | %.0f%% | %.1f | %.0f%% | %.0f%% | %.0f%% |",
+                          d, r, br.k, br.gemm.c_str(), per * br.seconds, per * ph.pack, per * ph.products,
+                          br.product_flops / ph.products / 1e9, per * ph.coefficients, per * ph.materialize,
+                          br.materialize_flops / ph.materialize / 1e9, per * (br.seconds - ph.pack - ph.products - ph.coefficients - ph.materialize),
+                          100.0 * gemm_s / br.seconds, gemm_gf, 100.0 * gemm_gf / vendor_gf, 100.0 * gemm_gf / vendor_block,
+                          100.0 * ph.coefficients / br.seconds);
+            phase_rows.push_back(line);
+          }
           std::fflush(stdout);
           if (br.broken) rc = 1;
         }
@@ -487,6 +546,15 @@ int main(int argc, char** argv) {
                   "vendor GFLOP/s (block shapes) | %% of vendor | clamped | broken | |\n");
       std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       for (const auto& l : blocked_rows) std::printf("%s\n", l.c_str());
+    }
+    if (!phase_rows.empty()) {
+      std::printf("\n# phases of the blocked update (gemm vendor; wall us per sample, all streams; fenced while timed): "
+                  "pack [U0 | D], products G, H (W0), coefficient steps (one launch), new bases U = [U0 | D] W; "
+                  "GEMM = products + bases, at the rate of their own flops\n");
+      std::printf("| d | r | k | gemm | block | pack | products | coefficients | bases | other | GEMM share | GEMM GFLOP/s | "
+                  "%% of vendor gemm (n=1104, this precision) | %% of vendor (block shapes) | coefficients share |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      for (const auto& l : phase_rows) std::printf("%s\n", l.c_str());
     }
   }
   Kokkos::finalize();

@@ -34,8 +34,8 @@ using Exec = Kokkos::DefaultExecutionSpace;
 
 // The GEMM kernels of the blocked update on Exec (tiled: host spaces only).
 std::vector<BlockGemm> gemm_kernels() {
-  if (is_host_space<Exec>) return {BlockGemm::tiled, BlockGemm::kokkos_batched};
-  return {BlockGemm::kokkos_batched};
+  if (is_host_space<Exec>) return {BlockGemm::vendor, BlockGemm::tiled, BlockGemm::kokkos_batched};
+  return {BlockGemm::vendor, BlockGemm::kokkos_batched};
 }
 using Mem = Exec::memory_space;
 
@@ -698,13 +698,15 @@ TEST(Blocked, IndefiniteCovarianceBreaksDownAtTheFirstStep) {
   }
 }
 
-TEST(Blocked, KokkosBatchedAndTiledKernelsAgree) {
-  if (!is_host_space<Exec>) GTEST_SKIP() << "the tiled kernel runs on host execution spaces only";
+TEST(Blocked, GemmKernelsAgree) {
   MosaicParams p = base_params(50);
   p.block_size = 64;
-  const Outcome a = run<double>(p, Source::synthetic, 3000, -1, BlockGemm::kokkos_batched);
-  const Outcome b = run<double>(p, Source::synthetic, 3000, -1, BlockGemm::tiled);
-  expect_agree(a, b, 1e-11, "kb vs tiled");
+  const std::vector<BlockGemm> kernels = gemm_kernels();
+  const Outcome a = run<double>(p, Source::synthetic, 3000, -1, kernels[0]);
+  for (std::size_t i = 1; i < kernels.size(); ++i) {
+    const Outcome b = run<double>(p, Source::synthetic, 3000, -1, kernels[i]);
+    expect_agree(a, b, 1e-11, std::string(to_string(kernels[0])) + " vs " + to_string(kernels[i]));
+  }
 }
 
 TEST(Blocked, ResultsIndependentOfTeamSize) {
@@ -720,7 +722,7 @@ TEST(Blocked, ResultsIndependentOfTeamSize) {
         EXPECT_EQ(a.states[s].S, b.states[s].S);
         EXPECT_EQ(a.states[s].mu, b.states[s].mu);
       } else {
-        expect_agree(a, b, 1e-12, "kb team size");
+        expect_agree(a, b, 1e-12, std::string(to_string(g)) + " team size");
       }
     }
   }
@@ -758,10 +760,11 @@ TEST(Blocked, TiledKernelOnlyOnHostSpaces) {
     EXPECT_EQ(eng.block_gemm_resolved(), BlockGemm::tiled);
   } else {
     EXPECT_THROW(eng.set_block_gemm(BlockGemm::tiled), std::invalid_argument);
-    EXPECT_EQ(eng.block_gemm_resolved(), BlockGemm::kokkos_batched);
+    EXPECT_EQ(eng.block_gemm_resolved(), vendor_gemm_tpl<Exec>() ? BlockGemm::vendor : BlockGemm::kokkos_batched);
   }
   MosaicEngine<double, Kokkos::Serial> host(p, 2, kD, kR);
-  EXPECT_EQ(host.block_gemm_resolved(), BlockGemm::tiled);  // automatic on a host space
+  // automatic on a host space: the vendor library where Kokkos Kernels has one
+  EXPECT_EQ(host.block_gemm_resolved(), vendor_gemm_tpl<Kokkos::Serial>() ? BlockGemm::vendor : BlockGemm::tiled);
   host.set_block_gemm(BlockGemm::kokkos_batched);
   EXPECT_EQ(host.block_gemm_resolved(), BlockGemm::kokkos_batched);
 }
@@ -808,6 +811,7 @@ TEST(Blocked, OddShapesMatchSequential) {
   ASSERT_EQ(seq.status[0], 0);
   ASSERT_GT(seq.states[0].clamped_steps, 0);  // the comparison covers clamped steps
   expect_agree(final_state(k, BlockGemm::kokkos_batched), seq, 1e-10, "odd shapes, kokkos_batched");
+  expect_agree(final_state(k, BlockGemm::vendor), seq, 1e-10, "odd shapes, vendor");
   if (!is_host_space<Exec>) return;  // the tiled kernel runs on host spaces only
   const Outcome tiled1 = final_state(k, BlockGemm::tiled, 1);
   expect_agree(tiled1, seq, 1e-10, "odd shapes, tiled");
@@ -819,3 +823,48 @@ TEST(Blocked, OddShapesMatchSequential) {
     EXPECT_EQ(tiled2.states[0].s2, tiled1.states[0].s2);
   }
 }
+
+// gemm vendor's two ways of spreading its GEMMs (blocked_step.hpp): each
+// host thread packing and multiplying whole streams, or one GEMM at a time
+// with the library's threads. Several panels of H (k = 80 > 32 columns), a
+// short last block, and in float the Cholesky-QR at every block end (W0 in
+// the products). The library may sum differently with more threads, so the
+// two are held to 1e-13 (double) and 1e-5 (float), not to bitwise equality.
+template <class T>
+void vendor_modes_agree(double tol) {
+  const int d = 700, r = 9, k = 80, steps = 250, B = 4;
+  const std::vector<std::uint64_t> ids = {1, 2, 3, 4};
+  SyntheticDriftSource<T, Exec> src(drifting_spec(d, r, 5), ids);
+  auto final_states = [&](bool over_streams) {
+    MosaicParams p = base_params(kAuto);  // float: a Cholesky-QR at every block end
+    p.block_size = k;
+    StreamBatch<T, Exec> sb(B, d, r, ids);
+    MosaicEngine<T, Exec> eng(p, B, d, r);
+    eng.set_block_gemm(BlockGemm::vendor);
+    eng.set_vendor_gemm_over_streams(over_streams);
+    EXPECT_TRUE(over_streams || !eng.vendor_gemm_over_streams());
+    eng.init_random(sb, 99);
+    for (std::int64_t t = 0; t < steps; t += k) {
+      const int n = int(std::min<std::int64_t>(k, steps - t));
+      Kokkos::View<T***, Mem> X("X", B, n, d);
+      src.generate_block(t, n, X);
+      eng.step_block(sb, X);
+    }
+    Outcome o;
+    auto st = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.status);
+    for (int b = 0; b < B; ++b) {
+      o.states.push_back(widen(sb.to_host(b)));
+      o.status.push_back(st(b));
+      o.breakdown_step.push_back(0);
+    }
+    return o;
+  };
+  const Outcome a = final_states(true), b = final_states(false);
+  for (int s = 0; s < B; ++s) {
+    ASSERT_EQ(a.status[s], 0);
+    ASSERT_EQ(a.states[s].steps, steps);
+  }
+  expect_agree(a, b, tol, "vendor over streams vs one GEMM at a time");
+}
+TEST(Blocked, VendorGemmModesAgreeDouble) { vendor_modes_agree<double>(1e-13); }
+TEST(Blocked, VendorGemmModesAgreeFloat) { vendor_modes_agree<float>(1e-5); }

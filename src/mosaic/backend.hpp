@@ -1,11 +1,11 @@
 // The backend layer: what differs between host and device execution spaces,
 // chosen once at compile time from the execution space, never by a run-time
 // flag inside a kernel.
-//   - gemm::TeamBatched / gemm::HostTiled: the GEMM kernels of the blocked
-//     update as tag types (as KokkosBatched's Algo tags); MosaicEngine picks
-//     one when it launches a block. HostTiled (tile_gemm.hpp, tuned for host
-//     vector registers) is instantiated for host spaces only, so no device
-//     kernel contains it.
+//   - gemm::Vendor / gemm::TeamBatched / gemm::HostTiled: the GEMM kernels
+//     of the blocked update as tag types (as KokkosBatched's Algo tags);
+//     MosaicEngine picks one when it launches a block. HostTiled
+//     (tile_gemm.hpp, tuned for host vector registers) is instantiated for
+//     host spaces only, so no device kernel contains it.
 //   - HostTuning / DeviceTuning: the tuning points of the sequential and
 //     blocked kernels, kept apart so that tuning one backend cannot move the
 //     other (Kokkos Kernels batched keeps host and device tuning apart in the
@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include <Kokkos_Core.hpp>
+#include <KokkosKernels_config.h>
 
 namespace mosaic {
 
@@ -24,6 +25,12 @@ template <class ExecSpace>
 inline constexpr bool is_host_space = Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible;
 
 namespace gemm {
+// KokkosBlas::gemm per stream on [U0 | D] held in one d x (r + k) array: the
+// vendor library where Kokkos Kernels has its TPL for the space (BLAS on
+// host spaces, cuBLAS on Cuda), Kokkos Kernels' native GEMM otherwise. The
+// block is then split into phases (pack, GEMMs, one launch of the
+// coefficient steps, GEMM) instead of one launch.
+struct Vendor {};
 // KokkosBatched::TeamGemm (Algo::Gemm::Blocked) over a d x k copy of the
 // centred block: any execution space.
 struct TeamBatched {};
@@ -42,7 +49,16 @@ struct HostTuning {
   // Rows of U per thread in the frame rotation: four independent dot-product
   // chains per thread (each still summed in increasing j).
   static constexpr int rotation_rows_per_thread = 4;
-  using block_gemm = gemm::HostTiled;
+  // gemm::Vendor: with at least as many streams as threads (and a BLAS that
+  // runs single-threaded inside a parallel region, vendor_blas.hpp), each
+  // thread packs and multiplies whole streams, so that a stream's [U0 | D]
+  // is still in cache for its GEMMs; otherwise one GEMM at a time with the
+  // library's threads.
+  static constexpr bool vendor_gemm_over_streams = true;
+  // Columns of D per GEMM of H = D^T D: panel j forms [U0 | D]^T D_j over
+  // the columns up to j's, so about half of H's k^2 (plus one panel) is
+  // computed instead of all of it, with each GEMM still k/panel_cols wide.
+  static constexpr int vendor_panel_cols = 32;
 };
 
 // Device spaces: U column-major per stream, one team of many threads per
@@ -50,8 +66,24 @@ struct HostTuning {
 struct DeviceTuning {
   static constexpr int reduction_chunks = 128;  // about one per GPU thread of a team
   static constexpr int rotation_rows_per_thread = 1;
-  using block_gemm = gemm::TeamBatched;
+  static constexpr bool vendor_gemm_over_streams = false;  // one (cuBLAS) call at a time, each filling the GPU
+  static constexpr int vendor_panel_cols = 32;
 };
+
+// True where Kokkos Kernels' gemm on this space's views calls a vendor
+// library: its BLAS TPL on host spaces, cuBLAS on Cuda.
+template <class ExecSpace>
+constexpr bool vendor_gemm_tpl() {
+  if constexpr (is_host_space<ExecSpace>) {
+#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
+    return true;
+#endif
+  }
+#if defined(KOKKOS_ENABLE_CUDA) && defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS)
+  if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) return true;
+#endif
+  return false;
+}
 
 template <class ExecSpace>
 using Tuning = std::conditional_t<is_host_space<ExecSpace>, HostTuning, DeviceTuning>;

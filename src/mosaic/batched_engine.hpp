@@ -46,6 +46,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
@@ -65,6 +66,7 @@
 #include "reference.hpp"
 #include "stream_batch.hpp"
 #include "team_loops.hpp"
+#include "vendor_blas.hpp"
 
 namespace mosaic {
 
@@ -294,9 +296,7 @@ struct StepFunctor {
       if (gamma_zero) {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = w(j); });
       } else {
-        for_each_entry(m, r, r, [&](const int a, const int c) {
-          A2(a, c) = a == c ? S(b, a, c) + gamma * s2_old : S(b, a, c);
-        });
+        copy_shift_diagonal(m, r, Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()), A2, Scalar(gamma * s2_old));
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = z(j); });
         if (!cholesky(m, A2)) {
           fail(m, b, breakdown_regularized_not_spd, step_index);
@@ -367,9 +367,7 @@ struct StepFunctor {
         }
       });
     }
-    for_each_entry(m, r, r, [&](const int a, const int c) {
-      S(b, a, c) = a == c ? Sp(a, a) : (Sp(a, c) + Sp(c, a)) / Scalar(2);
-    });
+    symmetrize(m, r, Sp, Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()));
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d),
                          [&](const int i) { mu(b, i) += eta_mu * y(i); });
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
@@ -433,6 +431,17 @@ int auto_block_size(int d, int r) {
   return std::min(128, std::max(32, 2 * r));
 }
 
+// Wall seconds of the phases of the blocked update with gemm vendor (the
+// other kernels are one launch), summed since
+// MosaicEngine::set_phase_timing(true): pack [U0 | D], the products (G, H,
+// W0), the coefficient steps, the new bases. The phases are separated by
+// fences while timing is on; when each host thread packs and multiplies
+// whole streams in one launch, its wall time is split by the streams' own
+// seconds in each.
+struct BlockPhases {
+  double pack = 0, products = 0, coefficients = 0, materialize = 0;
+};
+
 template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
 class MosaicEngine {
  public:
@@ -488,6 +497,9 @@ class MosaicEngine {
     if (is_host_space<ExecSpace>)
       team_size_ = int(std::max<long long>(
           1, std::min<long long>(conc / batch, (long long)d * r / basis_entries_per_thread)));
+    if constexpr (Tuning<ExecSpace>::vendor_gemm_over_streams)
+      vendor_over_streams_allowed_ = batch >= conc && vendor_blas::host_calls_nest_single_threaded();
+    vendor_over_streams_ = vendor_over_streams_allowed_;
     maintained_ = params.precision_solve == PrecisionSolve::maintained;
     if (block_size_ > 1 || maintained_) allocate_block(block_size_);
     set_block_gemm(BlockGemm::automatic);
@@ -538,13 +550,15 @@ class MosaicEngine {
   }
 
   // GEMM kernel of the blocked update (blocked_step.hpp); automatic = the
-  // backend's (Tuning<ExecSpace>::block_gemm: tiled on host spaces,
-  // KokkosBatched::TeamGemm on devices); tiled exists on host spaces only.
-  // Allocates the chosen kernel's work arrays (and frees the other's).
+  // backend's: vendor where Kokkos Kernels has a vendor TPL for this space
+  // (vendor_gemm_tpl), else tiled on host spaces and KokkosBatched::TeamGemm
+  // on devices; tiled exists on host spaces only. Allocates the chosen
+  // kernel's work arrays (and frees the others').
   void set_block_gemm(BlockGemm g) {
-    constexpr bool host_tiled = std::is_same_v<typename Tuning<ExecSpace>::block_gemm, gemm::HostTiled>;
-    const BlockGemm resolved =
-        g != BlockGemm::automatic ? g : host_tiled ? BlockGemm::tiled : BlockGemm::kokkos_batched;
+    const BlockGemm resolved = g != BlockGemm::automatic ? g
+                               : vendor_gemm_tpl<ExecSpace>() ? BlockGemm::vendor
+                               : is_host_space<ExecSpace>     ? BlockGemm::tiled
+                                                              : BlockGemm::kokkos_batched;
     if (resolved == BlockGemm::tiled && !is_host_space<ExecSpace>)
       throw std::invalid_argument(std::string("MosaicEngine: block GEMM 'tiled' runs on host execution spaces only, not ") +
                                   ExecSpace::name());
@@ -555,6 +569,20 @@ class MosaicEngine {
   BlockGemm block_gemm() const { return gemm_; }
   // The kernel automatic stands for on this backend.
   BlockGemm block_gemm_resolved() const { return gemm_resolved_; }
+  // Phase timing of the blocked update with gemm vendor (BlockPhases).
+  void set_phase_timing(bool on) {
+    phase_timing_ = on;
+    phases_ = {};
+  }
+  const BlockPhases& block_phases() const { return phases_; }
+
+  // gemm vendor: each host thread packs and multiplies whole streams
+  // (HostTuning::vendor_gemm_over_streams), else one GEMM at a time.
+  bool vendor_gemm_over_streams() const { return vendor_over_streams_; }
+  // false: one GEMM at a time whatever the batch; true restores the
+  // default where it is allowed (host space, at least as many streams as
+  // threads, a BLAS that runs single-threaded inside a parallel region).
+  void set_vendor_gemm_over_streams(bool on) { vendor_over_streams_ = on && vendor_over_streams_allowed_; }
 
   // init: data from the first n0 samples of every stream (X: B x n0 x d).
   // One-time setup, done on the host by the reference and copied in; throws
@@ -636,8 +664,10 @@ class MosaicEngine {
   // The work arrays of the chosen GEMM kernel of the blocked update.
   void allocate_block_gemm() {
     batched_work_ = {};
+    vendor_work_ = {};
     if constexpr (is_host_space<ExecSpace>) tiled_work_ = {};
     if (gemm_resolved_ == BlockGemm::kokkos_batched) batched_work_.allocate(batch_, d_, r_, kcap_);
+    if (gemm_resolved_ == BlockGemm::vendor) vendor_work_.allocate(batch_, d_, r_, kcap_);
     if constexpr (is_host_space<ExecSpace>)
       if (gemm_resolved_ == BlockGemm::tiled) tiled_work_.allocate(batch_, d_, r_, kcap_);
   }
@@ -656,12 +686,14 @@ class MosaicEngine {
   functor_type f_;
   detail::BlockCoefficients<functor_type> blk_;
   detail::BlockGemmWork<Scalar, ExecSpace, gemm::TeamBatched> batched_work_;
+  detail::BlockGemmWork<Scalar, ExecSpace, gemm::Vendor> vendor_work_;
   struct NoHostTiledWork {};
   std::conditional_t<is_host_space<ExecSpace>, detail::BlockGemmWork<Scalar, ExecSpace, gemm::HostTiled>,
                      NoHostTiledWork>
       tiled_work_;
   int kcap_ = 0, block_size_ = 1;
-  bool maintained_ = false;
+  bool maintained_ = false, vendor_over_streams_allowed_ = false, vendor_over_streams_ = false, phase_timing_ = false;
+  mutable BlockPhases phases_;
   BlockGemm gemm_ = BlockGemm::automatic, gemm_resolved_ = BlockGemm::kokkos_batched;
 };
 
@@ -704,6 +736,7 @@ void MosaicEngine<Scalar, ExecSpace>::step_block(batch_type& sb, block_view Xb) 
                                 " x n x " + std::to_string(d_) + " with 1 <= n <= " + std::to_string(kcap_));
   if constexpr (is_host_space<ExecSpace>)
     if (gemm_resolved_ == BlockGemm::tiled) return launch_block(sb, Xb, tiled_work_);
+  if (gemm_resolved_ == BlockGemm::vendor) return launch_block(sb, Xb, vendor_work_);
   launch_block(sb, Xb, batched_work_);
 }
 
@@ -722,7 +755,59 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
   using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
   const policy pol =
       team_size_ > 0 ? policy(ExecSpace(), batch_, team_size_) : policy(ExecSpace(), batch_, Kokkos::AUTO);
-  Kokkos::parallel_for("mosaic::step_block", work.with_scratch(pol), f);
+  if constexpr (!std::is_same_v<Gemm, gemm::Vendor>) {
+    Kokkos::parallel_for("mosaic::step_block", work.with_scratch(pol), f);
+  } else {
+    // Pack and products, the coefficient steps (one launch), the new bases.
+    using F = decltype(f);
+    f.with_w0 = blk_.reorth_at_block_end || f_.reorth_every > 0;
+    f.time_phases = phase_timing_;
+    using clock = std::chrono::steady_clock;
+    auto t = clock::now();
+    auto lap = [&](double& phase) {  // phase timing: fence, add the time since the last lap
+      if (!phase_timing_) return;
+      Kokkos::fence();
+      const auto now = clock::now();
+      phase += std::chrono::duration<double>(now - t).count();
+      t = now;
+    };
+    if (vendor_over_streams_) {
+      if (phase_timing_) Kokkos::deep_copy(work.stream_seconds, 0.0);
+      using streams = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>, typename F::PackGemmTag>;
+      Kokkos::parallel_for("mosaic::block_pack_products", streams(ExecSpace(), 0, batch_), f);
+      double both = 0;
+      lap(both);
+      double pack = 0, products = 0;
+      for (int b = 0; phase_timing_ && b < batch_; ++b) {
+        pack += work.stream_seconds(b, 0);
+        products += work.stream_seconds(b, 1);
+      }
+      if (pack + products > 0) {
+        phases_.pack += both * pack / (pack + products);
+        phases_.products += both * products / (pack + products);
+      }
+    } else {
+      Kokkos::deep_copy(work.first_bad, f.n);
+      const int chunks = (d_ + F::pack_chunk_rows - 1) / F::pack_chunk_rows;
+      using pack = Kokkos::TeamPolicy<ExecSpace, typename F::PackTag>;
+      Kokkos::parallel_for("mosaic::block_pack",
+                           is_host_space<ExecSpace> ? pack(ExecSpace(), batch_ * chunks, 1)
+                                                    : pack(ExecSpace(), batch_ * chunks, Kokkos::AUTO),
+                           f);
+      lap(phases_.pack);
+      for (int b = 0; b < batch_; ++b) f.gemm_products(b);
+      lap(phases_.products);
+    }
+    Kokkos::parallel_for("mosaic::block_coefficients", pol, f);
+    lap(phases_.coefficients);
+    if (vendor_over_streams_) {
+      using streams = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>, typename F::MaterializeTag>;
+      Kokkos::parallel_for("mosaic::block_materialize", streams(ExecSpace(), 0, batch_), f);
+    } else {
+      for (int b = 0; b < batch_; ++b) f.gemm_materialize(b);
+    }
+    lap(phases_.materialize);
+  }
 }
 
 // The engines of the default execution space are compiled once, in

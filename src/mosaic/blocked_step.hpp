@@ -93,13 +93,17 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include <Kokkos_Core.hpp>
 #include <KokkosBatched_Gemm_Decl.hpp>
 #include <KokkosBatched_Gemm_Team_Impl.hpp>
+#include <KokkosBlas3_gemm.hpp>
 
 #include "backend.hpp"
 #include "frame_rotation.hpp"
@@ -111,9 +115,12 @@
 namespace mosaic {
 
 // Which kernel forms G, H and U = U0 A + D B in the blocked update.
-enum class BlockGemm { automatic, kokkos_batched, tiled };
+enum class BlockGemm { automatic, vendor, kokkos_batched, tiled };
 inline const char* to_string(BlockGemm g) {
-  return g == BlockGemm::automatic ? "auto" : g == BlockGemm::kokkos_batched ? "kokkos_batched" : "tiled";
+  return g == BlockGemm::automatic        ? "auto"
+         : g == BlockGemm::vendor         ? "vendor"
+         : g == BlockGemm::kokkos_batched ? "kokkos_batched"
+                                          : "tiled";
 }
 
 namespace detail {
@@ -198,6 +205,44 @@ struct BlockGemmWork<Scalar, ExecSpace, gemm::HostTiled> {
                                                         std::size_t(tile::MR) * ldw);
     return p.set_scratch_size(1, Kokkos::PerTeam(team), Kokkos::PerThread(thread));
   }
+};
+
+// [U0 | D] of every stream in one column-major d x (r + k) matrix Y (each
+// sample a contiguous column, so packing D is a unit-stride copy on every
+// backend), the GEMMs' products C = [W0 | G; H] and the coefficients
+// W = [A; B] in the scalar type, all LayoutLeft views that Kokkos Kernels
+// hands to the vendor library as they are, and the first non-finite sample
+// and centred sample of each stream.
+template <class Scalar, class ExecSpace>
+struct BlockGemmWork<Scalar, ExecSpace, gemm::Vendor> {
+  using memory_space = typename ExecSpace::memory_space;
+  using matrix = Kokkos::View<Scalar**, Kokkos::LayoutLeft, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  Kokkos::View<Scalar*, memory_space> wY;  // B x (d x ldy)
+  Kokkos::View<Scalar*, memory_space> wC;  // B x (ldy x ldy): columns 0..r-1 W0 = U0^T U0, then [G; H]
+  Kokkos::View<Scalar*, memory_space> wW;  // B x (ldy x r)
+  Kokkos::View<int**, memory_space> first_bad;  // B x 2: first sample with a non-finite x, with a non-finite x - mu0
+  // Host spaces, phase timing on: each stream's seconds in pack and in the
+  // products (PackGemmTag), which share one launch.
+  Kokkos::View<double**, Kokkos::HostSpace> stream_seconds;
+  int d = 0, r = 0, ldy = 0;
+
+  void allocate(int B, int d_, int r_, int K) {
+    d = d_;
+    r = r_;
+    ldy = r + K;
+    wY = decltype(wY)("mosaic::block_Y", std::size_t(B) * d * ldy);
+    wC = decltype(wC)("mosaic::block_C", std::size_t(B) * ldy * ldy);
+    wW = decltype(wW)("mosaic::block_W", std::size_t(B) * ldy * r);
+    first_bad = decltype(first_bad)("mosaic::block_first_bad", B, 2);
+    stream_seconds = decltype(stream_seconds)("mosaic::block_stream_seconds", B, 2);
+  }
+  template <class Policy>
+  Policy with_scratch(Policy p) const {
+    return p;
+  }
+  KOKKOS_INLINE_FUNCTION matrix Y(int b) const { return matrix(wY.data() + std::size_t(b) * d * ldy, d, ldy); }
+  KOKKOS_INLINE_FUNCTION matrix C(int b) const { return matrix(wC.data() + std::size_t(b) * ldy * ldy, ldy, ldy); }
+  KOKKOS_INLINE_FUNCTION matrix W(int b) const { return matrix(wW.data() + std::size_t(b) * ldy * r, ldy, r); }
 };
 
 // What the blocked update does the same way whatever its GEMM kernel: the
@@ -506,9 +551,7 @@ struct BlockCoefficients {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = w(j); });
       } else {
         const double shift = double(base.gamma) * s2_old;
-        for_each_entry(m, r, r, [&](const int a, const int e) {
-          F2(a, e) = a == e ? S(a, e) + shift : S(a, e);
-        });
+        copy_shift_diagonal(m, r, S, F2, shift);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = z(j); });
         if (!cholesky_upper(m, F2, r)) return breakdown_regularized_not_spd;
         solve_upper(m, F2, g, r);
@@ -557,9 +600,9 @@ struct BlockCoefficients {
         }
       });
       m.team_barrier();
-      const int bad = count_entries(m, r, r, [&](const int a, const int e) { return !kmath::isfinite(F(a, e)); });
+      const bool finite = all_entries_finite(m, r, r, [&](const int a, const int e) { return F(a, e); });
       m.team_barrier();
-      if (bad != 0) return breakdown_nonfinite_update;
+      if (!finite) return breakdown_nonfinite_update;
     }
 
     // Commit: rotate the coefficients (A, At, B, Bt by the same rank-one
@@ -594,9 +637,7 @@ struct BlockCoefficients {
       });
       m.team_barrier();
     }
-    for_each_entry(m, r, r, [&](const int a, const int e) {
-      S(a, e) = a == e ? Sp(a, a) : (Sp(a, e) + Sp(e, a)) / 2;
-    });
+    symmetrize(m, r, Sp, S);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) { mv(j) += double(base.eta_mu) * c(j); });
     if (maintained)
       for_each_entry(m, r, r, [&](const int a, const int e) {
@@ -622,26 +663,37 @@ struct BlockCoefficients {
     auto Gr = Kokkos::subview(dM, b, int(bm_F2), Kokkos::ALL(), Kokkos::ALL());  // U^T U, then R
     auto S = Kokkos::subview(dM, b, int(bm_S), Kokkos::ALL(), Kokkos::ALL());
     auto T1 = Kokkos::subview(dM, b, int(bm_Sp), Kokkos::ALL(), Kokkos::ALL());  // S rotation work
-    // P = W0 A + G B (r x r), Q = G^T A + H B (K x r), then U^T U = A^T P + B^T Q.
-    for_each_entry(m, r, r, [&](const int p, const int a) {
-      double v = 0;
-      for (int q = 0; q < r; ++q) v += W0(p, q) * dA(b, q, a);
-      for (int j = 0; j < K; ++j) v += dG(b, j, p) * dB(b, j, a);
-      P(p, a) = v;
+    // P = W0 A + G B (r x r), Q = G^T A + H B (K x r), then U^T U = A^T P + B^T Q,
+    // each row a combination of unit-stride rows (of A and B, then of P and
+    // Q; A^T's and B^T's rows are those of At and Bt), every entry one
+    // running sum in increasing q then j.
+    auto combine = [&](double* out, const double* ca, const double* cb, const double* rows_a, const double* rows_b,
+                       int ldb, int nb) {
+      for (int c = 0; c < r; ++c) out[c] = 0.0;
+      for (int q = 0; q < r; ++q) {
+        const double coef = ca[q];
+        const double* row = rows_a + long(q) * r;
+        for (int c = 0; c < r; ++c) out[c] += coef * row[c];
+      }
+      for (int j = 0; j < nb; ++j) {
+        const double coef = cb[long(j) * ldb];
+        const double* row = rows_b + long(j) * r;
+        for (int c = 0; c < r; ++c) out[c] += coef * row[c];
+      }
+    };
+    const double* const Ap = &dA(b, 0, 0);
+    const double* const Bp = &dB(b, 0, 0);
+    team_share(m, r, [&](const int lo, const int hi) {
+      for (int p = lo; p < hi; ++p) combine(&P(p, 0), &W0(p, 0), &dG(b, 0, p), Ap, Bp, r, K);  // G(p, j) = dG(b, j, p)
     });
-    for_each_entry(m, K, r, [&](const int j, const int a) {
-      double v = 0;
-      for (int p = 0; p < r; ++p) v += dG(b, j, p) * dA(b, p, a);
-      for (int l = 0; l < K; ++l) v += dH(b, j, l) * dB(b, l, a);
-      dQ(b, j, a) = v;
+    team_share(m, K, [&](const int lo, const int hi) {
+      for (int j = lo; j < hi; ++j) combine(&dQ(b, j, 0), &dG(b, j, 0), &dH(b, j, 0), Ap, Bp, 1, K);
     });
     m.team_barrier();
-    for_each_entry(m, r, r, [&](const int a, const int c) {
-      double v = 0;
-      for (int p = 0; p < r; ++p) v += dA(b, p, a) * P(p, c);
-      for (int j = 0; j < K; ++j) v += dB(b, j, a) * dQ(b, j, c);
-      Gr(a, c) = v;
+    team_share(m, r, [&](const int lo, const int hi) {
+      for (int a = lo; a < hi; ++a) combine(&Gr(a, 0), &dM(b, bm_At, a, 0), &dBt(b, a, 0), &P(0, 0), &dQ(b, 0, 0), 1, K);
     });
+    m.team_barrier();
     if (!cholesky_upper(m, Gr, r)) return false;
     // Rows x of A and B: x <- x R^-1 (x R = old x, forward in the columns).
     auto solve_row = [&](double* x) {
@@ -928,6 +980,190 @@ struct BlockFunctor : BlockCoefficients<Base> {
           base.mu(b, ib + a) = Scalar(double(base.mu(b, ib + a)) + mu_new[a]);
         }
       }
+    });
+    m.team_barrier();
+  }
+
+  // ---------------------------------------------------------------- gemm::Vendor
+  // The phases around the coefficient launch (operator() below): pack
+  // (PackTag, or pack_rows in PackGemmTag on host spaces), the products
+  // (gemm_products), and after it the new basis (gemm_materialize).
+  using VendorWork = BlockGemmWork<Scalar, typename Base::execution_space, gemm::Vendor>;
+  struct PackTag {};         // one team per (stream, chunk of pack_chunk_rows rows)
+  struct PackGemmTag {};     // host spaces: one thread per stream, pack and products
+  struct MaterializeTag {};  // host spaces: one thread per stream, gemm_materialize
+  static constexpr int pack_chunk_rows = 256;
+  bool with_w0 = false;  // the products include W0 = U0^T U0 (a Cholesky-QR may be due)
+  bool time_phases = false;  // PackGemmTag records gw.stream_seconds
+
+  // Rows [i0, i1) of stream b's Y = [U0 | D]; bad_x / bad_y are lowered to
+  // the first sample with a non-finite x / x - mu0 among them. A non-finite
+  // entry of D is stored as 0 so that no product meets a NaN: the steps
+  // stop before its sample (form_gh), and a column the steps did not use
+  // meets a zero row of W in gemm_materialize. Rows inner: unit-stride on
+  // host, coalesced on devices (one row per thread); on host in slices of
+  // slice_rows rows, so that the slice of a row-major U0 is read from cache.
+  static constexpr int slice_rows = is_host_space<typename Base::execution_space> ? 32 : 1;
+  KOKKOS_INLINE_FUNCTION void pack_rows(int b, int i0, int i1, int& bad_x, int& bad_y) const {
+    const VendorWork& w = gw;
+    const auto Y = w.Y(b);
+    const int d = base.d, r = base.r;
+    const Basis Ub{&base.U(b, 0, 0), d, r};
+    const Scalar* const mu0 = &base.mu(b, 0);
+    for (int s0 = i0; s0 < i1; s0 += slice_rows) {
+      const int s1 = s0 + slice_rows < i1 ? s0 + slice_rows : i1;
+      for (int a = 0; a < r; ++a)
+        for (int i = s0; i < s1; ++i) Y(i, a) = Ub(i, a);
+    }
+    const long sx = long(Xb.stride(2));
+    for (int t = 0; t < n; ++t) {
+      const Scalar* const x = &Xb(b, t, 0);
+      Scalar* const y = &Y(0, r + t);
+      bool finite = true;
+      for (int i = i0; i < i1; ++i) {
+        const Scalar v = x[i * sx] - mu0[i];
+        const bool f = kmath::isfinite(v);
+        finite = finite && f;
+        y[i] = f ? v : Scalar(0);
+      }
+      if (finite) continue;  // else x - mu0 is non-finite somewhere: is x?
+      if (t < bad_y) bad_y = t;
+      for (int i = i0; i < i1 && t < bad_x; ++i)
+        if (!kmath::isfinite(x[i * sx])) bad_x = t;
+    }
+  }
+
+  // W = [I; 0]: the new basis is U0 unless the coefficient launch writes
+  // [A; B] (a stream that is frozen, or completes no step, keeps U0: the
+  // product adds exact zeros).
+  KOKKOS_INLINE_FUNCTION void init_w_row(int b, int p) const {
+    const VendorWork& w = gw;
+    const auto W = w.W(b);
+    for (int a = 0; a < base.r; ++a) W(p, a) = Scalar(p == a ? 1 : 0);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(PackTag, const member_type& m) const {
+    const VendorWork& w = gw;
+    const int chunks = (base.d + pack_chunk_rows - 1) / pack_chunk_rows;
+    const int b = m.league_rank() / chunks, c = m.league_rank() % chunks;
+    const int i0 = c * pack_chunk_rows, i1 = i0 + pack_chunk_rows < base.d ? i0 + pack_chunk_rows : base.d;
+    int bad_x = n, bad_y = n;
+    if constexpr (is_host_space<typename Base::execution_space>) {
+      Kokkos::single(Kokkos::PerTeam(m), [&]() { pack_rows(b, i0, i1, bad_x, bad_y); });
+    } else {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, i0, i1), [&](const int i) {
+        int bx = n, by = n;
+        pack_rows(b, i, i + 1, bx, by);
+        if (bx < n) Kokkos::atomic_fetch_min(&w.first_bad(b, 0), bx);
+        if (by < n) Kokkos::atomic_fetch_min(&w.first_bad(b, 1), by);
+      });
+    }
+    if (bad_x < n) Kokkos::atomic_fetch_min(&w.first_bad(b, 0), bad_x);
+    if (bad_y < n) Kokkos::atomic_fetch_min(&w.first_bad(b, 1), bad_y);
+    if (c == 0) Kokkos::parallel_for(Kokkos::TeamThreadRange(m, w.ldy), [&](const int p) { init_w_row(b, p); });
+  }
+
+  // The products of stream b (host code: Kokkos Kernels' gemm): with
+  // with_w0, W0 = U0^T U0 into C(0:r, 0:r); then for each panel of columns
+  // [t0, t1) of D: C(0:r+t1, r+t0:r+t1) = [U0 | D_{<t1}]^T D_{t0..t1} (G's
+  // columns and H's entries H(l, t) with l < t1: all l <= t).
+  void gemm_products(int b) const {
+    const VendorWork& w = gw;
+    const int r = base.r;
+    constexpr int P = Tuning<typename Base::execution_space>::vendor_panel_cols;
+    const auto Y = w.Y(b);
+    const auto C = w.C(b);
+    const auto all = Kokkos::ALL();
+    using Kokkos::make_pair;
+    using Kokkos::subview;
+    if (with_w0) {
+      const auto U0 = subview(Y, all, make_pair(0, r));
+      KokkosBlas::gemm("T", "N", Scalar(1), U0, U0, Scalar(0), subview(C, make_pair(0, r), make_pair(0, r)));
+    }
+    for (int t0 = 0; t0 < n; t0 += P) {
+      const int t1 = t0 + P < n ? t0 + P : n;
+      KokkosBlas::gemm("T", "N", Scalar(1), subview(Y, all, make_pair(0, r + t1)),
+                       subview(Y, all, make_pair(r + t0, r + t1)), Scalar(0),
+                       subview(C, make_pair(0, r + t1), make_pair(r + t0, r + t1)));
+    }
+  }
+
+  // U = [U0 | D] W (host code), written over the state's basis (Y is a
+  // copy): a column-major U directly, a row-major one as U^T = W^T Y^T
+  // (the same memory as a column-major r x d matrix).
+  void gemm_materialize(int b) const {
+    const VendorWork& w = gw;
+    const int d = base.d, r = base.r;
+    const auto Yn = Kokkos::subview(w.Y(b), Kokkos::ALL(), Kokkos::make_pair(0, r + n));
+    const auto Wn = Kokkos::subview(w.W(b), Kokkos::make_pair(0, r + n), Kokkos::ALL());
+    if constexpr (Base::column_major) {
+      KokkosBlas::gemm("N", "N", Scalar(1), Yn, Wn, Scalar(0), typename VendorWork::matrix(&base.U(b, 0, 0), d, r));
+    } else {
+      KokkosBlas::gemm("T", "T", Scalar(1), Wn, Yn, Scalar(0), typename VendorWork::matrix(&base.U(b, 0, 0), r, d));
+    }
+  }
+
+  // Host spaces, one thread per stream: pack, then the products while
+  // [U0 | D] is in this thread's cache.
+  void operator()(PackGemmTag, const int b) const {
+    const VendorWork& w = gw;
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    int bad_x = n, bad_y = n;
+    pack_rows(b, 0, base.d, bad_x, bad_y);
+    w.first_bad(b, 0) = bad_x;
+    w.first_bad(b, 1) = bad_y;
+    for (int p = 0; p < w.ldy; ++p) init_w_row(b, p);
+    const auto t1 = clock::now();
+    gemm_products(b);
+    if (time_phases) {
+      w.stream_seconds(b, 0) += std::chrono::duration<double>(t1 - t0).count();
+      w.stream_seconds(b, 1) += std::chrono::duration<double>(clock::now() - t1).count();
+    }
+  }
+  void operator()(MaterializeTag, const int b) const { gemm_materialize(b); }
+
+  // Steps 1-2 from the products: G, H (mirrored from the computed
+  // triangle) and W0 widened to double. Returns the first sample with a
+  // non-finite x; a finite sample whose x - mu0 overflowed gets an infinite
+  // H(t, t), so its step ends the block with breakdown_nonfinite_update, as
+  // the sequential step's non-finite y does.
+  KOKKOS_INLINE_FUNCTION int form_gh(gemm::Vendor, const member_type& m, int b, bool w0) const {
+    const VendorWork& w = gw;
+    const int r = base.r;
+    const auto C = w.C(b);
+    const int bad_x = w.first_bad(b, 0), bad_y = w.first_bad(b, 1);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n), [&](const int j) {
+      for (int a = 0; a < r; ++a) dG(b, j, a) = double(C(a, r + j));
+      for (int l = 0; l < n; ++l) dH(b, j, l) = double(l <= j ? C(r + l, r + j) : C(r + j, r + l));
+      if (j >= bad_y) dH(b, j, j) = HUGE_VAL;
+    });
+    if (w0) for_each_entry(m, r, r, [&](const int a, const int c) { dM(b, bm_W0, a, c) = double(a <= c ? C(a, c) : C(c, a)); });
+    m.team_barrier();
+    return bad_x;
+  }
+
+  // Step 4's coefficients: W = [A; B] in the scalar type (rows past r + K
+  // stay zero), and mu <- mu0 + D m; the basis is formed by gemm_materialize.
+  KOKKOS_INLINE_FUNCTION void materialize(gemm::Vendor, const member_type& m, int b, int K) const {
+    const VendorWork& w = gw;
+    const int d = base.d, r = base.r;
+    const auto W = w.W(b);
+    const auto Y = w.Y(b);
+    for_each_entry(m, r + K, r, [&](const int p, const int a) {
+      W(p, a) = Scalar(p < r ? dA(b, p, a) : dB(b, p - r, a));
+    });
+    // Rows in slices (unit-stride columns of D on host), each row's sum in increasing j.
+    const int slices = (d + slice_rows - 1) / slice_rows;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, slices), [&](const int sl) {
+      const int i0 = sl * slice_rows, i1 = i0 + slice_rows < d ? i0 + slice_rows : d;
+      double s[slice_rows] = {};
+      for (int j = 0; j < K; ++j) {
+        const double mj = dv(b, bv_m, j);
+        const Scalar* const col = &Y(0, r + j);
+        for (int i = i0; i < i1; ++i) s[i - i0] += double(col[i]) * mj;
+      }
+      for (int i = i0; i < i1; ++i) base.mu(b, i) = Scalar(double(base.mu(b, i)) + s[i - i0]);
     });
     m.team_barrier();
   }

@@ -60,9 +60,9 @@ KOKKOS_INLINE_FUNCTION FrameRotation<T> rotate_frame_transport_S(const Member& m
 template <class T, class Member, class M>
 KOKKOS_INLINE_FUNCTION bool step_update_is_finite(const Member& m, int r, const M& S_new, T rho2, T q,
                                                   T gnorm, T theta, T s2_new) {
-  const int nonfinite = count_entries(m, r, r, [&](const int a, const int c) { return !kmath::isfinite(S_new(a, c)); });
+  const bool finite = all_entries_finite(m, r, r, [&](const int a, const int c) { return S_new(a, c); });
   m.team_barrier();
-  return nonfinite == 0 && kmath::isfinite(rho2) && kmath::isfinite(q) && kmath::isfinite(gnorm) &&
+  return finite && kmath::isfinite(rho2) && kmath::isfinite(q) && kmath::isfinite(gnorm) &&
          kmath::isfinite(theta) && kmath::isfinite(s2_new) && s2_new > T(0);
 }
 
@@ -86,9 +86,7 @@ KOKKOS_INLINE_FUNCTION void rotate_S_by_factor(const Member& m, int r, const LF&
     out(a, c) = s;
   });
   m.team_barrier();
-  for_each_entry(m, r, r, [&](const int a, const int c) {
-    S(a, c) = a == c ? out(a, a) : (out(a, c) + out(c, a)) / T(2);
-  });
+  symmetrize(m, r, out, S);
 }
 
 }  // namespace mosaic::detail

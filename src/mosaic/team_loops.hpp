@@ -17,18 +17,44 @@ KOKKOS_INLINE_FUNCTION void for_each_entry(const Member& m, int rows, int cols, 
   });
 }
 
-// Number of entries of a rows x cols matrix for which bad(a, c) holds.
+// True when every entry v(a, c) of a rows x cols matrix is finite: v - v
+// is 0 for a finite v and NaN otherwise, a branch-free test whose loop
+// vectorizes (a count of !isfinite with a branch per entry did not).
 template <class Member, class F>
-KOKKOS_INLINE_FUNCTION int count_entries(const Member& m, int rows, int cols, const F& bad) {
-  int count = 0;
+KOKKOS_INLINE_FUNCTION bool all_entries_finite(const Member& m, int rows, int cols, const F& v) {
+  int bad = 0;
   Kokkos::parallel_reduce(
       Kokkos::TeamThreadRange(m, rows),
       [&](const int a, int& nb) {
-        for (int c = 0; c < cols; ++c)
-          if (bad(a, c)) nb += 1;
+        int row_bad = 0;
+        for (int c = 0; c < cols; ++c) {
+          const auto x = v(a, c);
+          row_bad |= int(!(x - x == 0));
+        }
+        nb += row_bad;
       },
-      count);
-  return count;
+      bad);
+  return bad == 0;
+}
+
+// dst = (src + src^T) / 2 for r x r matrices, with the diagonal copied
+// exactly; the diagonal is rewritten after each row instead of tested per
+// entry, so that the row loop has no branch.
+template <class Member, class Src, class Dst>
+KOKKOS_INLINE_FUNCTION void symmetrize(const Member& m, int r, const Src& src, const Dst& dst) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
+    for (int c = 0; c < r; ++c) dst(a, c) = (src(a, c) + src(c, a)) / 2;
+    dst(a, a) = src(a, a);
+  });
+}
+
+// dst = src + shift I for r x r matrices (diagonal added after each row's copy).
+template <class Member, class Src, class Dst, class T>
+KOKKOS_INLINE_FUNCTION void copy_shift_diagonal(const Member& m, int r, const Src& src, const Dst& dst, T shift) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
+    for (int c = 0; c < r; ++c) dst(a, c) = src(a, c);
+    dst(a, a) = src(a, a) + shift;
+  });
 }
 
 // f(lo, hi) on each team thread's contiguous share of [0, n).

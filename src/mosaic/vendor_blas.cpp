@@ -1,0 +1,47 @@
+#include "vendor_blas.hpp"
+
+#include <KokkosKernels_config.h>
+
+#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
+// OpenBLAS's own queries; weak, so that another BLAS links too (then they are null).
+extern "C" char* openblas_get_config() __attribute__((weak));
+extern "C" int openblas_get_parallel() __attribute__((weak));
+#endif
+
+namespace mosaic::vendor_blas {
+
+bool host_tpl() {
+#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string host_library() {
+#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
+  if (openblas_get_config) {
+    std::string name = openblas_get_config();
+    if (openblas_get_parallel) {
+      const int p = openblas_get_parallel();
+      name += p == 0 ? " (sequential)" : p == 1 ? " (pthreads)" : p == 2 ? " (OpenMP)" : " (threading unknown)";
+    }
+    return name;
+  }
+  return "the BLAS of Kokkos Kernels' BLAS TPL";
+#else
+  return "none";
+#endif
+}
+
+bool host_calls_nest_single_threaded() {
+#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
+  if (!openblas_get_parallel) return false;
+  const int p = openblas_get_parallel();
+  return p == 0 || p == 2;
+#else
+  return false;
+#endif
+}
+
+}  // namespace mosaic::vendor_blas

@@ -1,0 +1,26 @@
+// The BLAS library behind Kokkos Kernels' host GEMMs (its BLAS TPL), as far
+// as the blocked update's vendor GEMM path (blocked_step.hpp, gemm::Vendor)
+// and the bench's roofline line need to know it.
+#pragma once
+
+#include <string>
+
+namespace mosaic::vendor_blas {
+
+// True when this build's Kokkos Kernels has a BLAS TPL for host views.
+bool host_tpl();
+
+// The host library and its configuration (OpenBLAS names itself; another
+// library is named only as "the BLAS TPL"); "none" without a BLAS TPL.
+std::string host_library();
+
+// True when a GEMM called from inside a host parallel region runs on the
+// calling thread alone, so the blocked update may give each host thread its
+// own streams' GEMMs: OpenBLAS built for OpenMP (it then sees the enclosing
+// region) or sequential. False for a pthreads OpenBLAS (its own thread pool
+// would put twice as many threads as cores to work), for a library this
+// cannot identify, and without a BLAS TPL (Kokkos Kernels' native GEMM
+// launches its own kernels).
+bool host_calls_nest_single_threaded();
+
+}  // namespace mosaic::vendor_blas
