@@ -45,10 +45,16 @@
 // arithmetic); the sequential kernel computes e and rho directly.
 //
 // GEMM kernels (BlockGemm: MosaicEngine::set_block_gemm, the bench's --gemm
-// and the result's block_gemm; the tag types gemm::HostTiled
+// and the result's block_gemm; the tag types gemm::Vendor, gemm::HostTiled
 // and gemm::TeamBatched of backend.hpp in the code, one BlockFunctor type
 // each, chosen by MosaicEngine when it launches a block):
-//   tiled (default on host spaces, and only there): register-tiled micro-kernels over packed
+//   vendor (default wherever Kokkos Kernels has a vendor TPL for the space):
+//     Y = [U0 | D] packed per stream, KokkosBlas::gemm for W0, G and the
+//     needed half of H (in panels of columns) and for U = Y W, around one
+//     launch of the coefficient steps (BlockFunctor<Base, gemm::Vendor>'s
+//     phases below; MosaicEngine::launch_block runs them).
+//   tiled (default on host spaces without a BLAS TPL, and only on host
+//     spaces): register-tiled micro-kernels over packed
 //     buffers (tile_gemm.hpp). D is never stored whole: its columns are
 //     formed from mu0 and the block's samples (read in place) while chunks
 //     are packed. G^T and H come from one product [G^T | H] = D^T [U0 | D],
@@ -60,13 +66,14 @@
 //     are checked for non-finite entries after the product: a sample with
 //     one has a non-finite H(t, t), so only samples whose H(t, t) is not
 //     finite are scanned entry by entry.
-//   kokkos_batched (default on devices): D is formed in a d x k array and
+//   kokkos_batched (default on devices without cuBLAS): D is formed in a d x k array and
 //     KokkosBatched::TeamGemm (Algo::Gemm::Blocked) forms G^T, H and the
 //     new U.
 // Every output entry is summed in increasing i (G, H) or in increasing p
-// then j (U) by both kernels, so results do not depend on the team size,
-// and the tiled kernel gives bitwise the results of the naive loops; see
-// docs/PERFORMANCE.md for the measurements behind the default.
+// then j (U) by tiled and kokkos_batched, so their results do not depend on
+// the team size, and the tiled kernel gives bitwise the results of the
+// naive loops; vendor sums in the library's order. docs/PERFORMANCE.md
+// gives the measurements behind the defaults.
 //
 // Small coefficient algebra: every O(r^2 + r k + k^2) matrix-vector product
 // of a step is written as a combination of unit-stride rows (A and B are kept
