@@ -103,7 +103,7 @@ deadline="$(awk -v a="$t_start" -v b="$budget" 'BEGIN { printf "%.3f", a + b }')
 left() { awk -v d="$deadline" -v n="$(now)" 'BEGIN { x = d - n - 5; printf "%d", (x > 0 ? x : 0) }'; }
 
 # --- problem sizes ---------------------------------------------------------
-# The ladder is mosaic_bench (float only: it has no double) at r=64; the
+# The ladder is mosaic_bench in float (--dtype double exists) at r=64; the
 # points are run in this order, cheap and headline ones first, so a slow host
 # loses the expensive ones. The double point, and every point that needs a
 # JSON result and the verification section, is a mini-app run.

@@ -771,20 +771,25 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
       phase += std::chrono::duration<double>(now - t).count();
       t = now;
     };
-    if (vendor_over_streams_) {
-      if (phase_timing_) Kokkos::deep_copy(work.stream_seconds, 0.0);
-      using streams = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>, typename F::PackGemmTag>;
-      Kokkos::parallel_for("mosaic::block_pack_products", streams(ExecSpace(), 0, batch_), f);
-      double both = 0;
-      lap(both);
-      double pack = 0, products = 0;
-      for (int b = 0; phase_timing_ && b < batch_; ++b) {
-        pack += work.stream_seconds(b, 0);
-        products += work.stream_seconds(b, 1);
-      }
-      if (pack + products > 0) {
-        phases_.pack += both * pack / (pack + products);
-        phases_.products += both * products / (pack + products);
+    // Host-only launches (their functor members are host code) exist only
+    // where the tuning allows them at all.
+    constexpr bool host_streams = Tuning<ExecSpace>::vendor_gemm_over_streams;
+    if (host_streams && vendor_over_streams_) {
+      if constexpr (host_streams) {
+        if (phase_timing_) Kokkos::deep_copy(work.stream_seconds, 0.0);
+        using streams = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>, typename F::PackGemmTag>;
+        Kokkos::parallel_for("mosaic::block_pack_products", streams(ExecSpace(), 0, batch_), f);
+        double both = 0;
+        lap(both);
+        double pack = 0, products = 0;
+        for (int b = 0; phase_timing_ && b < batch_; ++b) {
+          pack += work.stream_seconds(b, 0);
+          products += work.stream_seconds(b, 1);
+        }
+        if (pack + products > 0) {
+          phases_.pack += both * pack / (pack + products);
+          phases_.products += both * products / (pack + products);
+        }
       }
     } else {
       Kokkos::deep_copy(work.first_bad, f.n);
@@ -800,9 +805,11 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
     }
     Kokkos::parallel_for("mosaic::block_coefficients", pol, f);
     lap(phases_.coefficients);
-    if (vendor_over_streams_) {
-      using streams = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>, typename F::MaterializeTag>;
-      Kokkos::parallel_for("mosaic::block_materialize", streams(ExecSpace(), 0, batch_), f);
+    if (host_streams && vendor_over_streams_) {
+      if constexpr (host_streams) {
+        using streams = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>, typename F::MaterializeTag>;
+        Kokkos::parallel_for("mosaic::block_materialize", streams(ExecSpace(), 0, batch_), f);
+      }
     } else {
       for (int b = 0; b < batch_; ++b) f.gemm_materialize(b);
     }

@@ -702,12 +702,16 @@ struct BlockCoefficients {
     });
     m.team_barrier();
     if (!cholesky_upper(m, Gr, r)) return false;
-    // Rows x of A and B: x <- x R^-1 (x R = old x, forward in the columns).
+    // Rows x of A and B: x <- x R^-1 (x R = old x, forward in the columns),
+    // right-looking: once x[q] is final, subtract x[q] R(q, c) from every
+    // later x[c] along R's row q (unit stride); each x[c] still receives
+    // its subtractions in increasing q before its division.
     auto solve_row = [&](double* x) {
-      for (int c = 0; c < r; ++c) {
-        double v = x[c];
-        for (int q = 0; q < c; ++q) v -= x[q] * Gr(q, c);
-        x[c] = v / Gr(c, c);
+      for (int q = 0; q < r; ++q) {
+        const double xq = x[q] / Gr(q, q);
+        x[q] = xq;
+        const double* const Rq = &Gr(q, 0);
+        for (int c = q + 1; c < r; ++c) x[c] -= xq * Rq[c];
       }
     };
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r + K), [&](const int p) {

@@ -80,10 +80,14 @@ KOKKOS_INLINE_FUNCTION void rotate_S_by_factor(const Member& m, int r, const LF&
     SL(a, c) = s;
   });
   m.team_barrier();
-  for_each_entry(m, r, r, [&](const int a, const int c) {
-    T s = 0;
-    for (int t = a; t < r; ++t) s += L(t, a) * SL(t, c);
-    out(a, c) = s;
+  // out's row a as a combination of SL's rows (unit stride), each entry
+  // still one running sum in increasing t.
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
+    for (int c = 0; c < r; ++c) out(a, c) = T(0);
+    for (int t = a; t < r; ++t) {
+      const T l = L(t, a);
+      for (int c = 0; c < r; ++c) out(a, c) += l * SL(t, c);
+    }
   });
   m.team_barrier();
   symmetrize(m, r, out, S);
