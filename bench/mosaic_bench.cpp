@@ -173,7 +173,7 @@ std::string vendor_gemm_name() {
 #if defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS) && defined(KOKKOS_ENABLE_CUDA)
   if (std::is_same_v<Mem, Kokkos::CudaSpace>) return "cuBLAS (Kokkos Kernels TPL)";
 #endif
-  if (mosaic::is_host_space<Exec> && mosaic::vendor_blas::host_tpl())
+  if (mosaic::is_host_space<Exec> && mosaic::vendor_gemm_tpl<Exec>())
     return mosaic::vendor_blas::host_library() + " (Kokkos Kernels BLAS TPL)";
   return "Kokkos Kernels' native gemm (no vendor TPL for this space)";
 }

@@ -10,14 +10,6 @@ extern "C" int openblas_get_parallel() __attribute__((weak));
 
 namespace mosaic::vendor_blas {
 
-bool host_tpl() {
-#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
-  return true;
-#else
-  return false;
-#endif
-}
-
 std::string host_library() {
 #if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
   if (openblas_get_config) {

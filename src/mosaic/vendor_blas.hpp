@@ -7,11 +7,9 @@
 
 namespace mosaic::vendor_blas {
 
-// True when this build's Kokkos Kernels has a BLAS TPL for host views.
-bool host_tpl();
-
 // The host library and its configuration (OpenBLAS names itself; another
-// library is named only as "the BLAS TPL"); "none" without a BLAS TPL.
+// library is named only as "the BLAS TPL"); "none" without a BLAS TPL
+// (backend.hpp's vendor_gemm_tpl says whether there is one).
 std::string host_library();
 
 // True when a GEMM called from inside a host parallel region runs on the
