@@ -5,6 +5,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -22,6 +23,7 @@
 #include "mosaic/result_writer.hpp"
 #include "mosaic/run.hpp"
 #include "mosaic/stop_signal.hpp"
+#include "mosaic/timers.hpp"
 
 namespace {
 
@@ -119,10 +121,19 @@ void print_summary(const nlohmann::json& run) {
   std::printf("  kernel              %s, block_size %d (%s), re-orthonormalize %s\n",
               kern["update"].get<std::string>().c_str(), kern["block_size"].get<int>(),
               kern["block_size_from"].get<std::string>().c_str(), kern["reorthonormalize"].get<std::string>().c_str());
-  for (const auto& [name, t] : run["timers"].items())
-    std::printf("  time %-12s max %10.4f s  min %10.4f s\n", name.c_str(), t["max_s"].get<double>(),
-                t["min_s"].get<double>());
-  std::printf("  end-to-end          %.4g samples/s\n", thr["end_to_end_samples_per_second"].get<double>());
+  // The phases in execution order, each with its share of the run's wall time.
+  const auto& timers = run["timers"];
+  const double total_max = timers["total"]["max_s"].get<double>();
+  for (const char* name : mosaic::kTimerPhases) {
+    const auto& t = timers[name];
+    std::printf("  time %-12s max %10.4f s  min %10.4f s  %5.1f%% of total\n", name, t["max_s"].get<double>(),
+                t["min_s"].get<double>(), total_max > 0 ? 100.0 * t["max_s"].get<double>() / total_max : 0.0);
+  }
+  std::printf("  time %-12s max %10.4f s  min %10.4f s  (the phases account for %.1f%% of it)\n", "total",
+              total_max, timers["total"]["min_s"].get<double>(),
+              100.0 * run["timer_coverage"]["accounted_fraction"].get<double>());
+  std::printf("  end-to-end          %.4g samples/s (timed steps x streams / timed loop wall time)\n",
+              thr["end_to_end_samples_per_second"].get<double>());
   std::printf("  orthonormality err  %.3e   min eig(S) %.3e   clamped steps %lld   unresolved residuals %lld\n",
               fin["orthonormality_error_max"].get<double>(), fin["s_min_eig_min"].get<double>(),
               fin["clamped_steps"].get<long long>(), fin["unresolved_residual_steps"].get<long long>());
@@ -140,7 +151,14 @@ void print_summary(const nlohmann::json& run) {
   }
   if (run.contains("state_files"))
     std::printf("  final states        %s/\n", run["state_files"]["directory"].get<std::string>().c_str());
-  std::printf("  verification        %s\n", run["verification"]["passed"].get<bool>() ? "PASSED" : "FAILED");
+  const auto& ver = run["verification"];
+  for (const auto& c : ver["checks"])
+    std::printf("  check %-30s %-9s %.3e %s %.3g  %s\n", c["name"].get<std::string>().c_str(),
+                c["group"].get<std::string>().c_str(), c["value"].is_number() ? c["value"].get<double>() : NAN,
+                c["relation"].get<std::string>().c_str(), c["threshold"].get<double>(),
+                c["passed"].get<bool>() ? "ok" : "FAILED");
+  std::printf("  verification        %s\n", ver["verdict"].get<std::string>().c_str());
+  for (const auto& w : run["warnings"]) std::printf("  warning: %s\n", w.get<std::string>().c_str());
   std::printf("  FIGURE OF MERIT     %.6g %s\n", fom["value"].get<double>(),
               "update samples/s (steps x streams / max update time)");
   std::fflush(stdout);

@@ -330,13 +330,3 @@ TEST(CheckpointSegments, CombineSumsTimersAndKeepsRates) {
 }
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  Kokkos::initialize(argc, argv);
-  int rc = RUN_ALL_TESTS();
-  Kokkos::finalize();
-  MPI_Finalize();
-  return rc;
-}

@@ -64,6 +64,14 @@ std::vector<ErrorCase> error_cases() {
        {"deck.yaml:5:11:", "algorithm.eta_mu", "expected a number in (0, 1)", "found 1.5"}},
       {"rate_wrong_type", p + "algorithm:\n  eta_U: fast\n", {},
        {"deck.yaml:5:10:", "algorithm.eta_U", "expected a number in (0, 1)", "found 'fast'"}},
+      {"tracking_threshold_zero", p + "run:\n  tracking_threshold: 0\n", {},
+       {"deck.yaml:5:23:", "run.tracking_threshold", "expected a number in (0, 1]", "found 0"}},
+      {"clamped_fraction_above_one", p, {"run.max_clamped_fraction=1.5"},
+       {"run.max_clamped_fraction", "expected a number in [0, 1]", "found 1.5"}},
+      {"accuracy_misspelt", p + "run:\n  accuracy: throughput\n", {},
+       {"deck.yaml:5:13:", "run.accuracy", "expected one of checked, throughput_only", "did you mean 'throughput_only'?"}},
+      {"reference_steps_negative", p, {"run.reference_check_steps=-1"},
+       {"run.reference_check_steps", "expected an integer >= 0", "found -1"}},
       {"positive_zero", p + "run:\n  progress_every_s: 0\n", {},
        {"run.progress_every_s", "expected a number > 0", "found 0"}},
       {"gamma_negative", p + "algorithm:\n  gamma: -1\n", {},
@@ -391,7 +399,7 @@ TEST(Deck, BlockSizeTakesAnySchedule) {
 // Every key of the schema appears in the resolved JSON, and nothing else.
 TEST(Deck, ResolvedJsonHasEveryKey) {
   const auto& paths = mosaic::deck_key_paths();
-  EXPECT_EQ(paths.size(), 43u);
+  EXPECT_EQ(paths.size(), 48u);
   const json r = load_deck_from_string(kMinimal, kDeck)[0].config.resolved;
   std::size_t leaves = 0;
   for (const auto& [sec, body] : r.items())
@@ -815,8 +823,20 @@ TEST(Inputs, EveryDeckLoads) {
   }
   for (const char* want : {"smoke_cpu.yaml", "single_gpu.yaml", "rank_sweep.yaml",
                            "weak_8gpu.yaml", "strong_8gpu.yaml", "sustained.yaml",
-                           "accuracy_drift.yaml", "ablation.yaml", "npy_stream.yaml"})
+                           "accuracy_drift.yaml", "ablation.yaml", "npy_stream.yaml", "accuracy_map.yaml"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+}
+
+// The decks whose settings do not track the truth say so (run.accuracy:
+// throughput_only); the small accuracy decks are judged on it.
+TEST(Inputs, ThroughputDecksAreLabelled) {
+  for (const char* name : {"single_gpu.yaml", "rank_sweep.yaml", "weak_8gpu.yaml", "strong_8gpu.yaml",
+                           "sustained.yaml"})
+    for (const auto& p : load_deck((source_dir() / "inputs" / name).string()))
+      EXPECT_FALSE(p.config.run.check_accuracy) << name;
+  for (const char* name : {"smoke_cpu.yaml", "accuracy_drift.yaml", "ablation.yaml"})
+    for (const auto& p : load_deck((source_dir() / "inputs" / name).string()))
+      EXPECT_TRUE(p.config.run.check_accuracy) << name;
 }
 
 std::vector<mosaic::SweepPoint> input(const char* name) {

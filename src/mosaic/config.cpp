@@ -200,6 +200,12 @@ const std::vector<KeySpec>& schema() {
     v.push_back(integer("run", "warmup_steps", 0, kInt64Max, 0));
     v.push_back(integer("run", "diagnostics_every", 0, kInt64Max, 0));
     v.push_back(number("run", "progress_every_s", 0, true, kInf, false, 10.0));
+    // Verification (run.hpp): what the verdict judges besides the invariants.
+    v.push_back(choice("run", "accuracy", {"checked", "throughput_only"}, "checked"));
+    v.push_back(number("run", "tracking_threshold", 0, true, 1, false, 0.3));
+    v.push_back(number("run", "max_clamped_fraction", 0, false, 1, false, 0.5));
+    v.push_back(integer("run", "reference_check_steps", 0, kInt64Max, 200));
+    v.push_back(integer("run", "reference_check_stream", 0, kInt64Max, 0));
     {
       KeySpec k;
       k.section = "run";
@@ -1035,6 +1041,11 @@ class Loader {
     c.run.warmup_steps = i64("run.warmup_steps");
     c.run.diagnostics_every = i64("run.diagnostics_every");
     c.run.progress_every_s = num("run.progress_every_s");
+    c.run.check_accuracy = str("run.accuracy") == "checked";
+    c.run.tracking_threshold = num("run.tracking_threshold");
+    c.run.max_clamped_fraction = num("run.max_clamped_fraction");
+    c.run.reference_check_steps = i64("run.reference_check_steps");
+    c.run.reference_check_stream = std::uint64_t(i64("run.reference_check_stream"));
     c.run.seed = s.seed;
 
     c.output.result = str("output.result");
@@ -1136,6 +1147,13 @@ void validate_against_ranks(const RunConfig& config, int nranks, const std::stri
                     std::to_string(config.streams.per_rank) + " x " + std::to_string(nranks) + " = " +
                     std::to_string(std::int64_t(config.streams.per_rank) * nranks) +
                     "; use streams.mode: strong (the default for npy) to divide the files over the ranks");
+  const std::int64_t total_streams =
+      config.streams.mode == StreamMode::strong ? config.streams.total : std::int64_t(config.streams.per_rank) * nranks;
+  if (config.run.reference_check_steps > 0 && std::int64_t(config.run.reference_check_stream) >= total_streams)
+    throw DeckError(deck_path + ": " + ctx + "run.reference_check_stream: expected a stream id < " +
+                    std::to_string(total_streams) + " (the run's streams on " + std::to_string(nranks) +
+                    " ranks), found " + std::to_string(config.run.reference_check_stream) +
+                    "; or set run.reference_check_steps: 0 to turn the check off");
 }
 
 const std::vector<std::string>& deck_key_paths() {

@@ -46,6 +46,7 @@
 #include "environment.hpp"
 #include "npy.hpp"
 #include "npy_source.hpp"
+#include "reference_check.hpp"
 #include "run_checkpoint.hpp"
 #include "run_config.hpp"
 #include "stream_batch.hpp"
@@ -60,17 +61,22 @@ class ProgressReporter {
   ProgressReporter(bool enabled, double period_s, std::int64_t total_steps, std::int64_t streams)
       : enabled_(enabled), period_s_(period_s), total_(total_steps), streams_(streams),
         start_(clock::now()), last_(start_) {}
-  void update(std::int64_t done) {
+  // `update_s`: rank 0's update timer so far.
+  void update(std::int64_t done, double update_s) {
     if (!enabled_) return;
     const auto now = clock::now();
     if (seconds(last_, now) < period_s_ || done >= total_) return;
     const double rate_steps = (done - last_done_) / seconds(last_, now);
+    const double update_rate = update_s > last_update_s_ ? (done - last_done_) / (update_s - last_update_s_) : 0.0;
     const double eta = rate_steps > 0 ? (total_ - done) / rate_steps : 0.0;
-    std::printf("[mosaic] step %lld/%lld (%5.1f%%)  %.4g samples/s  ETA %.0f s\n", (long long)done,
-                (long long)total_, 100.0 * done / total_, rate_steps * streams_, eta);
+    std::printf("[mosaic] step %lld/%lld (%5.1f%%)  end-to-end %.4g samples/s  update %.4g samples/s "
+                "(rank 0's update timer)  ETA %.0f s\n",
+                (long long)done, (long long)total_, 100.0 * done / total_, rate_steps * streams_,
+                update_rate * streams_, eta);
     std::fflush(stdout);
     last_ = now;
     last_done_ = done;
+    last_update_s_ = update_s;
   }
   // A restarted run: `done` steps were done before this process started.
   void resume(std::int64_t done) { last_done_ = done; }
@@ -83,6 +89,7 @@ class ProgressReporter {
   bool enabled_;
   double period_s_;
   std::int64_t total_, streams_, last_done_ = 0;
+  double last_update_s_ = 0;
   clock::time_point start_, last_;
 };
 
@@ -158,17 +165,29 @@ std::vector<T> gather_to_root(const std::vector<T>& local, MPI_Datatype type, MP
   return all;
 }
 
-// Timer statistics over ranks: {"max", "min", "mean"} seconds.
+// Timer statistics over ranks: {"max", "min", "mean"} seconds of every
+// phase (kTimerPhases, in execution order) and of `total`, the wall time of
+// the run point so far on each rank.
 inline nlohmann::json reduce_timers(const TimerSet& timers, MPI_Comm comm, int nranks) {
-  static const char* phases[] = {"init", "warmup", "generate", "update", "diagnostics", "reduce", "checkpoint"};
   nlohmann::json j = nlohmann::json::object();
-  for (const char* p : phases) {
-    const double s = timers.seconds(p);
-    j[p] = {{"max_s", allreduce(s, MPI_MAX, comm)},
-            {"min_s", allreduce(s, MPI_MIN, comm)},
-            {"mean_s", allreduce(s, MPI_SUM, comm) / nranks}};
-  }
+  auto put = [&](const char* name, double s) {
+    j[name] = {{"max_s", allreduce(s, MPI_MAX, comm)},
+               {"min_s", allreduce(s, MPI_MIN, comm)},
+               {"mean_s", allreduce(s, MPI_SUM, comm) / nranks}};
+  };
+  for (const char* p : kTimerPhases) put(p, timers.seconds(p));
+  put("total", timers.total_seconds());
   return j;
+}
+
+// The share of the wall time the phases account for: the phases' mean
+// seconds over the ranks, summed, over the mean total.
+inline double timer_coverage(const nlohmann::json& timers) {
+  double phases = 0;
+  for (const char* p : kTimerPhases)
+    if (timers.contains(p)) phases += timers[p]["mean_s"].get<double>();
+  const double total = timers.contains("total") ? timers["total"]["mean_s"].get<double>() : 0.0;
+  return total > 0 ? phases / total : 0.0;
 }
 
 // Sends rank `from`'s string to every rank.
@@ -365,7 +384,7 @@ namespace detail {
 // (run_checkpoint.hpp).
 template <class Scalar>
 nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const StreamDecomposition& decomp,
-                               StreamSource<Scalar, Kokkos::DefaultExecutionSpace>& source,
+                               StreamSource<Scalar, Kokkos::DefaultExecutionSpace>& source, TimerSet& timers,
                                RunControl* control = nullptr) {
   using Exec = Kokkos::DefaultExecutionSpace;
   using Mem = typename Exec::memory_space;
@@ -376,10 +395,15 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   const int B = int(decomp.local_ids.size());
   const int d = cfg.problem.d, r = cfg.problem.rank;
   const MosaicParams& params = cfg.algorithm;
-  TimerSet timers;
 
-  StreamBatch<Scalar, Exec> batch(B, d, r, decomp.local_ids);
-  MosaicEngine<Scalar, Exec> engine(params, B, d, r);
+  std::optional<StreamBatch<Scalar, Exec>> batch_storage;
+  std::optional<MosaicEngine<Scalar, Exec>> engine_storage;
+  timers.time("setup", [&] {
+    batch_storage.emplace(B, d, r, decomp.local_ids);
+    engine_storage.emplace(params, B, d, r);
+  });
+  StreamBatch<Scalar, Exec>& batch = *batch_storage;
+  MosaicEngine<Scalar, Exec>& engine = *engine_storage;
 
   // Sample index of the next sample each stream consumes; warm-up and timed
   // steps done (all non-zero only when resuming from a checkpoint).
@@ -425,6 +449,10 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
     if (first_bad < nranks) throw RunInputError(broadcast_string(init_error, first_bad, comm));
   }
   const std::int64_t warm0 = warm, k0 = k;  // where this process started
+  ReferenceCrossCheck<Scalar, Exec> reference_check(
+      cfg, decomp, k,
+      restart && restart->manifest.contains("reference_check") ? restart->manifest["reference_check"] : nlohmann::json(),
+      comm);
   CheckpointPolicy policy(cfg.output.checkpoint, comm);
   int stop = 0;  // the agreed SIGTERM/SIGINT that stops the run
   // The next block: at most `limit` samples (the phase's boundaries), cut
@@ -467,7 +495,8 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
                             {"position", {{"sample_index", t}, {"warmup_done", warm}, {"timed_done", k}}},
                             {"run_steps", cfg.run.steps},
                             {"segments", segs},
-                            {"diagnostics_series", series}};
+                            {"diagnostics_series", series},
+                            {"reference_check", reference_check.result()}};
       const SourcePosition at = source.position_at(t);
       nlohmann::json errors = nlohmann::json::array();
       for (const auto& e : at.data_errors)
@@ -501,6 +530,7 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   const std::int64_t every = cfg.run.diagnostics_every;
   loop_start = std::chrono::steady_clock::now();
   const std::int64_t ck_every = cfg.output.checkpoint.every_steps;
+  if (!stop) timers.time("verify", [&] { reference_check.start(batch); });
   while (k < cfg.run.steps && !stop) {
     std::int64_t limit = cfg.run.steps - k;
     if (every > 0) limit = std::min(limit, every - k % every);
@@ -510,15 +540,27 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
     timers.time("update", [&] { engine.advance(batch, Xn); });
     k += std::int64_t(Xn.extent(1));
     t += std::int64_t(Xn.extent(1));
+    if (reference_check.open())
+      timers.time("verify", [&] {
+        reference_check.consume(Xn);
+        reference_check.at_block_end(batch, k);
+      });
     if (every > 0 && k % every == 0 && k < cfg.run.steps) series.push_back(diagnose(k).first);
-    progress.update(k);
-    const CheckpointPolicy::Decision next = policy.after_step(k);
+    progress.update(k, timers.seconds("update"));
+    CheckpointPolicy::Decision next;
+    timers.time("reduce", [&] { next = policy.after_step(k); });
     stop = next.signal;
     if (next.checkpoint) write_checkpoint();
   }
-  // The end of the run is checkpointed too: a later run can extend it (a
-  // larger run.steps) from there.
-  if (!stop && policy.enabled() && last_checkpoint_at != t) write_checkpoint();
+  // A signal during the last block; then the end of the run is checkpointed
+  // too: a later run can extend it (a larger run.steps) from there.
+  timers.time("reduce", [&] {
+    const int late = policy.finish();
+    if (!stop) stop = late;
+  });
+  if (!stop && reference_check.open())
+    timers.time("verify", [&] { reference_check.at_block_end(batch, k, true); });
+  if (policy.enabled() && last_checkpoint_at != t) write_checkpoint();
   const double loop_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - *loop_start).count();
   auto [final_diag, diag] = diagnose(k);
@@ -529,21 +571,36 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   }
 
   // Per-stream verification checksums and breakdown records, gathered to rank 0.
-  std::vector<unsigned long long> ids(decomp.local_ids.begin(), decomp.local_ids.end());
-  const auto all_ids = detail::gather_to_root(ids, MPI_UNSIGNED_LONG_LONG, comm);
-  const auto all_sums = detail::gather_to_root(diag.per_stream_checksum, MPI_DOUBLE, comm);
-  std::vector<long long> breaks;
-  for (const auto& b : diag.breakdowns)
-    breaks.insert(breaks.end(), {(long long)b.stream_id, (long long)b.step, (long long)b.code});
-  const auto all_breaks = detail::gather_to_root(breaks, MPI_LONG_LONG, comm);
-  const auto all_rss = detail::gather_to_root(std::vector<long long>{peak_rss_bytes()}, MPI_LONG_LONG, comm);
-  const long long device_used = detail::allreduce(device_memory_used_bytes(), MPI_MAX, comm);
+  std::vector<unsigned long long> all_ids;
+  std::vector<double> all_sums;
+  std::vector<long long> all_breaks, all_rss;
+  long long device_used = -1;
+  timers.time("reduce", [&] {
+    std::vector<unsigned long long> ids(decomp.local_ids.begin(), decomp.local_ids.end());
+    all_ids = detail::gather_to_root(ids, MPI_UNSIGNED_LONG_LONG, comm);
+    all_sums = detail::gather_to_root(diag.per_stream_checksum, MPI_DOUBLE, comm);
+    std::vector<long long> breaks;
+    for (const auto& b : diag.breakdowns)
+      breaks.insert(breaks.end(), {(long long)b.stream_id, (long long)b.step, (long long)b.code});
+    all_breaks = detail::gather_to_root(breaks, MPI_LONG_LONG, comm);
+    all_rss = detail::gather_to_root(std::vector<long long>{peak_rss_bytes()}, MPI_LONG_LONG, comm);
+    device_used = detail::allreduce(device_memory_used_bytes(), MPI_MAX, comm);
+  });
+  // An interrupted run writes no state files: output.state_dir holds final
+  // states only (the checkpoint holds the interrupted ones).
+  nlohmann::json state_files;
+  if (!cfg.output.state_dir.empty() && !stop)
+    timers.time("output", [&] { state_files = detail::write_state_files(batch, detail::state_dir_for(cfg), comm); });
 
   // This process's statistics, added to those of the segments before it
   // (a run that was never stopped has one segment: the plain statistics).
+  // The timers are read last: everything before is in them.
   nlohmann::json io_now;
-  const std::optional<SourceIoStats> io_end = source.io_report();
-  if (io_end) io_now = detail::reduce_io(*io_end, comm);
+  std::optional<SourceIoStats> io_end;
+  timers.time("reduce", [&] {
+    io_end = source.io_report();
+    if (io_end) io_now = detail::reduce_io(*io_end, comm);
+  });
   segments.push_back(segment_stats(timers, comm, k - k0, warm - warm0, loop_s, B,
                                    detail::reduce_timers(timers, comm, nranks), io_now));
   const nlohmann::json total = combine_segments(segments);
@@ -554,11 +611,6 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   const double rank_rate_max = total["per_rank_update_samples_per_second_max"];
   nlohmann::json io;
   if (io_end) io = total["io"];
-  // An interrupted run writes no state files: output.state_dir holds final
-  // states only (the checkpoint holds the interrupted ones).
-  nlohmann::json state_files;
-  if (!cfg.output.state_dir.empty() && !stop)
-    state_files = detail::write_state_files(batch, detail::state_dir_for(cfg), comm);
   if (rank != 0) return nlohmann::json::object();
 
   const double samples = double(k) * double(decomp.total_streams);
@@ -572,14 +624,19 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   for (std::size_t k = 0; k + 2 < all_breaks.size(); k += 3)
     breakdowns.push_back({{"stream_id", all_breaks[k]}, {"step", all_breaks[k + 1]}, {"code", all_breaks[k + 2]}});
 
-  // Verification (HPCG style): each invariant of ALGORITHM.md section 4 with
-  // the threshold it is held to.
+  // Verification (HPCG style), each check with its value and threshold:
+  // the invariants of ALGORITHM.md section 4; the reference cross-check
+  // (reference_check.hpp); and, unless the deck says run.accuracy:
+  // throughput_only, tracking: the projector distance to the truth against
+  // run.tracking_threshold and against a random subspace's (1 - r/d), and
+  // the share of clamped steps against run.max_clamped_fraction.
   const bool is_float = std::is_same<Scalar, float>::value;
   const double orth_tol = is_float ? 1e-2 : 1e-8;
   const double sym_tol = is_float ? 1e-5 : 1e-12;
-  auto check = [](const char* name, double value, const char* relation, double threshold, bool ok) {
-    return nlohmann::json{{"name", name}, {"value", value}, {"relation", relation},
-                          {"threshold", threshold}, {"passed", ok}};
+  auto check = [](const char* group, const char* name, double value, const char* relation, double threshold,
+                  bool ok) {
+    return nlohmann::json{{"group", group},         {"name", name},           {"value", value},
+                          {"relation", relation},   {"threshold", threshold}, {"passed", ok}};
   };
   const double orth = final_diag["orthonormality_error_max"];
   const double sym = final_diag["symmetry_error_max"];
@@ -588,15 +645,57 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   const long long nonfinite = final_diag["nonfinite_count"];
   const long long broken = final_diag["breakdown_streams"];
   nlohmann::json checks = nlohmann::json::array({
-      check("orthonormality_error_max", orth, "<=", orth_tol, orth <= orth_tol),
-      check("symmetry_error_max", sym, "<=", sym_tol, sym <= sym_tol),
-      check("s_min_eig_min", smin, ">", 0.0, smin > 0.0),
-      check("s2_min", s2min, ">", 0.0, s2min > 0.0),
-      check("nonfinite_count", double(nonfinite), "==", 0.0, nonfinite == 0),
-      check("breakdown_streams", double(broken), "==", 0.0, broken == 0),
+      check("invariant", "orthonormality_error_max", orth, "<=", orth_tol, orth <= orth_tol),
+      check("invariant", "symmetry_error_max", sym, "<=", sym_tol, sym <= sym_tol),
+      check("invariant", "s_min_eig_min", smin, ">", 0.0, smin > 0.0),
+      check("invariant", "s2_min", s2min, ">", 0.0, s2min > 0.0),
+      check("invariant", "nonfinite_count", double(nonfinite), "==", 0.0, nonfinite == 0),
+      check("invariant", "breakdown_streams", double(broken), "==", 0.0, broken == 0),
   });
+  const nlohmann::json& ref_check = reference_check.result();
+  if (!ref_check.is_null() && ref_check.value("status", "") == "compared") {
+    const double v = ref_check["rel_error"].is_number() ? ref_check["rel_error"].get<double>()
+                                                        : std::numeric_limits<double>::infinity();
+    checks.push_back(check("reference", "reference_rel_error", v, "<=", ref_check["threshold"].get<double>(),
+                           ref_check["passed"].get<bool>()));
+  }
+  std::string accuracy;
+  if (!cfg.run.check_accuracy) {
+    accuracy = "not checked (run.accuracy: throughput_only)";
+  } else {
+    const double steps_taken = double(warm + k) * double(decomp.total_streams);
+    const double clamped_steps = final_diag["clamped_steps"];
+    const double clamped = steps_taken > 0 ? clamped_steps / steps_taken : 0.0;
+    checks.push_back(check("accuracy", "clamped_step_fraction", clamped, "<=", cfg.run.max_clamped_fraction,
+                           clamped <= cfg.run.max_clamped_fraction));
+    if (final_diag.contains("accuracy")) {
+      accuracy = "checked";
+      const double proj = final_diag["accuracy"]["projector_distance_max"];
+      const double random = 1.0 - double(r) / double(d);  // E[1 - ||U^T V||_F^2 / k], U uniformly random
+      checks.push_back(check("accuracy", "projector_distance_max", proj, "<=", cfg.run.tracking_threshold,
+                             proj <= cfg.run.tracking_threshold));
+      checks.push_back(check("accuracy", "projector_distance_over_random", proj / random, "<=", 0.5,
+                             proj / random <= 0.5));
+    } else {
+      accuracy = "clamped steps only (the source has no truth to track)";
+    }
+  }
   bool passed = true;
-  for (const auto& c : checks) passed = passed && c["passed"].get<bool>();
+  std::string failed;
+  for (const auto& c : checks)
+    if (!c["passed"].get<bool>()) {
+      passed = false;
+      failed += (failed.empty() ? "" : ", ") + c["name"].get<std::string>();
+    }
+  std::string verdict = passed ? "PASSED" : "FAILED (" + failed + ")";
+  verdict += "; accuracy " + accuracy + "; reference cross-check " +
+             (ref_check.is_null() ? std::string("not finished (the run stopped first)")
+              : ref_check.value("status", "") == "compared" ? std::string("compared")
+                                                             : ref_check.value("status", "unknown"));
+  nlohmann::json warnings = nlohmann::json::array();
+  if (update_max < 10.0)
+    warnings.push_back("the timed update lasted " + std::to_string(update_max) +
+                       " s (< 10 s): the figure of merit is noisy; raise run.steps for a number to report");
 
   const std::size_t state_bytes = batch.state_bytes_per_stream();
   nlohmann::json result = {
@@ -623,6 +722,9 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
       {"steps", {{"timed", k}, {"warmup", warm}, {"timed_planned", cfg.run.steps},
                  {"init_samples", params.init == InitMode::data ? params.resolved_init_samples(r) : 0}}},
       {"timers", timer_stats},
+      {"timer_coverage",
+       {{"accounted_fraction", detail::timer_coverage(timer_stats)},
+        {"definition", "sum over the phases of their mean seconds over the ranks, over the mean total"}}},
       {"figure_of_merit",
        {{"name", "update_samples_per_second"},
         {"value", update_max > 0 ? samples / update_max : 0.0},
@@ -637,12 +739,18 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
       {"memory",
        {{"state_bytes_per_stream", state_bytes},
         {"state_bytes_total", state_bytes * std::size_t(decomp.total_streams)},
-        {"device_bytes_in_use_max", device_used},
+        {"device_bytes_in_use_max", device_used >= 0 ? nlohmann::json(device_used) : nlohmann::json()},
         {"peak_rss_bytes_per_rank", all_rss}}},
       {"counts", {{"clamped_steps", final_diag["clamped_steps"]},
                   {"breakdown_streams", broken},
                   {"breakdowns", breakdowns}}},
-      {"verification", {{"passed", passed}, {"checks", checks}, {"per_stream_checksums", checksums}}},
+      {"verification", {{"passed", passed},
+                        {"verdict", verdict},
+                        {"accuracy", accuracy},
+                        {"checks", checks},
+                        {"reference_check", ref_check},
+                        {"per_stream_checksums", checksums}}},
+      {"warnings", warnings},
   };
   if (io_end) result["io"] = io;
   if (!state_files.is_null()) result["state_files"] = state_files;
@@ -670,9 +778,32 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
 // here first (preflight_npy_streams); a problem then throws on every rank.
 // `control` (optional): resume from a checkpoint, and learn whether a
 // SIGTERM/SIGINT stopped the run (RunControl, run_checkpoint.hpp).
+// Rank 0's start banner, before any setup: what is about to run.
+inline void print_start_banner(const RunConfig& c, const StreamDecomposition& decomp, int nranks) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  const int k = c.algorithm.block_size == kAuto ? auto_block_size<Exec>(c.problem.d, c.problem.rank)
+                                                : std::max(1, c.algorithm.block_size);
+  std::printf("[mosaic] start: deck %s  d=%d r=%d %s  streams %lld (%s, %d-%d per rank)  ranks %d x concurrency "
+              "%d (%s)  kernel %s k=%d (%s)  steps %lld + %lld warm-up  accuracy %s\n",
+              c.deck_path.c_str(), c.problem.d, c.problem.rank, to_string(c.problem.dtype),
+              (long long)decomp.total_streams, to_string(c.streams.mode), decomp.min_per_rank,
+              decomp.max_per_rank, nranks, int(Exec().concurrency()), Exec::name(),
+              k > 1 ? "blocked" : "sequential", k, c.algorithm.block_size == kAuto ? "auto" : "deck",
+              (long long)c.run.steps, (long long)c.run.warmup_steps,
+              c.run.check_accuracy ? "checked" : "not checked (throughput_only)");
+  std::fflush(stdout);
+}
+
+// Runs one configuration on this rank; collective over `comm`. Returns the
+// run's result object on rank 0 (an empty object elsewhere). An npy run whose
+// files were not checked yet (run.steps: all still unresolved) is checked
+// here first (preflight_npy_streams); a problem then throws on every rank.
+// `control` (optional): resume from a checkpoint, and learn whether a
+// SIGTERM/SIGINT stopped the run (RunControl, run_checkpoint.hpp).
 template <class Scalar>
 nlohmann::json run_point(const RunConfig& config, MPI_Comm comm, RunControl* control = nullptr) {
   using Exec = Kokkos::DefaultExecutionSpace;
+  TimerSet timers;  // the run's wall clock starts here
   int rank = 0, nranks = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &nranks);
@@ -680,19 +811,26 @@ nlohmann::json run_point(const RunConfig& config, MPI_Comm comm, RunControl* con
   if (config.source.type == "npy") {
     RunConfig cfg = config;
     if (cfg.run.steps_all && cfg.run.steps <= 0) {
-      const std::string error = preflight_npy_streams(cfg, comm);
+      std::string error;
+      timers.time("setup", [&] { error = preflight_npy_streams(cfg, comm); });
       if (!error.empty()) throw NpyError(error);
     }
+    if (rank == 0) print_start_banner(cfg, decomp, nranks);
     const std::int64_t n0 =
         cfg.algorithm.init == InitMode::data ? cfg.algorithm.resolved_init_samples(cfg.problem.rank) : 0;
     std::vector<std::string> paths;
     for (auto id : decomp.local_ids) paths.push_back(cfg.source.paths.at(id));
-    NpyStreamSource<Scalar, Exec> source(paths, decomp.local_ids, cfg.problem.d, cfg.source.chunk_rows,
-                                         n0 + cfg.run.warmup_steps + cfg.run.steps);
-    return detail::run_with_source<Scalar>(cfg, comm, decomp, source, control);
+    std::optional<NpyStreamSource<Scalar, Exec>> source;
+    timers.time("setup", [&] {
+      source.emplace(paths, decomp.local_ids, cfg.problem.d, cfg.source.chunk_rows,
+                     n0 + cfg.run.warmup_steps + cfg.run.steps);
+    });
+    return detail::run_with_source<Scalar>(cfg, comm, decomp, *source, timers, control);
   }
-  SyntheticDriftSource<Scalar, Exec> source(config.source.synthetic, decomp.local_ids);
-  return detail::run_with_source<Scalar>(config, comm, decomp, source, control);
+  if (rank == 0) print_start_banner(config, decomp, nranks);
+  std::optional<SyntheticDriftSource<Scalar, Exec>> source;
+  timers.time("setup", [&] { source.emplace(config.source.synthetic, decomp.local_ids); });
+  return detail::run_with_source<Scalar>(config, comm, decomp, *source, timers, control);
 }
 
 // Compiled once per scalar type, in run_float.cpp and run_double.cpp (the

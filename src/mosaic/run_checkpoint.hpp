@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -33,14 +34,17 @@ struct RunControl {
   std::string last_checkpoint;                 // out: the directory of the last checkpoint written ("" = none)
 };
 
-// Decides, after every step (sequential) or block (blocked update), whether
-// to write a checkpoint and whether to stop. The ranks must agree on both:
-// the signal may reach only some ranks, and every_seconds is measured by
-// rank 0's clock alone. With more than one rank they agree by one
-// MPI_Allreduce (MAX) of two ints after every step: the measured cost on
-// the smoke deck is below the run-to-run noise (docs/CHECKPOINT.md). Steps
-// are counted in the timed phase only; the driver ends a block at every
-// every_steps checkpoint step.
+// Decides, at every block end, whether to write a checkpoint and whether
+// to stop. The ranks must agree on both: the signal may reach only some
+// ranks, and every_seconds is measured by rank 0's clock alone. With more
+// than one rank they agree without a blocking collective per block: each
+// block end starts a non-blocking MPI_Iallreduce (MAX) of two ints and acts
+// on the one started at the previous block end, which has long completed by
+// then; so a signal or an every_seconds checkpoint takes effect one block
+// later than it was seen, on every rank at the same block. every_steps
+// checkpoints need no agreement (the driver ends a block at every
+// every_steps step). finish() settles the last block with one blocking
+// reduction. Steps are counted in the timed phase only.
 class CheckpointPolicy {
  public:
   struct Decision {
@@ -53,21 +57,55 @@ class CheckpointPolicy {
     MPI_Comm_size(comm, &nranks_);
     last_ = clock::now();
   }
+  CheckpointPolicy(const CheckpointPolicy&) = delete;
+  CheckpointPolicy& operator=(const CheckpointPolicy&) = delete;
+  // A run that ends normally has called finish(). A pending reduction is
+  // left alone while an exception unwinds (the driver then aborts the job):
+  // MPI forbids freeing it, and waiting could block.
+  ~CheckpointPolicy() {
+    if (pending_ && std::uncaught_exceptions() == 0) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
 
   bool enabled() const { return !ck_.dir.empty(); }
 
   // timed_done: timed steps done so far, or -1 during the warm-up.
   Decision after_step(std::int64_t timed_done) {
-    int flags[2] = {stop_signal_received(), 0};
+    int seen[2] = {stop_signal_received(), 0};
     if (enabled() && ck_.every_seconds > 0 && timed_done >= 0 && rank_ == 0 &&
-        std::chrono::duration<double>(clock::now() - last_).count() >= ck_.every_seconds)
-      flags[1] = 1;
-    if (nranks_ > 1) MPI_Allreduce(MPI_IN_PLACE, flags, 2, MPI_INT, MPI_MAX, comm_);
-    Decision d;
-    d.signal = flags[0];
-    d.checkpoint = enabled() && (flags[0] != 0 || flags[1] != 0 ||
-                                 (ck_.every_steps > 0 && timed_done > 0 && timed_done % ck_.every_steps == 0));
-    return d;
+        std::chrono::duration<double>(clock::now() - last_).count() >= ck_.every_seconds) {
+      seen[1] = 1;
+      last_ = clock::now();  // the checkpoint follows when the ranks have agreed
+    }
+    int agreed[2] = {seen[0], seen[1]};
+    if (nranks_ > 1) {
+      agreed[0] = agreed[1] = 0;
+      if (pending_) {
+        MPI_Wait(&request_, MPI_STATUS_IGNORE);
+        agreed[0] = received_[0];
+        agreed[1] = received_[1];
+      }
+      sent_[0] = seen[0];
+      sent_[1] = seen[1];
+      MPI_Iallreduce(sent_, received_, 2, MPI_INT, MPI_MAX, comm_, &request_);
+      pending_ = true;
+    }
+    return decide(agreed, timed_done);
+  }
+
+  // After the last block (collective): completes the pending agreement and
+  // agrees once more, blocking, on a signal seen since. Returns the agreed
+  // stop signal (0 = none).
+  int finish() {
+    int flags[2] = {stop_signal_received(), 0};
+    if (nranks_ > 1) {
+      if (pending_) {
+        MPI_Wait(&request_, MPI_STATUS_IGNORE);
+        pending_ = false;
+        flags[0] = std::max(flags[0], received_[0]);
+      }
+      MPI_Allreduce(MPI_IN_PLACE, flags, 1, MPI_INT, MPI_MAX, comm_);
+    }
+    return flags[0];
   }
 
   // A checkpoint was written: every_seconds counts from now.
@@ -75,10 +113,20 @@ class CheckpointPolicy {
 
  private:
   using clock = std::chrono::steady_clock;
+  Decision decide(const int agreed[2], std::int64_t timed_done) const {
+    Decision d;
+    d.signal = agreed[0];
+    d.checkpoint = enabled() && (agreed[0] != 0 || agreed[1] != 0 ||
+                                 (ck_.every_steps > 0 && timed_done > 0 && timed_done % ck_.every_steps == 0));
+    return d;
+  }
   CheckpointConfig ck_;
   MPI_Comm comm_;
   int rank_ = 0, nranks_ = 1;
   clock::time_point last_;
+  bool pending_ = false;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  int sent_[2] = {0, 0}, received_[2] = {0, 0};
 };
 
 namespace detail {

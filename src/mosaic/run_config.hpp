@@ -53,6 +53,15 @@ struct RunSection {
   std::int64_t warmup_steps = 0;      // untimed steps before the timed ones
   std::int64_t diagnostics_every = 0; // device diagnostics every K steps; 0 = at the end only
   double progress_every_s = 10.0;     // rank 0 progress line period
+  // Verification beyond the invariants (run.hpp): accuracy against the
+  // truth (sources that know it) unless the deck says throughput_only, with
+  // the projector-distance and clamped-step thresholds; the reference
+  // cross-check of one stream over the first timed steps (0 = off).
+  bool check_accuracy = true;
+  double tracking_threshold = 0.3;
+  double max_clamped_fraction = 0.5;
+  std::int64_t reference_check_steps = 200;
+  std::uint64_t reference_check_stream = 0;
   std::uint64_t seed = 1;
   // Resume from a checkpoint (docs/CHECKPOINT.md): a checkpoint directory
   // (the newest complete checkpoint under it, or one ckpt_<n> directory), or

@@ -1,6 +1,10 @@
-// Named wall-clock timers for the phases of a run (init, generate, update,
-// diagnostics, reduce, output). Each timed region is fenced on both sides so
-// asynchronous device work is charged to the phase that launched it.
+// Named wall-clock timers for the phases of a run, in the order they run:
+// setup, init, warmup, generate, update, verify, diagnostics, checkpoint,
+// reduce, output (docs/PERFORMANCE.md, "What the timers cover"). Each timed
+// region is fenced on both sides so asynchronous device work is charged to
+// the phase that launched it, and is a Kokkos Tools profiling region named
+// mosaic::<phase>, so a tool (space-time-stack, a kernel logger) sees the
+// same phases as the result file.
 #pragma once
 
 #include <chrono>
@@ -11,26 +15,39 @@
 
 namespace mosaic {
 
+// The phases in execution order: the result's timers and the summary's
+// table list them in this order.
+inline const char* const kTimerPhases[] = {"setup",       "init",       "warmup", "generate", "update",
+                                           "verify",      "diagnostics", "checkpoint", "reduce",  "output"};
+
 class TimerSet {
  public:
+  // The run's wall clock starts now: total_seconds() counts from here.
+  TimerSet() : start_(clock::now()) {}
+
   // Runs f() inside a fenced, timed region accumulated under `name`.
   template <class F>
   void time(const std::string& name, F&& f) {
     Kokkos::fence();
-    const auto start = std::chrono::steady_clock::now();
+    Kokkos::Profiling::pushRegion("mosaic::" + name);
+    const auto start = clock::now();
     f();
     Kokkos::fence();
-    add(name, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    add(name, std::chrono::duration<double>(clock::now() - start).count());
+    Kokkos::Profiling::popRegion();
   }
   void add(const std::string& name, double seconds) { seconds_[name] += seconds; }
   double seconds(const std::string& name) const {
     const auto it = seconds_.find(name);
     return it == seconds_.end() ? 0.0 : it->second;
   }
+  // Wall time since the TimerSet was made (the start of the run point).
+  double total_seconds() const { return std::chrono::duration<double>(clock::now() - start_).count(); }
   const std::map<std::string, double>& all() const { return seconds_; }
-  void reset() { seconds_.clear(); }
 
  private:
+  using clock = std::chrono::steady_clock;
+  clock::time_point start_;
   std::map<std::string, double> seconds_;
 };
 
