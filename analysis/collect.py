@@ -16,14 +16,19 @@ from analysis import common as C
 CSV_HEADERS = [
     "file", "run_index", "deck", "overrides", "status", "hostname", "machine", "backend", "git_commit",
     "d", "r", "dtype", "mode", "ranks", "streams_total", "streams_per_rank", "streams_per_rank_min",
-    "streams_per_rank_max", "steps", "sweep_point", "algorithm",
+    "streams_per_rank_max", "steps", "sweep_point", "algorithm", "kernel", "block_size", "block_gemm",
+    "reorthonormalize", "precision_solve", "concurrency",
     "fom_update_samples_per_s", "end_to_end_samples_per_s", "efficiency", "efficiency_base_ranks",
     "orthonormality_error_max", "s_condition_max", "clamped_steps", "projector_distance_max",
     "verification", "failed_checks",
 ]
 
-MD_HEADERS = [
+# The configuration fields (common.CONFIGURATION_FIELDS) that differ between
+# the runs are columns after the sweep point; the others are said once below the table.
+MD_HEADERS_BEFORE_CONFIGURATION = [
     "file", "d", "r", "dtype", "mode", "ranks", "streams total", "streams/rank", "steps", "sweep point",
+]
+MD_HEADERS_AFTER_CONFIGURATION = [
     "FOM (update samples/s)", "end-to-end samples/s", "efficiency", "orth. err", "cond(S)",
     "clamped steps", "proj. dist.", "verification",
 ]
@@ -38,6 +43,8 @@ def csv_row(r):
         r.path, r.run_index, r.deck_path, " ".join(r.overrides), r.status, r.hostname, r.machine, r.backend,
         r.git_commit, r.d, r.r, r.dtype, r.mode, r.ranks, r.streams_total, C.fmt_count(r.streams_per_rank),
         r.spr_min, r.spr_max, r.steps, "" if r.sweep_label == "-" else r.sweep_label, r.algorithm,
+        r.kernel, r.block_size, "" if r.block_gemm is None else r.block_gemm, r.reorthonormalize, r.precision_solve,
+        "" if r.concurrency is None else r.concurrency,
         _csv_num(r.fom), _csv_num(r.end_to_end), _csv_num(r.efficiency),
         "" if r.efficiency_base_ranks is None else r.efficiency_base_ranks,
         _csv_num(r.orthonormality_error), _csv_num(r.s_condition), r.clamped_steps, _csv_num(r.projector_distance),
@@ -45,13 +52,16 @@ def csv_row(r):
     ]
 
 
-def md_row(r):
+def md_row(r, shown):
     eff = C.fmt_eff(r.efficiency)
     if eff and r.efficiency_base_ranks != 1:
         eff += " (base %d ranks)" % r.efficiency_base_ranks
+    configuration = dict(r.configuration)
     return [
         r.label(), r.d, r.r, r.dtype, r.mode, r.ranks, r.streams_total, C.fmt_count(r.streams_per_rank), r.steps,
-        r.sweep_label, C.fmt_rate(r.fom), C.fmt_rate(r.end_to_end), eff, C.fmt_sci(r.orthonormality_error),
+        r.sweep_label,
+    ] + [configuration[f] for f in shown] + [
+        C.fmt_rate(r.fom), C.fmt_rate(r.end_to_end), eff, C.fmt_sci(r.orthonormality_error),
         C.fmt_sci(r.s_condition), r.clamped_steps, C.fmt_sci(r.projector_distance), r.verification,
     ]
 
@@ -59,12 +69,20 @@ def md_row(r):
 def build(records):
     """(markdown text, csv text) for the records; sets their efficiencies."""
     C.assign_efficiencies(records)
-    md = C.md_table(MD_HEADERS, [md_row(r) for r in records])
+    keys = [r.configuration for r in records]
+    shown = C.varying_fields(keys, C.CONFIGURATION_FIELDS)
+    md = C.md_table(MD_HEADERS_BEFORE_CONFIGURATION + list(shown) + MD_HEADERS_AFTER_CONFIGURATION,
+                    [md_row(r, shown) for r in records])
     failed = [r for r in records if not r.passed]
+    shared = C.shared_text(keys, C.CONFIGURATION_FIELDS)
     notes = [
         "",
         "%d run(s) from %d file(s); %d PASSED, %d FAILED." % (
             len(records), len(set(r.path for r in records)), len(records) - len(failed), len(failed)),
+    ]
+    if shared:
+        notes.append("Every run: %s." % shared)
+    notes += [
         "FOM = timed steps x total streams / max over ranks of the update time. Efficiency = "
         "(FOM/ranks) / (FOM/ranks at the smallest rank count) within runs that differ only in the rank "
         "count (see analysis.scaling); empty when there is no such baseline.",

@@ -3,6 +3,13 @@ records, grouping runs for scaling, formatting tables, and figure captions.
 
 A *record* is one entry of a result file's runs[] (one sweep point of one
 invocation) together with the file-level data it needs (environment, deck).
+
+Runs are repeats of one configuration only when everything that changes their
+performance agrees: the problem and decomposition fields each command keys on,
+and the *configuration* fields (CONFIGURATION_FIELDS, Record.configuration):
+the update kernel, block size, block GEMM, re-orthonormalization, the
+precision solve, the Kokkos backend and its concurrency. Fields that older
+result files lack get the defaults documented in Record.
 """
 
 import csv
@@ -55,8 +62,43 @@ def machine_label(env):
     return cpu if cpu else "unknown CPU"
 
 
+def kernel_from_deck(alg):
+    """The runs[].kernel object of a file written before the mini-app recorded
+    it: an integer algorithm.block_size k > 1 ran the blocked update with k,
+    anything else (0, 1, absent) the sequential kernel (k = 1); the block GEMM
+    was not recorded (None); re-orthonormalization followed an integer
+    algorithm.reorthonormalize_every K (K > 0: "every K steps", else "never"),
+    which is how the mini-app words it in runs[].kernel."""
+    k = alg.get("block_size")
+    blocked = isinstance(k, int) and k > 1
+    every = alg.get("reorthonormalize_every")
+    return {"update": "blocked" if blocked else "sequential", "block_size": k if blocked else 1, "block_gemm": None,
+            "reorthonormalize": "every %d steps" % every if isinstance(every, int) and every > 0 else "never"}
+
+
+def not_recorded(v):
+    """A configuration value for keys and tables: None (not applicable, as the
+    block GEMM of the sequential kernel, or not recorded) as "n/a"."""
+    return "n/a" if v is None else str(v)
+
+
+# The key fields, besides the problem and the decomposition, that change the
+# performance of a run (Record.configuration). "concurrency" is that of Kokkos'
+# default execution space: the threads per rank with OpenMP, not a thread count
+# on a GPU.
+CONFIGURATION_FIELDS = ("kernel", "block size", "block GEMM", "reorthonormalize", "precision solve", "backend",
+                        "concurrency")
+
+
 class Record:
-    """One run (one runs[] entry) of one result file, flattened."""
+    """One run (one runs[] entry) of one result file, flattened.
+
+    Defaults for fields that older result files (and the synthetic test
+    fixtures) lack: no runs[].kernel -> kernel_from_deck(); no
+    kernel.block_gemm -> None; no kernel.block_size_from -> "deck"; no
+    algorithm.precision_solve -> "dense" (the only solve before the
+    maintained one); no environment.kokkos_default_concurrency -> None; no
+    environment.kokkos_default_execution_space -> "" (shown as "n/a")."""
 
     def __init__(self, path, doc, index):
         run = doc["runs"][index]
@@ -96,6 +138,15 @@ class Record:
         alg = deck.get("algorithm", {})
         self.algorithm = "%s/%s" % (alg.get("covariance_update", "exact"),
                                     alg.get("subspace_direction", "precision"))
+        self.precision_solve = str(alg.get("precision_solve", "dense"))
+        kernel = run.get("kernel") or kernel_from_deck(alg)
+        self.kernel = str(kernel["update"])
+        self.block_size = int(kernel["block_size"])
+        self.block_size_from = str(kernel.get("block_size_from", "deck"))
+        self.block_gemm = kernel.get("block_gemm")
+        self.reorthonormalize = str(kernel["reorthonormalize"])
+        concurrency = env.get("kokkos_default_concurrency")
+        self.concurrency = None if concurrency is None else int(concurrency)
 
         self.fom = _num(run["figure_of_merit"]["value"])
         self.end_to_end = _num(run["throughput"]["end_to_end_samples_per_second"])
@@ -118,6 +169,13 @@ class Record:
         # Filled by assign_efficiencies().
         self.efficiency = None
         self.efficiency_base_ranks = None
+
+    @property
+    def configuration(self):
+        """(field, value) pairs of CONFIGURATION_FIELDS, as text, for keys."""
+        return tuple(zip(CONFIGURATION_FIELDS, (
+            self.kernel, str(self.block_size), not_recorded(self.block_gemm), self.reorthonormalize,
+            self.precision_solve, self.backend or "n/a", not_recorded(self.concurrency))))
 
     @property
     def sweep_label(self):
@@ -238,10 +296,11 @@ def load_records(paths, validate=False):
 # Scaling groups and efficiencies
 #
 # Runs are comparable for scaling when they differ only in the number of MPI
-# ranks: same mode, d, r, dtype, timed steps, algorithm variant and device
-# model, and the same streams per rank (weak) or total streams (strong). Repeats at one rank
-# count are summarized by the median FOM. With N0 the smallest rank count of
-# the group and F(N) the FOM (update samples/s over all ranks):
+# ranks: same mode, d, r, dtype, timed steps, algorithm variant, configuration
+# (CONFIGURATION_FIELDS) and device model, and the same streams per rank (weak)
+# or total streams (strong). Repeats at one rank count are summarized by the
+# median FOM. With N0 the smallest rank count of the group and F(N) the FOM
+# (update samples/s over all ranks):
 #
 #   ideal(N)      = F(N0) * N / N0
 #   efficiency(N) = F(N) / ideal(N) = (F(N)/N) / (F(N0)/N0)
@@ -257,12 +316,32 @@ def scaling_key(rec):
         streams = ("streams/rank", fmt_count(rec.streams_per_rank))
     else:
         streams = ("total streams", str(rec.streams_total))
-    return (("mode", rec.mode), ("d", str(rec.d)), ("r", str(rec.r)), ("dtype", rec.dtype), streams,
-            ("steps", str(rec.steps)), ("algorithm", rec.algorithm), ("device", rec.machine))
+    return ((("mode", rec.mode), ("d", str(rec.d)), ("r", str(rec.r)), ("dtype", rec.dtype), streams,
+             ("steps", str(rec.steps)), ("algorithm", rec.algorithm)) + rec.configuration
+            + (("device", rec.machine),))
 
 
 def key_text(key, skip=()):
     return ", ".join("%s=%s" % (k, v) for k, v in key if k not in skip)
+
+
+def constant_fields(keys, fields):
+    """The names in `fields` that have one value in all `keys`. Labels leave
+    them out (they are said once, by shared_text), so that a label shows only
+    what tells its group from the others."""
+    return tuple(f for f in fields if len({dict(k).get(f) for k in keys}) == 1)
+
+
+def varying_fields(keys, fields):
+    """The names in `fields` whose value differs between some of `keys`."""
+    constant = constant_fields(keys, fields)
+    return tuple(f for f in fields if f not in constant)
+
+
+def shared_text(keys, fields):
+    """'name=value, ...' of the constant `fields` of (non-empty) `keys`; '' for none."""
+    constant = constant_fields(keys, fields)
+    return key_text([kv for kv in keys[0] if kv[0] in constant])
 
 
 def slug(text):

@@ -4,9 +4,14 @@ for strong scaling, the check that every stream's verification checksum is the
 same for every rank count.
 
 Runs are grouped by (mode, d, r, dtype, streams per rank [weak] or total
-streams [strong], timed steps, algorithm variant, device model); inside a
-group they differ only in the MPI rank count. Repeats at one rank count: the median FOM is used.
-With N0 the smallest rank count present (the base; said so when it is not 1):
+streams [strong], timed steps, algorithm variant, the configuration fields
+of common.CONFIGURATION_FIELDS [update kernel, block size, block GEMM,
+re-orthonormalization, precision solve, backend, concurrency], device model);
+inside a group they differ only in the MPI rank count. Headings, file names
+and the single-rank-count table name the configuration fields that differ
+between the series of a mode; the others are said once per mode. Repeats at
+one rank count: the median FOM is used. With N0 the smallest rank count
+present (the base; said so when it is not 1):
 
     ideal(N)      = FOM(N0) * N / N0
     efficiency(N) = FOM(N) / ideal(N) = (FOM(N)/N) / (FOM(N0)/N0)
@@ -59,26 +64,37 @@ def base_note(g):
             "efficiency are relative to %d ranks." % (g.base_ranks, g.base_ranks))
 
 
-def describe(g):
+def describe(g, shown=()):
+    """The series in words; `shown`: the configuration fields to name (those
+    that tell it from the other series)."""
     k = dict(g.key)
     streams = ("%s streams/rank" % k["streams/rank"]) if g.mode == "weak" else ("%s streams in all" % k["total streams"])
-    return "d=%s, r=%s, %s, %s, %s steps, %s" % (k["d"], k["r"], k["dtype"], streams, k["steps"], k["algorithm"])
+    text = "d=%s, r=%s, %s, %s, %s steps, %s" % (k["d"], k["r"], k["dtype"], streams, k["steps"], k["algorithm"])
+    configuration = C.key_text([kv for kv in g.key if kv[0] in shown])
+    return text + ", " + configuration if configuration else text
 
 
-def file_stem(g):
+# Short forms of the configuration fields in file names.
+FILE_TAGS = {"kernel": "%s", "block size": "k%s", "block GEMM": "gemm-%s", "reorthonormalize": "reorth-%s",
+             "precision solve": "solve-%s", "backend": "%s", "concurrency": "conc%s"}
+
+
+def file_stem(g, shown=()):
     k = dict(g.key)
     streams = ("%sperrank" % k["streams/rank"]) if g.mode == "weak" else ("%stotal" % k["total streams"])
-    return C.slug("scaling_%s_d%s_r%s_%s_%s_%ssteps_%s_%s" % (g.mode, k["d"], k["r"], k["dtype"], streams, k["steps"],
-                                                             k["algorithm"].replace("/", "-"), k["device"]))
+    # The shown configuration fields keep the names of series that differ only there apart.
+    configuration = "".join("_" + FILE_TAGS[f] % k[f] for f in shown)
+    return C.slug("scaling_%s_d%s_r%s_%s_%s_%ssteps_%s%s_%s" % (
+        g.mode, k["d"], k["r"], k["dtype"], streams, k["steps"], k["algorithm"].replace("/", "-"), configuration,
+        k["device"]))
 
 
-def plot_group(g, out_dir):
+def plot_group(g, out_dir, name, shown=()):
     plt = C.pyplot()
     from matplotlib.ticker import NullFormatter
-    name = file_stem(g)
     ranks = [p.ranks for p in g.points]
     what = "Strong" if g.mode == "strong" else "Weak"
-    subtitle = describe(g)
+    subtitle = describe(g, shown)
     paths = []
 
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
@@ -125,7 +141,7 @@ def plot_group(g, out_dir):
 def analyse(records, out_dir, mode="both", rtol=0.0, plots=True):
     """Returns (markdown text, groups, checksum reports, figure paths)."""
     groups = [g for g in C.scaling_groups(records) if mode in ("both", g.mode)]
-    lines, reports, figures = [], [], []
+    lines, reports, figures, used = [], [], [], set()
     for which in ("strong", "weak"):
         gs = [g for g in groups if g.mode == which]
         if mode not in ("both", which):
@@ -142,8 +158,13 @@ def analyse(records, out_dir, mode="both", rtol=0.0, plots=True):
         if not gs:
             lines += ["No %s-mode runs." % which, ""]
             continue
+        keys = [g.key for g in gs]
+        shown = C.varying_fields(keys, C.CONFIGURATION_FIELDS)
+        shared = C.shared_text(keys, C.CONFIGURATION_FIELDS)
+        if shared:
+            lines += ["Configuration of every %s-mode series: %s." % (which, shared), ""]
         for g in [g for g in gs if g.has_baseline]:
-            lines.append("## %s on %s" % (describe(g), dict(g.key)["device"]))
+            lines.append("## %s on %s" % (describe(g, shown), dict(g.key)["device"]))
             lines.append("")
             lines.append(base_note(g))
             lines.append("")
@@ -155,7 +176,13 @@ def analyse(records, out_dir, mode="both", rtol=0.0, plots=True):
                 lines.append("Per-stream checksums across rank counts: " + rep.message)
                 lines.append("")
             if plots:
-                paths = plot_group(g, out_dir)
+                # slug() shortens long names: a number keeps them apart.
+                base = file_stem(g, shown)
+                name, n = base, 2
+                while name in used:
+                    name, n = "%s_%d" % (base, n), n + 1
+                used.add(name)
+                paths = plot_group(g, out_dir, name, shown)
                 figures += paths
                 lines.append("Figures: " + ", ".join(paths))
                 lines.append("")
@@ -164,11 +191,12 @@ def analyse(records, out_dir, mode="both", rtol=0.0, plots=True):
             lines.append("Runs with a single rank count (no baseline, no scaling plot):")
             lines.append("")
             lines.append(C.md_table(
-                ["d", "r", "dtype", "streams/rank" if which == "weak" else "total streams", "steps", "algorithm",
-                 "device", "ranks", "runs", "FOM (update samples/s)", "verification"],
+                ["d", "r", "dtype", "streams/rank" if which == "weak" else "total streams", "steps", "algorithm"]
+                + list(shown) + ["device", "ranks", "runs", "FOM (update samples/s)", "verification"],
                 [[k["d"], k["r"], k["dtype"], k["streams/rank" if which == "weak" else "total streams"], k["steps"],
-                  k["algorithm"], k["device"], g.points[0].ranks, len(g.records), C.fmt_rate(g.points[0].fom),
-                  _verification(g.points[0])] for g in single for k in [dict(g.key)]]))
+                  k["algorithm"]] + [k[f] for f in shown]
+                 + [k["device"], g.points[0].ranks, len(g.records), C.fmt_rate(g.points[0].fom),
+                    _verification(g.points[0])] for g in single for k in [dict(g.key)]]))
             lines.append("")
     return "\n".join(lines), groups, reports, figures
 

@@ -8,7 +8,10 @@ value is the maximum over the streams (the sum for the clamped steps).
 
 One figure per deck: runs that share a deck (same deck file name and the same
 --set overrides, output.* ignored) are overlaid: the points of a sweep, or one
-deck run at several rank counts. --per-run gives one figure per run.
+deck run at several rank counts. --per-run gives one figure per run. Runs of
+one deck whose configuration differs (common.CONFIGURATION_FIELDS: update
+kernel, block size, ..., backend, concurrency) stay in one figure, overlaid
+as different runs: legends and the summary table name the fields that differ.
 
     python3 -m analysis.stability results/accuracy_drift.json results/ablation.json --out figures/
 """
@@ -50,12 +53,19 @@ def deck_groups(records, per_run=False):
     return list(groups.values())
 
 
+def varying_configuration(group):
+    return C.varying_fields([r.configuration for r in group], C.CONFIGURATION_FIELDS)
+
+
 def run_label(rec, group):
     parts = []
     if len(set(r.ranks for r in group)) > 1 or len(set(r.path for r in group)) > 1:
         parts.append("np=%d" % rec.ranks)
     if rec.sweep_point:
         parts.append(rec.sweep_label)
+    shown = varying_configuration(group)
+    if shown:
+        parts.append(C.key_text([kv for kv in rec.configuration if kv[0] in shown]))
     text = ", ".join(parts)
     if len(set(r.path for r in group)) > 1:
         text += " (%s)" % rec.file
@@ -124,14 +134,18 @@ def plot_group(group, path, title):
 
 
 def summary_table(group):
-    headers = ["run", "ranks", "streams total", "steps", "series points", "final orth. err",
-               "max cond(S) over series", "final proj. dist.", "clamped steps (final)", "verification"]
+    shown = varying_configuration(group)
+    headers = ["run", "ranks", "streams total", "steps"] + list(shown) + [
+        "series points", "final orth. err", "max cond(S) over series", "final proj. dist.", "clamped steps (final)",
+        "verification"]
     rows = []
     for r in group:
         conds = [e.get("s_condition_max") for e in r.series]
         worst = math.inf if any(c is None for c in conds) else max(float(c) for c in conds)
-        rows.append([r.label(), r.ranks, r.streams_total, r.steps, len(r.series), C.fmt_sci(r.orthonormality_error),
-                     C.fmt_sci(worst), C.fmt_sci(r.projector_distance), r.clamped_steps, r.verification])
+        configuration = dict(r.configuration)
+        rows.append([r.label(), r.ranks, r.streams_total, r.steps] + [configuration[f] for f in shown] + [
+            len(r.series), C.fmt_sci(r.orthonormality_error), C.fmt_sci(worst), C.fmt_sci(r.projector_distance),
+            r.clamped_steps, r.verification])
     return C.md_table(headers, rows)
 
 

@@ -2,9 +2,13 @@
 (log axes), and the streams-per-device saturation curve (FOM versus streams
 per rank), from any mix of result files; Markdown tables on stdout, PNGs in
 --out. A curve is drawn for every set of runs that differ only in that one
-parameter (same device model, dtype, algorithm variant, timed steps, rank
-count and, for d and r, total streams) and that has at least two values of it. Repeats at
-one value: the median FOM.
+parameter (same device model, dtype, stream mode, algorithm variant, the
+configuration fields of common.CONFIGURATION_FIELDS [update kernel, block
+size, block GEMM, re-orthonormalization, precision solve, backend,
+concurrency], timed steps, rank count and, for d and r, total streams) and
+that has at least two values of it. Repeats at one value: the median FOM.
+Headings and legends name the stream mode and configuration fields only where
+they differ between a section's curves; the others are said once per section.
 
     python3 -m analysis.sweep results/single_gpu.json results/rank_sweep.json --out figures/
 """
@@ -20,21 +24,30 @@ if __package__ in (None, ""):
 from analysis import common as C
 
 SATURATION_FRACTION = 0.9
+# Key fields named in a curve's heading and legend only where they differ between the curves.
+SHOWN_WHEN_VARYING = ("mode",) + C.CONFIGURATION_FIELDS
 
 
 def _key(rec, without):
-    items = [("d", str(rec.d)), ("r", str(rec.r)), ("dtype", rec.dtype), ("ranks", str(rec.ranks)),
-             ("total streams", str(rec.streams_total)), ("steps", str(rec.steps)), ("algorithm", rec.algorithm),
-             ("device", rec.machine)]
+    # block_size: auto resolves k from d and r (auto_block_size), so a curve
+    # over d or r keys on the setting "auto"; the repeats at one point still
+    # agree on the resolved k (curves()).
+    configuration = tuple((f, "auto" if f == "block size" and rec.block_size_from == "auto" else v)
+                          for f, v in rec.configuration)
+    items = ((("d", str(rec.d)), ("r", str(rec.r)), ("dtype", rec.dtype), ("mode", rec.mode),
+              ("ranks", str(rec.ranks)), ("total streams", str(rec.streams_total)), ("steps", str(rec.steps)),
+              ("algorithm", rec.algorithm)) + configuration + (("device", rec.machine),))
     return tuple(kv for kv in items if kv[0] not in without)
 
 
 class Curve:
-    def __init__(self, key, xs):
+    def __init__(self, key, points):
+        """points: {(x, resolved block size): records}."""
         self.key = key
-        self.points = []  # (x, median FOM, records)
-        for x in sorted(xs):
-            recs = xs[x]
+        self.block_size_auto = dict(key).get("block size") == "auto"
+        self.points = []  # (x, median FOM, records), by x and then block size
+        for x, block_size in sorted(points):
+            recs = points[(x, block_size)]
             self.points.append((x, statistics.median([r.fom for r in recs]), recs))
 
     @property
@@ -43,11 +56,15 @@ class Curve:
 
 
 def curves(records, xattr, without):
-    """Curves of FOM vs record.<xattr> over runs whose key (without `without`) agrees."""
+    """Curves of FOM vs record.<xattr> over runs whose key (without `without`)
+    agrees and that span at least two values of it. Runs that were given
+    block_size: auto and resolved it to different k at one x (another rule in
+    another build) are separate points at that x, not repeats."""
     groups = OrderedDict()
     for r in records:
-        groups.setdefault(_key(r, without), OrderedDict()).setdefault(getattr(r, xattr), []).append(r)
-    return [Curve(k, xs) for k, xs in groups.items() if len(xs) >= 2]
+        point = (getattr(r, xattr), r.block_size)
+        groups.setdefault(_key(r, without), OrderedDict()).setdefault(point, []).append(r)
+    return [Curve(k, points) for k, points in groups.items() if len({x for x, _k in points}) >= 2]
 
 
 def _ver(recs):
@@ -65,18 +82,26 @@ def saturation_point(curve, fraction=SATURATION_FRACTION):
 
 
 def table(curve, xname, saturation=False):
+    # Under block_size: auto each point's resolved k is a column after x.
+    block_header = ["block size"] if curve.block_size_auto else []
+
+    def block_cell(rs):
+        return [rs[0].block_size] if curve.block_size_auto else []
     if saturation:
         top = max(f for _x, f, _r in curve.points)
-        headers = ["streams/rank", "total streams", "runs", "FOM (update samples/s)", "FOM per rank",
-                   "per-stream samples/s", "fraction of max", "verification"]
-        rows = [[C.fmt_count(x), rs[0].streams_total, len(rs), C.fmt_rate(f), C.fmt_rate(f / rs[0].ranks),
-                 C.fmt_rate(f / rs[0].streams_total), "%.3f" % (f / top if top > 0 else 0.0), _ver(rs)]
+        headers = ["streams/rank"] + block_header + [
+            "total streams", "runs", "FOM (update samples/s)", "FOM per rank", "per-stream samples/s",
+            "fraction of max", "verification"]
+        rows = [[C.fmt_count(x)] + block_cell(rs) + [
+                    rs[0].streams_total, len(rs), C.fmt_rate(f), C.fmt_rate(f / rs[0].ranks),
+                    C.fmt_rate(f / rs[0].streams_total), "%.3f" % (f / top if top > 0 else 0.0), _ver(rs)]
                 for x, f, rs in curve.points]
     else:
-        headers = [xname, "runs", "FOM (update samples/s)", "per-stream samples/s", "end-to-end samples/s",
-                   "verification"]
-        rows = [[x, len(rs), C.fmt_rate(f), C.fmt_rate(f / rs[0].streams_total),
-                 C.fmt_rate(statistics.median([r.end_to_end for r in rs])), _ver(rs)]
+        headers = [xname] + block_header + [
+            "runs", "FOM (update samples/s)", "per-stream samples/s", "end-to-end samples/s", "verification"]
+        rows = [[x] + block_cell(rs) + [
+                    len(rs), C.fmt_rate(f), C.fmt_rate(f / rs[0].streams_total),
+                    C.fmt_rate(statistics.median([r.end_to_end for r in rs])), _ver(rs)]
                 for x, f, rs in curve.points]
     return C.md_table(headers, rows)
 
@@ -85,9 +110,10 @@ def plot(curve_list, path, title, xlabel, ylog=True, ylabel="update throughput, 
     plt = C.pyplot()
     from matplotlib.ticker import NullFormatter
     fig, ax = plt.subplots(figsize=(6.8, 4.8))
+    constant = C.constant_fields([c.key for c in curve_list], SHOWN_WHEN_VARYING)
     for c in curve_list:
         xs = [x for x, _f, _r in c.points]
-        ax.plot(xs, [f for _x, f, _r in c.points], "o-", label=C.key_text(c.key, skip=("device",)))
+        ax.plot(xs, [f for _x, f, _r in c.points], "o-", label=C.key_text(c.key, skip=("device",) + constant))
     ax.set_xscale("log", base=2)
     if ylog:
         ax.set_yscale("log")
@@ -132,8 +158,13 @@ def analyse(records, out_dir, plots=True):
         if not cs:
             lines += ["No runs that differ only in %s." % xhead, ""]
             continue
+        keys = [c.key for c in cs]
+        shared = C.shared_text(keys, SHOWN_WHEN_VARYING)
+        if shared:
+            lines += ["Every curve: %s." % shared, ""]
+        constant = C.constant_fields(keys, SHOWN_WHEN_VARYING)
         for c in cs:
-            lines += ["## " + C.key_text(c.key), "", table(c, xhead, saturation=sat), ""]
+            lines += ["## " + C.key_text(c.key, skip=constant), "", table(c, xhead, saturation=sat), ""]
             if sat:
                 x = saturation_point(c)
                 lines += ["Saturates (FOM >= %d%% of its maximum) at %s streams per rank." % (
