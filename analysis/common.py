@@ -135,6 +135,7 @@ class Record:
             self.streams_per_rank = self.streams_total / self.ranks
         self.steps = int(run["steps"]["timed"])
         self.sweep_point = dict(run.get("sweep_point") or {})
+        self.resolved_deck = deck
         alg = deck.get("algorithm", {})
         self.algorithm = "%s/%s" % (alg.get("covariance_update", "exact"),
                                     alg.get("subspace_direction", "precision"))

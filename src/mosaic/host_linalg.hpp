@@ -135,22 +135,33 @@ std::vector<T> householder_r(std::vector<T> A, int m, int n) {
 // Orthonormalizes the k columns of the row-major d x k matrix Q in place by
 // modified Gram-Schmidt, applied twice ("twice is enough") so the result is
 // orthonormal to working precision. Throws if the columns are dependent.
+// The columns are copied out into contiguous vectors first: the arithmetic,
+// and its order, is that of the row-major loops (bitwise the same result),
+// at unit stride (the row-major column walk missed cache at every element
+// for d in the thousands).
 template <class T>
 void orthonormalize_columns(std::vector<T>& Q, int d, int k) {
+  std::vector<T> C(std::size_t(d) * k);  // column j at C[j*d .. j*d + d)
+  for (int a = 0; a < d; ++a)
+    for (int j = 0; j < k; ++j) C[std::size_t(j) * d + a] = Q[std::size_t(a) * k + j];
   for (int pass = 0; pass < 2; ++pass)
     for (int j = 0; j < k; ++j) {
+      T* qj = &C[std::size_t(j) * d];
       for (int i = 0; i < j; ++i) {
+        const T* qi = &C[std::size_t(i) * d];
         T dot = 0;
-        for (int a = 0; a < d; ++a) dot += Q[a * k + i] * Q[a * k + j];
-        for (int a = 0; a < d; ++a) Q[a * k + j] -= dot * Q[a * k + i];
+        for (int a = 0; a < d; ++a) dot += qi[a] * qj[a];
+        for (int a = 0; a < d; ++a) qj[a] -= dot * qi[a];
       }
       T norm = 0;
-      for (int a = 0; a < d; ++a) norm += Q[a * k + j] * Q[a * k + j];
+      for (int a = 0; a < d; ++a) norm += qj[a] * qj[a];
       norm = std::sqrt(norm);
       if (!(norm > T(0)) || !std::isfinite(norm))
         throw std::runtime_error("orthonormalize_columns: linearly dependent columns");
-      for (int a = 0; a < d; ++a) Q[a * k + j] /= norm;
+      for (int a = 0; a < d; ++a) qj[a] /= norm;
     }
+  for (int a = 0; a < d; ++a)
+    for (int j = 0; j < k; ++j) Q[std::size_t(a) * k + j] = C[std::size_t(j) * d + a];
 }
 
 }  // namespace mosaic::host

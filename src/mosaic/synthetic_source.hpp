@@ -23,6 +23,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "host_linalg.hpp"
+#include "host_parallel.hpp"
 #include "stream_batch.hpp"
 #include "stream_source.hpp"
 #include "synthetic.hpp"
@@ -108,8 +109,11 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
     spec_.validate();
     if (ids_.empty()) throw std::invalid_argument("SyntheticDriftSource: no streams");
     const int B = int(ids_.size()), d = spec_.d, r = spec_.r;
-    truths_.reserve(ids_.size());
-    for (auto id : ids_) truths_.push_back(make_synthetic_truth(spec_, id));
+    // The truths are independent pure functions of (spec, id): built on the
+    // host's threads, one stream each.
+    truths_.resize(ids_.size());
+    host_parallel_for("mosaic::synthetic_truth", B,
+                      [&](const int b) { truths_[std::size_t(b)] = make_synthetic_truth(spec_, ids_[std::size_t(b)]); });
     V0_ = basis_view(Kokkos::view_alloc(std::string("synthetic::V0")),
                      BasisLayout<ExecSpace>::layout(B, d, r));
     W0_ = basis_view(Kokkos::view_alloc(std::string("synthetic::W0")),
@@ -201,8 +205,9 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   }
 
   // Accuracy of the batch's states against the truth at `step` (the step
-  // index of the last sample consumed). Host-side: copies each state out.
-  // A frozen (broken-down) stream is included with its frozen state.
+  // index of the last sample consumed). Host-side: copies the states out,
+  // then one host thread per stream. A frozen (broken-down) stream is
+  // included with its frozen state.
   TruthAccuracy truth_accuracy(const StreamBatch<Scalar, ExecSpace>& sb, std::int64_t step) const {
     if (sb.batch != batch() || sb.d != spec_.d)
       throw std::invalid_argument("SyntheticDriftSource::accuracy: batch has B=" +
@@ -218,19 +223,25 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
       lnorm += lambda[j] * lambda[j];
     }
     lnorm = std::sqrt(lnorm);
-    for (int b = 0; b < batch(); ++b) {
-      const ReferenceState<Scalar> st = sb.to_host(b);
-      const SyntheticTruth& t = truths_[b];
+    std::vector<ReferenceState<Scalar>> states;
+    for (int b = 0; b < batch(); ++b) states.push_back(sb.to_host(b));
+    const std::size_t B = std::size_t(batch());
+    std::vector<double> projs(B), noises(B), spec_errs(B);
+    host_parallel_for("mosaic::truth_accuracy", batch(), [&](const int b) {
+      const ReferenceState<Scalar>& st = states[std::size_t(b)];
+      const SyntheticTruth& t = truths_[std::size_t(b)];
       const std::vector<double> V = t.basis_at(spec_, std::uint64_t(step));
-      double pf = 0;
-      for (int a = 0; a < rt; ++a)
-        for (int c = 0; c < rs; ++c) {
-          double p = 0;
-          for (int i = 0; i < d; ++i) p += double(st.u(i, a)) * V[std::size_t(i) * rs + c];
-          pf += p * p;
+      // P = U^T V(t), each entry summed over i in increasing order, at unit stride.
+      std::vector<double> P(std::size_t(rt) * rs, 0.0);
+      for (int i = 0; i < d; ++i)
+        for (int a = 0; a < rt; ++a) {
+          const double u = double(st.u(i, a));
+          for (int c = 0; c < rs; ++c) P[std::size_t(a) * rs + c] += u * V[std::size_t(i) * rs + c];
         }
-      const double proj = 1.0 - pf / double(k);
-      const double noise = std::fabs(double(st.s2) - t.noise_variance) / t.noise_variance;
+      double pf = 0;
+      for (const double p : P) pf += p * p;
+      projs[std::size_t(b)] = 1.0 - pf / double(k);
+      noises[std::size_t(b)] = std::fabs(double(st.s2) - t.noise_variance) / t.noise_variance;
       std::vector<double> Sd(st.S.begin(), st.S.end()), ev, vec;
       host::symmetric_eigen(Sd, rt, ev, vec);
       double diff = 0;
@@ -238,7 +249,10 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
         const double deb = std::max(ev[j] - double(st.s2), 0.0);
         diff += (deb - lambda[j]) * (deb - lambda[j]);
       }
-      const double spec_err = std::sqrt(diff) / lnorm;
+      spec_errs[std::size_t(b)] = std::sqrt(diff) / lnorm;
+    });
+    for (int b = 0; b < batch(); ++b) {
+      const double proj = projs[std::size_t(b)], noise = noises[std::size_t(b)], spec_err = spec_errs[std::size_t(b)];
       acc.projector_distance_max = std::max(acc.projector_distance_max, proj);
       acc.noise_rel_error_max = std::max(acc.noise_rel_error_max, noise);
       acc.spectrum_rel_error_max = std::max(acc.spectrum_rel_error_max, spec_err);

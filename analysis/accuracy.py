@@ -1,0 +1,183 @@
+"""accuracy: where MOSAIC tracks and where it fails. From runs of a synthetic
+source (which knows its truth), the steady-state projector distance to the
+truth, 1 - ||U^T V||_F^2 / k (0: the truth's subspace is captured, 1:
+orthogonal to it), over the subspace learning rate eta_U, for every
+dimension d, state rank r and drift; against a uniformly random subspace's
+distance, 1 - r/d (what an estimator that learned nothing scores).
+
+Steady state: the mean over the diagnostics entries in the last half of the
+timed steps of each entry's projector distance (mean over the streams);
+runs without at least two such entries are left out (with a note).
+
+Writes a Markdown table per (r, drift, dtype): one row per d, one column
+per eta_U, then the best eta_U, its distance, the random baseline and
+whether the best point tracks (distance <= --threshold, default 0.3, the
+default of run.tracking_threshold); a least-squares fit of log(best eta_U)
+against log(d) per (r, drift) where at least three d have an interior best
+eta_U; and one PNG figure (a panel per (r, drift)).
+
+    python3 -m analysis.accuracy results/cpu/accuracy_map_np1.json --out figures/
+"""
+
+import argparse
+import math
+import os
+import sys
+from collections import OrderedDict
+
+if __package__ in (None, ""):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from analysis import common as C
+
+
+def steady_state(rec):
+    """Mean projector distance over the last half of the run, or None."""
+    half = rec.steps / 2.0
+    values = [(e.get("accuracy") or {}).get("projector_distance_mean") for e in rec.series
+              if e.get("step", 0) > half]
+    values = [v for v in values if v is not None]
+    if len(values) < 2 or any(not math.isfinite(v) for v in values):
+        return None
+    return sum(values) / len(values)
+
+
+class Point:
+    def __init__(self, rec):
+        deck = rec.resolved_deck
+        self.rec = rec
+        self.d, self.r, self.dtype = rec.d, rec.r, rec.dtype
+        self.eta_U = float(deck["algorithm"]["eta_U"])
+        self.drift = float(deck["source"]["drift"])
+        self.distance = steady_state(rec)
+        self.random = 1.0 - float(self.r) / float(self.d)
+
+
+def collect_points(records):
+    points, skipped = [], []
+    for rec in records:
+        if rec.resolved_deck.get("source", {}).get("type") != "synthetic":
+            continue
+        p = Point(rec)
+        if p.distance is None:
+            skipped.append("%s run %d (d=%d, r=%d): fewer than 2 truth diagnostics in the last half" %
+                           (rec.file, rec.run_index, rec.d, rec.r))
+            continue
+        points.append(p)
+    return points, skipped
+
+
+def panels(points):
+    """OrderedDict (r, drift, dtype) -> {d: {eta_U: [distances]}}."""
+    out = OrderedDict()
+    for p in sorted(points, key=lambda p: (p.r, p.drift, p.dtype, p.d, p.eta_U)):
+        out.setdefault((p.r, p.drift, p.dtype), OrderedDict()).setdefault(p.d, OrderedDict()).setdefault(
+            p.eta_U, []).append(p.distance)
+    return out
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+def best_eta(by_eta):
+    eta = min(by_eta, key=lambda e: median(by_eta[e]))
+    return eta, median(by_eta[eta])
+
+
+def fit_rule(rows):
+    """Least squares log(eta) = a + b log(d) over (d, eta) with an interior
+    best eta (not at either end of the swept range); None below 3 points."""
+    pts = [(math.log(d), math.log(eta)) for d, eta, interior in rows if interior]
+    if len(pts) < 3:
+        return None
+    n = len(pts)
+    mx = sum(x for x, _ in pts) / n
+    my = sum(y for _, y in pts) / n
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    if sxx == 0:
+        return None
+    b = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    a = my - b * mx
+    resid = max(abs(y - (a + b * x)) for x, y in pts)
+    return math.exp(a), b, math.exp(resid)
+
+
+def report(points, threshold):
+    lines = []
+    for (r, drift, dtype), by_d in panels(points).items():
+        etas = sorted({e for by_eta in by_d.values() for e in by_eta})
+        lines.append("\n### r = %d, drift = %s rad/step, %s\n" % (r, C.compact(drift), dtype))
+        headers = ["d"] + ["eta_U=%s" % C.compact(e) for e in etas] + ["best eta_U", "its distance",
+                                                                        "random 1-r/d", "tracks"]
+        rows, fit_rows = [], []
+        for d, by_eta in by_d.items():
+            eta, dist = best_eta(by_eta)
+            random = 1.0 - float(r) / d
+            interior = eta not in (min(by_eta), max(by_eta))
+            fit_rows.append((d, eta, interior))
+            rows.append([d] + [C.fmt_sci(median(by_eta[e])) if e in by_eta else "" for e in etas] +
+                        [C.compact(eta) + ("" if interior else " (edge)"), C.fmt_sci(dist), "%.4f" % random,
+                         "yes" if dist <= threshold else "no"])
+        lines.append(C.md_table(headers, rows))
+        fit = fit_rule(fit_rows)
+        if fit:
+            c, b, spread = fit
+            lines.append("\nfit of the best eta_U: eta_U ~ %.3g * d^%.3f (worst point off the fit by a factor %.2f)" %
+                         (c, b, spread))
+        else:
+            lines.append("\nno fit of the best eta_U: fewer than 3 d with the best eta_U inside the swept range")
+    return "\n".join(lines)
+
+
+def plot(points, out_dir, threshold):
+    plt = C.pyplot()
+    groups = panels(points)
+    n = len(groups)
+    cols = min(2, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, 4.2 * rows), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, ((r, drift, dtype), by_d) in zip(axes.flat, groups.items()):
+        for i, (d, by_eta) in enumerate(by_d.items()):
+            col = colors[i % len(colors)]
+            etas = sorted(by_eta)
+            ax.plot(etas, [median(by_eta[e]) for e in etas], "o-", color=col, label="d=%d" % d)
+            ax.axhline(1.0 - float(r) / d, color=col, ls="--", lw=0.8)
+        ax.axhline(threshold, color="k", ls=":", lw=0.8, label="threshold %.2g" % threshold)
+        ax.set_xscale("log")
+        ax.set_ylim(0, 1.05)
+        ax.set_xlabel("eta_U (subspace learning rate) [dimensionless]")
+        ax.set_ylabel("steady-state projector distance [dimensionless]")
+        ax.set_title("r=%d, drift %s rad/step, %s (dashed: random subspace 1-r/d)" % (r, C.compact(drift), dtype),
+                     fontsize=9)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    path = os.path.join(out_dir, "accuracy_map.png")
+    return C.save_figure(fig, path, "MOSAIC: where it tracks (low) and where it fails (near the dashed lines)",
+                         [p.rec for p in points])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python3 -m analysis.accuracy", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    C.add_common_arguments(parser)
+    parser.add_argument("--threshold", type=float, default=0.3,
+                        help="the distance that counts as tracking (default %(default)s: run.tracking_threshold's default)")
+    args = parser.parse_args(argv)
+    records = C.load_records(args.inputs, validate=args.validate)
+    points, skipped = collect_points(records)
+    if not points:
+        raise C.AnalysisError("no synthetic run with at least 2 truth diagnostics in its last half")
+    print("# Accuracy map: steady-state projector distance to the truth\n")
+    print(report(points, args.threshold))
+    for s in skipped:
+        print("\nleft out: " + s)
+    print("\nfigure: " + plot(points, args.out, args.threshold))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(C.main_wrapper("analysis.accuracy", main, None))
