@@ -563,7 +563,11 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   if (policy.enabled() && last_checkpoint_at != t) write_checkpoint();
   const double loop_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - *loop_start).count();
-  auto [final_diag, diag] = diagnose(k);
+  // Named members, not a structured binding: the lambdas below capture them
+  // (capturing a structured binding is C++20).
+  auto final_result = diagnose(k);
+  const nlohmann::json& final_diag = final_result.first;
+  const BatchDiagnostics& diag = final_result.second;
   series.push_back(final_diag);
   if (control) {
     control->stop_signal = stop;
