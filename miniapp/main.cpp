@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,9 +19,9 @@
 #include <cuda_runtime.h>
 #endif
 
-#include "mosaic/build_info.hpp"
 #include "mosaic/config.hpp"
 #include "mosaic/environment.hpp"
+#include "mosaic/kokkos_flags.hpp"
 #include "mosaic/result_writer.hpp"
 #include "mosaic/run.hpp"
 #include "mosaic/stop_signal.hpp"
@@ -31,7 +33,7 @@ constexpr int kResultSchemaVersion = 1;
 
 const char* kUsage =
     "usage: mosaic_miniapp DECK.yaml [--set key.path=value ...] [--output FILE]\n"
-    "                      [--restart DIR|auto] [--dry-run] [--help] [--version] [--kokkos-...]\n"
+    "                      [--restart DIR|auto] [--dry-run] [--help] [--version] [--kokkos-NAME[=VALUE] ...]\n"
     "\n"
     "  DECK.yaml          input deck (docs/INPUT_DECK.md)\n"
     "  --set k.path=v     override one deck key (repeatable), e.g. --set problem.d=512\n"
@@ -43,7 +45,17 @@ const char* kUsage =
     "                     docs/CHECKPOINT.md)\n"
     "  --dry-run          validate the deck, print the resolved configuration and the\n"
     "                     memory it needs, and exit\n"
-    "  --kokkos-...       passed to Kokkos (e.g. --kokkos-num-threads=2)\n";
+    "  --help             this help, then exit (also --kokkos-help; no deck needed)\n"
+    "  --version          what this binary was built from and with, then exit\n"
+    "  --kokkos-NAME      Kokkos' own flags, below\n";
+
+// After the Kokkos flags in --help.
+const char* kKokkosEnvironmentHelp =
+    "\n"
+    "Kokkos also reads KOKKOS_NUM_THREADS, KOKKOS_DEVICE_ID, KOKKOS_TOOLS_LIBS, KOKKOS_TOOLS_ARGS, ...\n"
+    "(a flag's name in capitals, '_' for '-'; KOKKOS_TOOLS_LIBS also on Kokkos 3.4, which calls it\n"
+    "KOKKOS_PROFILE_LIBRARY). Profiling with Kokkos Tools: README.md; the run's phases are the\n"
+    "profiling regions mosaic::<phase>.\n";
 
 struct CommandLine {
   std::string deck;
@@ -51,11 +63,13 @@ struct CommandLine {
   std::string output;
   std::string restart;
   bool dry_run = false, help = false, version = false;
+  mosaic::kokkos_flags::Translation kokkos;  // the --kokkos-* flags, for the Kokkos built against
 };
 
 // Throws std::invalid_argument with a usage-level message.
 CommandLine parse_command_line(int argc, char** argv) {
   CommandLine cl;
+  std::vector<std::string> kokkos_flags;
   for (int k = 1; k < argc; ++k) {
     const std::string a = argv[k];
     auto value = [&](const std::string& flag) -> std::string {
@@ -64,8 +78,8 @@ CommandLine parse_command_line(int argc, char** argv) {
       if (k + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
       return argv[++k];
     };
-    if (a.rfind("--kokkos-", 0) == 0) continue;  // Kokkos' own
-    if (a == "--help" || a == "-h") cl.help = true;
+    if (a.rfind("--kokkos", 0) == 0) kokkos_flags.push_back(a);  // checked below, all at once
+    else if (a == "--help" || a == "-h") cl.help = true;
     else if (a == "--version") cl.version = true;
     else if (a == "--dry-run") cl.dry_run = true;
     else if (a == "--set" || a.rfind("--set=", 0) == 0) cl.overrides.push_back(value("--set"));
@@ -75,8 +89,30 @@ CommandLine parse_command_line(int argc, char** argv) {
     else if (cl.deck.empty()) cl.deck = a;
     else throw std::invalid_argument("more than one deck given ('" + cl.deck + "' and '" + a + "')");
   }
+  cl.kokkos = mosaic::kokkos_flags::translate(kokkos_flags, KOKKOS_VERSION / 10000);
+  cl.help = cl.help || cl.kokkos.help;
   if (!cl.help && !cl.version && cl.deck.empty()) throw std::invalid_argument("no input deck given");
   return cl;
+}
+
+// --version: what this binary was built from and with (build_environment).
+void print_version() {
+  const nlohmann::json b = mosaic::build_environment();
+  auto list = [](const nlohmann::json& items, const char* if_empty) {
+    std::string s;
+    for (const auto& item : items) s += (s.empty() ? "" : ", ") + item.get<std::string>();
+    return s.empty() ? std::string(if_empty) : s;
+  };
+  auto text = [&](const char* key) { return b[key].get<std::string>(); };
+  std::printf("mosaic_miniapp %s (git %s%s)\n", text("mosaic_version").c_str(), text("git_commit").c_str(),
+              b["git_dirty"].get<bool>() ? "-dirty" : "");
+  std::printf("Kokkos %s: backends %s, default execution space %s, arch %s\n", text("kokkos_version").c_str(),
+              list(b["kokkos_backends"], "none").c_str(), text("kokkos_default_execution_space").c_str(),
+              list(b["kokkos_arch"], "none (host default)").c_str());
+  std::printf("Kokkos Kernels %s: TPLs %s\n", text("kokkos_kernels_version").c_str(),
+              list(b["kokkos_kernels_tpls"], "none").c_str());
+  std::printf("compiler %s, build type %s\n", text("compiler").c_str(), text("build_type").c_str());
+  std::printf("compile flags %s\n", text("compile_flags").c_str());
 }
 
 // Bytes one rank needs for a configuration: stream states, the engine's
@@ -172,6 +208,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   const bool root = rank == 0;
+  const std::string started_utc = mosaic::utc_timestamp();
   // SIGTERM/SIGINT from here on stop the run cleanly (stop_signal.hpp).
   mosaic::install_stop_signal_handlers();
   auto fail = [&](const std::string& message, int code) {
@@ -188,8 +225,9 @@ int main(int argc, char** argv) {
     return fail(e.what(), 2);
   }
   if (cl.help || cl.version) {
-    if (root && cl.help) std::fputs(kUsage, stdout);
-    if (root && cl.version) std::printf("mosaic_miniapp %s (git %s)\n", mosaic::build::version(), mosaic::build::git_commit());
+    if (root && cl.help)
+      std::printf("%s\n%s%s", kUsage, mosaic::kokkos_flags::help().c_str(), kKokkosEnvironmentHelp);
+    if (root && cl.version) print_version();
     MPI_Finalize();
     return 0;
   }
@@ -335,30 +373,58 @@ int main(int argc, char** argv) {
     }
   }
 
-  // One GPU per rank: ranks on a node take the node's devices round-robin by
-  // local rank, unless the user chose with --kokkos-device-id.
-  std::vector<char*> kokkos_argv(argv, argv + argc);
-  std::string device_arg;
+  // Kokkos gets its own flags only, in the spelling of the Kokkos built
+  // against (kokkos_flags.hpp). One GPU per rank: ranks on a node take the
+  // node's devices round-robin by local rank (or at random, for
+  // --kokkos-map-device-id-by=random on a Kokkos without that flag), unless
+  // a flag chose.
+  std::vector<std::string> kokkos_args = {argv[0]};
+  kokkos_args.insert(kokkos_args.end(), cl.kokkos.arguments.begin(), cl.kokkos.arguments.end());
 #if defined(KOKKOS_ENABLE_CUDA)
   {
-    bool chosen = false;
-    for (int k = 1; k < argc; ++k) chosen = chosen || std::string(argv[k]).rfind("--kokkos-device-id", 0) == 0;
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
     int local_rank = 0, devices = 0;
     MPI_Comm_rank(node, &local_rank);
     MPI_Comm_free(&node);
-    if (!chosen && cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {
-      device_arg = "--kokkos-device-id=" + std::to_string(local_rank % devices);
-      kokkos_argv.push_back(device_arg.data());
+    if (!cl.kokkos.device_chosen && cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {
+      const int device = cl.kokkos.map_device_id_by == "random" ? int(std::random_device{}() % unsigned(devices))
+                                                                : local_rank % devices;
+      kokkos_args.push_back("--kokkos-device-id=" + std::to_string(device));
     }
   }
 #endif
+  std::vector<char*> kokkos_argv;
+  for (auto& a : kokkos_args) kokkos_argv.push_back(a.data());
   int kokkos_argc = int(kokkos_argv.size());
   kokkos_argv.push_back(nullptr);
-  Kokkos::initialize(kokkos_argc, kokkos_argv.data());
+  // For --kokkos-tools-help Kokkos prints the tool's help and ends the
+  // process inside Kokkos::initialize (std::exit): MPI is finalized then too.
+  std::atexit([] {
+    int finalized = 1;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  });
+  // Kokkos 3 throws on conflicting settings (a flag and its environment
+  // variable); every rank stops with the message.
+  std::string kokkos_error;
+  try {
+    Kokkos::initialize(kokkos_argc, kokkos_argv.data());
+  } catch (const std::exception& e) {
+    kokkos_error = e.what();
+  }
+  kokkos_error = mosaic::ckpt::agree_on_error(kokkos_error, MPI_COMM_WORLD);
+  if (!kokkos_error.empty()) {
+    if (Kokkos::is_initialized()) Kokkos::finalize();
+    return fail("Kokkos::initialize: " + kokkos_error, 2);
+  }
+  if (cl.kokkos.print_configuration) Kokkos::print_configuration(std::cout);  // Kokkos 3 lacks the flag
   int rc = 0;
   try {
+    // Every rank's host and device, on rank 0 (collective).
+    nlohmann::json ranks_environment = nlohmann::json::array();
+    for (const auto& entry : mosaic::ckpt::gather_strings(mosaic::rank_environment(rank).dump(), MPI_COMM_WORLD))
+      ranks_environment.push_back(nlohmann::json::parse(entry));
     nlohmann::json runs = nlohmann::json::array();
     mosaic::RunControl control;
     if (restarting) control.restart = &restart_plan;
@@ -389,7 +455,9 @@ int main(int argc, char** argv) {
           {"deck_path", cl.deck},
           {"overrides", cl.overrides},
           {"mpi_ranks", nranks},
-          {"environment", mosaic::collect_environment()},
+          {"timestamp_utc", started_utc},
+          {"finished_utc", mosaic::utc_timestamp()},
+          {"environment", mosaic::collect_environment(std::move(ranks_environment))},
           {"status", control.stop_signal ? "interrupted" : "completed"},
           {"runs", runs},
       };

@@ -36,7 +36,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -52,6 +51,7 @@
 
 #include "atomic_file.hpp"
 #include "build_info.hpp"
+#include "environment.hpp"
 #include "result_writer.hpp"
 #include "run_config.hpp"
 #include "stream_batch.hpp"
@@ -503,10 +503,7 @@ std::string write_checkpoint(const WriteRequest& req, const StreamBatch<Scalar, 
     nlohmann::json m = req.manifest_extra;
     m["format"] = "mosaic-checkpoint";
     m["format_version"] = kFormatVersion;
-    char when[64];
-    const std::time_t now = std::time(nullptr);
-    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    m["created_utc"] = when;
+    m["created_utc"] = utc_timestamp();
     m["build"] = build_info();
     m["dtype"] = rec.dtype;
     m["d"] = rec.d;

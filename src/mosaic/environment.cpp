@@ -1,19 +1,25 @@
 #include "environment.hpp"
 
 #include "build_info.hpp"
+#include "vendor_blas.hpp"
 
 #include <mpi.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <KokkosKernels_config.h>
 #include <Kokkos_Core.hpp>
+#include <cstdlib>
+#include <ctime>
 #include <fstream>
+#include <sstream>
 #include <string>
-#include <thread>
 
 #if defined(KOKKOS_ENABLE_CUDA)
 #include <cuda_runtime.h>
 #endif
+
+extern char** environ;
 
 namespace mosaic {
 namespace {
@@ -72,7 +78,58 @@ nlohmann::json gpu_info() {
   return gpus;
 }
 
+std::string host_name() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+#if defined(KOKKOS_ENABLE_CUDA)
+// "12.4" from CUDA's 12040.
+std::string cuda_version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+#endif
+
+// Every OMP_* and KOKKOS_* variable of this process.
+nlohmann::json openmp_and_kokkos_variables() {
+  nlohmann::json vars = nlohmann::json::object();
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = entry.substr(0, eq);
+    if (name.rfind("OMP_", 0) == 0 || name.rfind("KOKKOS_", 0) == 0) vars[name] = entry.substr(eq + 1);
+  }
+  return vars;
+}
+
+std::string variable_or_unset(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "unset";
+}
+
+// The TPLs through which Kokkos Kernels' GEMM calls a vendor library (the
+// blocked update's vendor path, backend.hpp's vendor_gemm_tpl).
+nlohmann::json kokkos_kernels_tpls() {
+  nlohmann::json tpls = nlohmann::json::array();
+#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
+  tpls.push_back("BLAS: " + vendor_blas::host_library());
+#endif
+#if defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS)
+  tpls.push_back("cuBLAS");
+#endif
+  return tpls;
+}
+
 }  // namespace
+
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
 
 long long peak_rss_bytes() {
   struct rusage usage {};
@@ -89,9 +146,52 @@ long long device_memory_used_bytes() {
   return -1;
 }
 
-nlohmann::json collect_environment() {
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
+nlohmann::json build_environment() {
+#if defined(__clang__)
+  const std::string compiler = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  const std::string compiler = std::string("gcc ") + __VERSION__;
+#else
+  const std::string compiler = "unknown";
+#endif
+  nlohmann::json arch = nlohmann::json::array();
+  std::istringstream arch_names(build::kokkos_arch());
+  for (std::string name; arch_names >> name;) arch.push_back(name);
+  return {
+      {"mosaic_version", build::version()},
+      {"git_commit", build::git_commit()},
+      {"git_dirty", build::git_dirty()},
+      {"compiler", compiler},
+      {"build_type", build::build_type()},
+      {"compile_flags", build::compile_flags()},
+      {"kokkos_version", std::to_string(KOKKOS_VERSION / 10000) + "." +
+                             std::to_string(KOKKOS_VERSION / 100 % 100) + "." +
+                             std::to_string(KOKKOS_VERSION % 100)},
+      {"kokkos_backends", enabled_backends()},
+      {"kokkos_default_execution_space", Kokkos::DefaultExecutionSpace::name()},
+      {"kokkos_arch", arch},
+      {"kokkos_kernels_version", build::kokkos_kernels_version()},
+      {"kokkos_kernels_tpls", kokkos_kernels_tpls()},
+  };
+}
+
+nlohmann::json rank_environment(int rank) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  int id = 0;
+  cudaGetDevice(&id);  // the device Kokkos::initialize made current
+  cudaDeviceProp prop;
+  const bool known = cudaGetDeviceProperties(&prop, id) == cudaSuccess;
+  const nlohmann::json device = {{"id", id}, {"model", known ? std::string(prop.name) : "unknown"}};
+#else
+  const nlohmann::json device = "host";
+#endif
+  return {{"rank", rank},
+          {"hostname", host_name()},
+          {"device", device},
+          {"concurrency", (long long)Kokkos::DefaultExecutionSpace().concurrency()}};
+}
+
+nlohmann::json collect_environment(nlohmann::json ranks) {
   char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
   int len = 0;
   MPI_Get_library_version(mpi_version, &len);
@@ -103,32 +203,26 @@ nlohmann::json collect_environment() {
     mem_bytes = std::stoll(mem_total) * 1024;  // "NNN kB"
   } catch (...) {
   }
-#if defined(__clang__)
-  const std::string compiler = std::string("clang ") + __clang_version__;
-#elif defined(__GNUC__)
-  const std::string compiler = std::string("gcc ") + __VERSION__;
-#else
-  const std::string compiler = "unknown";
-#endif
-  return {
-      {"hostname", host},
+  nlohmann::json env = build_environment();
+  env.update({
+      {"hostname", host_name()},
       {"cpu_model", first_field("/proc/cpuinfo", "model name")},
       {"cpu_cores_online", (long long)sysconf(_SC_NPROCESSORS_ONLN)},
       {"memory_bytes", mem_bytes},
       {"gpus", gpu_info()},
-      {"kokkos_version", std::to_string(KOKKOS_VERSION / 10000) + "." +
-                             std::to_string(KOKKOS_VERSION / 100 % 100) + "." +
-                             std::to_string(KOKKOS_VERSION % 100)},
-      {"kokkos_backends", enabled_backends()},
-      {"kokkos_default_execution_space", Kokkos::DefaultExecutionSpace::name()},
       {"kokkos_default_concurrency", (long long)Kokkos::DefaultExecutionSpace().concurrency()},
-      {"kokkos_kernels_version", build::kokkos_kernels_version()},
       {"mpi_library", mpi},
-      {"compiler", compiler},
-      {"build_type", build::build_type()},
-      {"git_commit", build::git_commit()},
-      {"mosaic_version", build::version()},
-  };
+      {"environment_variables", openmp_and_kokkos_variables()},
+      {"openmp_binding", {{"OMP_PROC_BIND", variable_or_unset("OMP_PROC_BIND")},
+                          {"OMP_PLACES", variable_or_unset("OMP_PLACES")}}},
+      {"ranks", std::move(ranks)},
+  });
+#if defined(KOKKOS_ENABLE_CUDA)
+  int runtime = 0, driver = 0;
+  if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) env["cuda_runtime_version"] = cuda_version(runtime);
+  if (cudaDriverGetVersion(&driver) == cudaSuccess) env["cuda_driver_version"] = cuda_version(driver);
+#endif
+  return env;
 }
 
 }  // namespace mosaic

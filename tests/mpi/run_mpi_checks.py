@@ -10,7 +10,8 @@ two cores) and inspects what it wrote. Usage:
 CHECK is one of: weak, strong_invariance, sweep, unwritable_output, bad_deck,
 npy_stream, npy_bad_file, npy_blocked, npy_blocked_nonfinite, checkpoint_resume,
 checkpoint_redistribute, checkpoint_crash_safety, checkpoint_refused, checkpoint_npy,
-blocked_schedules, init_rank_deficient. The npy checks write their .npy
+blocked_schedules, init_rank_deficient, kokkos_misspelt, kokkos_num_threads,
+kokkos_help, version, provenance, kokkos_tools (--tool LIBRARY). The npy checks write their .npy
 files into the workdir with numpy (system python3). The checkpoint checks
 (docs/CHECKPOINT.md) signal running ranks with SIGTERM and compare the final
 state files of stopped-and-resumed runs with uninterrupted ones, bitwise.
@@ -18,6 +19,7 @@ state files of stopped-and-resumed runs with uninterrupted ones, bitwise.
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -27,18 +29,20 @@ import time
 import jsonschema
 
 
-def mpirun_cmd(args, ranks, extra, env=()):
+def mpirun_cmd(args, ranks, extra, env=(), deck=True):
+    """The mpiexec command line: OMP_NUM_THREADS=1 and OMP_PROC_BIND=false
+    unless env sets them, then env; the deck first unless deck=False."""
     cmd = [args.mpiexec, "-np", str(ranks), "--oversubscribe"]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
-    cmd += ["-x", "OMP_NUM_THREADS=1", "-x", "OMP_PROC_BIND=false"]
-    for e in env:
+    given = {e.split("=", 1)[0] for e in env}
+    for e in [d for d in ("OMP_NUM_THREADS=1", "OMP_PROC_BIND=false") if d.split("=", 1)[0] not in given] + list(env):
         cmd += ["-x", e]
-    return cmd + [args.miniapp, args.deck] + extra
+    return cmd + [args.miniapp] + ([args.deck] if deck else []) + extra
 
 
-def mpirun(args, ranks, extra, cwd, env=(), timeout=600):
-    cmd = mpirun_cmd(args, ranks, extra, env)
+def mpirun(args, ranks, extra, cwd, env=(), timeout=600, deck=True):
+    cmd = mpirun_cmd(args, ranks, extra, env, deck)
     print("+", " ".join(cmd), flush=True)
     environ = dict(os.environ)
     for e in env:
@@ -64,13 +68,13 @@ def load_valid(args, path):
     return doc
 
 
-def run_ok(args, ranks, extra, name, expect_rc=0):
+def run_ok(args, ranks, extra, name, expect_rc=0, env=()):
     """Runs, expects exit code expect_rc (3: finished, verification failed)
     and a valid result file; returns the result and the process."""
     out = os.path.join(args.workdir, name)
     if os.path.exists(out):
         os.remove(out)
-    proc = mpirun(args, ranks, extra + ["--output", out], args.workdir)
+    proc = mpirun(args, ranks, extra + ["--output", out], args.workdir, env=env)
     if proc.returncode != expect_rc:
         fail(f"mosaic_miniapp exited with {proc.returncode}, expected {expect_rc}")
     return load_valid(args, out), proc
@@ -1002,19 +1006,177 @@ def check_verification(args):
         fail(f"reference_check_stream out of range: rc {proc.returncode}, stderr {proc.stderr!r}")
 
 
+# ------------------------------------------- command line and provenance
+
+# A short run: what these checks look at does not depend on its length.
+SHORT = ["--set", "run.steps=20", "--set", "run.warmup_steps=0", "--set", "run.diagnostics_every=0"]
+
+
+def expect_refused_before_running(proc, out, what):
+    if proc.returncode != 2:
+        fail(f"{what}: exited with {proc.returncode}, expected 2")
+    if os.path.exists(out):
+        fail(f"{what}: a result file was written")
+    if "[mosaic] step" in proc.stdout or "FIGURE OF MERIT" in proc.stdout:
+        fail(f"{what}: the run started")
+
+
+def check_kokkos_misspelt(args):
+    """A misspelt Kokkos flag is an error before anything runs, naming it
+    and the flag meant (Kokkos 3.4 ignores it, 4.x only warns)."""
+    out = os.path.join(args.workdir, "misspelt.json")
+    if os.path.exists(out):
+        os.remove(out)
+    proc = mpirun(args, 2, ["--kokkos-num-thread=2", "--output", out] + SHORT, args.workdir)
+    expect_refused_before_running(proc, out, "--kokkos-num-thread=2")
+    for words in ("'--kokkos-num-thread=2'", "did you mean '--kokkos-num-threads'"):
+        if words not in proc.stderr:
+            fail(f"the error does not say {words}:\n{proc.stderr}")
+    if proc.stderr.count("error:") != 1:
+        fail("the error should be printed once (by rank 0), got:\n" + proc.stderr)
+
+
+def concurrency(doc):
+    env = doc["environment"]
+    return env["kokkos_default_concurrency"], [r["concurrency"] for r in env["ranks"]]
+
+
+def check_kokkos_num_threads(args):
+    """--kokkos-num-threads (the 4.x name) and --kokkos-threads (the 3.x
+    name) set the threads per rank on every Kokkos, over OMP_NUM_THREADS=2."""
+    env = ["OMP_NUM_THREADS=2"]
+    doc, _ = run_ok(args, 1, SHORT, "threads_default.json", env=env)
+    if concurrency(doc) != (2, [2]):
+        fail(f"OMP_NUM_THREADS=2 alone: concurrency {concurrency(doc)}, expected (2, [2])")
+    for flag in ("--kokkos-num-threads=1", "--kokkos-threads=1"):
+        doc, _ = run_ok(args, 1, SHORT + [flag], "threads_flag.json", env=env)
+        if concurrency(doc) != (1, [1]):
+            fail(f"{flag} with OMP_NUM_THREADS=2: concurrency {concurrency(doc)}, expected (1, [1])")
+        if flag not in doc["command_line"]:
+            fail(f"command_line {doc['command_line']} lacks {flag}")
+    print("threads per rank: 2 from OMP_NUM_THREADS=2, 1 with --kokkos-num-threads=1 or --kokkos-threads=1")
+
+
+def check_kokkos_help(args):
+    """--kokkos-help (and --help) print ours and the Kokkos flags and exit 0,
+    without a deck; with one, nothing runs and no result is written."""
+    for flag in ("--kokkos-help", "--help"):
+        proc = mpirun(args, 1, [flag], args.workdir, deck=False)
+        if proc.returncode != 0:
+            fail(f"{flag} without a deck exited with {proc.returncode}")
+        for words in ("usage: mosaic_miniapp", "--kokkos-num-threads=INT", "--kokkos-tools-libs", "KOKKOS_TOOLS_LIBS"):
+            if words not in proc.stdout:
+                fail(f"{flag}: the help lacks {words!r}")
+    out = os.path.join(args.workdir, "help.json")
+    if os.path.exists(out):
+        os.remove(out)
+    proc = mpirun(args, 2, ["--kokkos-help", "--output", out] + SHORT, args.workdir)
+    if proc.returncode != 0 or "usage: mosaic_miniapp" not in proc.stdout:
+        fail(f"--kokkos-help with a deck exited with {proc.returncode} or printed no help")
+    if os.path.exists(out) or "[mosaic] step" in proc.stdout or "FIGURE OF MERIT" in proc.stdout:
+        fail("--kokkos-help with a deck ran the job")
+    if proc.stdout.count("usage: mosaic_miniapp") != 1:
+        fail("the help should be printed once (by rank 0)")
+
+
+def check_version(args):
+    """--version names the commit, Kokkos with its backends, default space and
+    arch, Kokkos Kernels, the compiler and the flags: those the result records."""
+    doc, _ = run_ok(args, 1, SHORT, "version.json")
+    env = doc["environment"]
+    proc = mpirun(args, 1, ["--version"], args.workdir, deck=False)
+    if proc.returncode != 0:
+        fail(f"--version exited with {proc.returncode}")
+    commit = env["git_commit"] + ("-dirty" if env["git_dirty"] else "")
+    for words in (f"(git {commit})", f"Kokkos {env['kokkos_version']}: backends {', '.join(env['kokkos_backends'])}",
+                  f"default execution space {env['kokkos_default_execution_space']}",
+                  f"arch {', '.join(env['kokkos_arch']) or 'none (host default)'}",
+                  f"Kokkos Kernels {env['kokkos_kernels_version']}: TPLs", f"compiler {env['compiler']}",
+                  f"compile flags {env['compile_flags']}"):
+        if words not in proc.stdout:
+            fail(f"--version lacks {words!r}:\n{proc.stdout}")
+
+
+def check_kokkos_tools(args):
+    """A Kokkos Tools library is loaded by KOKKOS_TOOLS_LIBS (which Kokkos 3.4
+    does not read: it calls it KOKKOS_PROFILE_LIBRARY) and by
+    --kokkos-tools-libs (--kokkos-tools-library in 3.4), on every rank;
+    --kokkos-tools-help prints its help and exits 0."""
+    for how, extra, env in (("KOKKOS_TOOLS_LIBS", [], [f"KOKKOS_TOOLS_LIBS={args.tool}"]),
+                            ("--kokkos-tools-libs", [f"--kokkos-tools-libs={args.tool}"], [])):
+        _, proc = run_ok(args, 2, SHORT + extra, "tools.json", env=env)
+        loaded = proc.stderr.count("kokkos test tool: loaded")
+        if loaded != 2:
+            fail(f"{how}: the tool was loaded by {loaded} of 2 ranks")
+        if proc.stderr.count("kokkos test tool: regions") != 2:
+            fail(f"{how}: the tool was not finalized on both ranks")
+    # --kokkos-tools-help: Kokkos prints the tool's help and ends the process
+    # inside Kokkos::initialize; the job exits 0 and runs nothing.
+    out = os.path.join(args.workdir, "tools_help.json")
+    if os.path.exists(out):
+        os.remove(out)
+    proc = mpirun(args, 2, SHORT + [f"--kokkos-tools-libs={args.tool}", "--kokkos-tools-help", "--output", out],
+                  args.workdir)
+    if proc.returncode != 0 or "kokkos test tool: help" not in proc.stderr:
+        fail(f"--kokkos-tools-help exited with {proc.returncode} or printed no help of the tool")
+    if os.path.exists(out) or "[mosaic] step" in proc.stdout:
+        fail("--kokkos-tools-help ran the job")
+    print("the tool was loaded on both ranks by KOKKOS_TOOLS_LIBS and by --kokkos-tools-libs; "
+          "--kokkos-tools-help printed its help and ran nothing")
+
+
+ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+def check_provenance(args):
+    """The result says when the run started and finished (UTC), the build's
+    dirty flag and compile flags, the OMP_*/KOKKOS_* variables and OpenMP
+    binding, and every rank's host, device and threads."""
+    n = args.ranks
+    doc, _ = run_ok(args, n, SHORT, f"provenance_{n}.json")
+    start, end = doc["timestamp_utc"], doc["finished_utc"]
+    if not (ISO_UTC.match(start) and ISO_UTC.match(end) and start <= end):
+        fail(f"timestamp_utc {start!r}, finished_utc {end!r}")
+    env = doc["environment"]
+    if not isinstance(env["git_dirty"], bool):
+        fail(f"git_dirty {env['git_dirty']!r}")
+    if "-O" not in env["compile_flags"] and "-g" not in env["compile_flags"]:
+        fail(f"compile_flags {env['compile_flags']!r} name no optimization or debug flag")
+    variables = env["environment_variables"]
+    if variables.get("OMP_NUM_THREADS") != "1" or variables.get("OMP_PROC_BIND") != "false":
+        fail(f"environment_variables {variables} lack OMP_NUM_THREADS=1, OMP_PROC_BIND=false")
+    places = os.environ.get("OMP_PLACES", "unset")
+    if env["openmp_binding"] != {"OMP_PROC_BIND": "false", "OMP_PLACES": places}:
+        fail(f"openmp_binding {env['openmp_binding']}, expected OMP_PROC_BIND false, OMP_PLACES {places}")
+    ranks = env["ranks"]
+    if [r["rank"] for r in ranks] != list(range(n)):
+        fail(f"environment.ranks {ranks}: expected one entry per rank 0..{n - 1}")
+    host_space = env["kokkos_default_execution_space"] in ("OpenMP", "Serial", "Threads")
+    for r in ranks:
+        if r["hostname"] != env["hostname"]:
+            fail(f"rank {r['rank']} on {r['hostname']!r}, rank 0's environment says {env['hostname']!r}")
+        if r["concurrency"] != 1:
+            fail(f"rank {r['rank']}: concurrency {r['concurrency']} with OMP_NUM_THREADS=1")
+        if host_space != (r["device"] == "host"):
+            fail(f"rank {r['rank']}: device {r['device']!r} on {env['kokkos_default_execution_space']}")
+    print(f"provenance: {start} .. {end}, git_dirty {env['git_dirty']}, flags {env['compile_flags']!r}, ranks {ranks}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("check", choices=["weak", "strong_invariance", "sweep", "unwritable_output", "bad_deck",
                                      "npy_stream", "npy_bad_file", "npy_blocked", "npy_blocked_nonfinite",
                                      "checkpoint_resume", "checkpoint_redistribute", "checkpoint_crash_safety",
                                      "checkpoint_refused", "checkpoint_npy", "blocked_schedules",
-                                     "init_rank_deficient", "verification"])
+                                     "init_rank_deficient", "verification", "kokkos_misspelt",
+                                     "kokkos_num_threads", "kokkos_help", "version", "provenance", "kokkos_tools"])
     p.add_argument("--miniapp", required=True)
     p.add_argument("--mpiexec", required=True)
     p.add_argument("--schema", required=True)
     p.add_argument("--deck", required=True)
     p.add_argument("--workdir", required=True)
     p.add_argument("--ranks", type=int, default=1)
+    p.add_argument("--tool", help="kokkos_tools: the Kokkos Tools library to load")
     args = p.parse_args()
     for name in ("miniapp", "mpiexec", "schema", "deck", "workdir"):
         setattr(args, name, os.path.abspath(getattr(args, name)))
