@@ -4,9 +4,10 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
-#include <numeric>
 #include <stdexcept>
 #include <utility>
+
+#include "did_you_mean.hpp"
 
 namespace mosaic::kokkos_flags {
 namespace {
@@ -98,38 +99,13 @@ const Flag* find_flag(const std::string& name) {
   return nullptr;
 }
 
-// Levenshtein distance, one row at a time.
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  std::iota(row.begin(), row.end(), std::size_t(0));
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({above + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-// " (did you mean '--kokkos-x'?)" for the closest flag, or "" when none is
-// within a third of the name's length (two edits at least).
+// " (did you mean '--kokkos-x'?)" for the closest flag, or "".
 std::string did_you_mean(const std::string& name) {
-  const Flag* best = nullptr;
-  std::size_t best_distance = 0;
-  for (const auto& f : kFlags) {
-    const std::size_t d = edit_distance(name, f.name);
-    if (!best || d < best_distance) {
-      best = &f;
-      best_distance = d;
-    }
-  }
-  const std::size_t prefix = std::strlen("--kokkos-");
-  const std::size_t limit = std::max<std::size_t>(2, name.size() > prefix ? (name.size() - prefix) / 3 : 0);
-  if (best_distance > limit) return "";
-  return std::string(" (did you mean '") + best->name + "'?)";
+  const std::string prefix = "--kokkos-";
+  std::vector<std::string> names;
+  for (const auto& f : kFlags) names.push_back(std::string(f.name).substr(prefix.size()));
+  return mosaic::did_you_mean(name.compare(0, prefix.size(), prefix) == 0 ? name.substr(prefix.size()) : name, names,
+                              prefix);
 }
 
 // A decimal integer >= 0 that fits an int (at most 9 digits).
