@@ -19,7 +19,9 @@
 // npy file). Where a block ends is a function of the position and the deck
 // alone, so a run resumed from a checkpoint cuts the same blocks as the run
 // that was never stopped (and gives bitwise its results). Signals and
-// every_seconds checkpoints are acted on at block ends.
+// every_seconds checkpoints are acted on at block ends, on more than one
+// rank one block after they were seen (CheckpointPolicy). The reference
+// cross-check (reference_check.hpp) closes at a block end too and adds none.
 #pragma once
 
 #include <mpi.h>
