@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -47,7 +48,7 @@ std::vector<ErrorCase> error_cases() {
   return {
       // ---- types and ranges of single keys
       {"int_wrong_type", "problem:\n  d: abc\n  rank: 2\n", {},
-       {"deck.yaml:2:6: problem.d: expected an integer >= 2, found 'abc'"}},
+       {"deck.yaml:2:6: problem.d: expected an integer >= 2 (at most 2147483647), found 'abc'"}},
       {"int_out_of_range", "problem:\n  d: 1\n  rank: 2\n", {},
        {"deck.yaml:2:6:", "problem.d", "expected an integer >= 2", "found 1"}},
       {"int_not_integral", p + "run:\n  steps: 2.5\n", {},
@@ -60,6 +61,18 @@ std::vector<ErrorCase> error_cases() {
        {"deck.yaml:2:6:", "problem.d", "found a mapping"}},
       {"int_too_large", "problem:\n  d: 99999999999\n  rank: 2\n", {},
        {"problem.d", "found 99999999999"}},
+      // The type's limit is stated, and 2^63 (which a double check let
+      // through, to wrap to INT64_MIN) is refused for every int64 key.
+      {"int_limit_stated", p, {"problem.d=2147483648"},
+       {"problem.d: expected an integer >= 2 (at most 2147483647), found 2147483648"}},
+      {"int64_steps_two_to_63", p, {"run.steps=9223372036854775808"},
+       {"run.steps: expected an integer >= 1 (at most 9223372036854775807) or all, found 9223372036854775808"}},
+      {"int64_warmup_two_to_63", p, {"run.warmup_steps=9223372036854775808"},
+       {"run.warmup_steps", "(at most 9223372036854775807)", "found 9223372036854775808"}},
+      {"int64_diagnostics_exponent", p, {"run.diagnostics_every=1e19"},
+       {"run.diagnostics_every", "found 1e19"}},
+      {"int64_checkpoint_every_two_to_63", p, {"output.checkpoint.every_steps=9223372036854775808", "output.checkpoint.dir=ck"},
+       {"output.checkpoint.every_steps", "found 9223372036854775808"}},
       {"rate_out_of_range", p + "algorithm:\n  eta_mu: 1.5\n", {},
        {"deck.yaml:5:11:", "algorithm.eta_mu", "expected a number in (0, 1)", "found 1.5"}},
       {"rate_wrong_type", p + "algorithm:\n  eta_U: fast\n", {},
@@ -94,12 +107,12 @@ std::vector<ErrorCase> error_cases() {
       {"refactor_every_zero", p + "algorithm:\n  refactor_every: 0\n", {},
        {"algorithm.refactor_every", "expected an integer >= 1", "found 0"}},
       {"block_size_word", p + "algorithm:\n  block_size: fast\n", {},
-       {"deck.yaml:5:15:", "algorithm.block_size", "expected an integer >= 0 or auto", "found 'fast'"}},
+       {"deck.yaml:5:15:", "algorithm.block_size", "expected an integer >= 0 (at most 2147483647) or auto", "found 'fast'"}},
       {"reorth_word", p + "algorithm:\n  reorthonormalize_every: never\n", {},
-       {"algorithm.reorthonormalize_every", "expected an integer >= 0 or auto", "found 'never'"}},
+       {"algorithm.reorthonormalize_every", "expected an integer >= 0 (at most 2147483647) or auto", "found 'never'"}},
       // ---- output.checkpoint (a nested key group) and run.restart_from
       {"ckpt_every_zero", p + "output:\n  checkpoint:\n    dir: c\n    every_steps: 0\n", {},
-       {"deck.yaml:7:18: output.checkpoint.every_steps: expected an integer >= 1, found 0"}},
+       {"deck.yaml:7:18: output.checkpoint.every_steps: expected an integer >= 1 (at most 9223372036854775807), found 0"}},
       {"ckpt_unknown_key", p + "output:\n  checkpoint:\n    dri: c\n", {},
        {"deck.yaml:6:5: unknown key 'output.checkpoint.dri' (did you mean 'output.checkpoint.dir'?)",
         "valid keys in output.checkpoint: dir, every_steps, every_seconds, keep"}},
@@ -111,7 +124,7 @@ std::vector<ErrorCase> error_cases() {
       {"ckpt_every_without_dir", p + "output:\n  checkpoint: {every_seconds: 60}\n", {},
        {"deck.yaml:5:31:", "output.checkpoint.dir: required when output.checkpoint.every_seconds is given"}},
       {"ckpt_keep_zero", p + "output:\n  checkpoint: {dir: c, keep: 0}\n", {},
-       {"output.checkpoint.keep: expected an integer >= 1, found 0"}},
+       {"output.checkpoint.keep: expected an integer >= 1 (at most 2147483647), found 0"}},
       {"ckpt_seconds_negative", p + "output:\n  checkpoint: {dir: c, every_seconds: -1}\n", {},
        {"output.checkpoint.every_seconds: expected a number > 0, found -1"}},
       {"ckpt_with_sweep", p + "output:\n  checkpoint: {dir: c}\nsweep:\n  problem.rank: [1, 2]\n", {},
@@ -161,7 +174,7 @@ std::vector<ErrorCase> error_cases() {
       {"steps_all_synthetic_override", kMinimal, {"run.steps=all"},
        {"deck.yaml: --set run.steps=all: run.steps", "needs source.type npy"}},
       {"steps_bad_word", p + "run:\n  steps: every\n", {},
-       {"deck.yaml:5:10:", "run.steps: expected an integer >= 1 or all, found 'every'"}},
+       {"deck.yaml:5:10:", "run.steps: expected an integer >= 1 (at most 9223372036854775807) or all, found 'every'"}},
       {"noise_range_order", p + "source:\n  noise_range: [0.5, 0.1]\n", {},
        {"source.noise_range", "0 < lo <= hi", "lo > hi"}},
       {"noise_range_length", p + "source:\n  noise_range: [0.1]\n", {},
@@ -242,7 +255,7 @@ std::vector<ErrorCase> error_cases() {
       {"override_no_equals", kMinimal, {"problem.d"},
        {"deck.yaml: --set problem.d:", "no '=' found"}},
       {"override_bad_value", kMinimal, {"problem.d=abc"},
-       {"deck.yaml: --set problem.d=abc: problem.d: expected an integer >= 2, found 'abc'"}},
+       {"deck.yaml: --set problem.d=abc: problem.d: expected an integer >= 2 (at most 2147483647), found 'abc'"}},
       {"override_unknown_key", kMinimal, {"problem.dd=3"},
        {"--set problem.dd=3:", "unknown key 'problem.dd'", "did you mean 'problem.d'?"}},
       {"override_unknown_section", kMinimal, {"problm.d=3"},
@@ -394,6 +407,12 @@ TEST(Deck, BlockSizeTakesAnySchedule) {
                                                  {std::string("algorithm.block_size=") + word});
     EXPECT_EQ(q[0].config.algorithm.block_size, std::string(word) == "auto" ? mosaic::kAuto : std::stoi(word));
   }
+}
+
+// The largest value of an int64 key is accepted as itself.
+TEST(Deck, LargestInt64IsAccepted) {
+  const auto pts = load_deck_from_string(kMinimal, kDeck, {"run.steps=9223372036854775807"});
+  EXPECT_EQ(pts[0].config.run.steps, std::numeric_limits<std::int64_t>::max());
 }
 
 // Every key of the schema appears in the resolved JSON, and nothing else.

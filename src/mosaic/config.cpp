@@ -39,8 +39,10 @@ enum class Kind { integer, unsigned64, number, choice, string, number_pair, path
 struct KeySpec {
   std::string section, name;
   Kind kind = Kind::number;
-  // integer / number bounds
+  // integer / number bounds; an integer's exactly as well (a double rounds
+  // 2^63 - 1 up to 2^63, which then passed the range check and wrapped)
   double lo = -kInf, hi = kInf;
+  std::int64_t int_lo = 0, int_hi = 0;
   bool lo_open = false, hi_open = false;
   std::vector<std::string> choices;   // choice: the supported values
   std::vector<std::string> reserved;  // choice: recognized, not yet supported
@@ -61,8 +63,9 @@ struct KeySpec {
       case Kind::integer: {
         std::string s = "an integer";
         const std::string all = keyword.empty() ? "" : " or " + keyword;
-        if (hi >= double(kIntMax)) return s + " >= " + num(lo) + all;
-        return s + " in [" + num(lo) + ", " + num(hi) + "]" + all;
+        // The upper limit is the type's (int or int64); say which number it is.
+        if (int_hi >= kIntMax) return s + " >= " + std::to_string(int_lo) + " (at most " + std::to_string(int_hi) + ")" + all;
+        return s + " in [" + std::to_string(int_lo) + ", " + std::to_string(int_hi) + "]" + all;
       }
       case Kind::unsigned64: return "an unsigned 64-bit integer (0 to 18446744073709551615)";
       case Kind::number: {
@@ -93,6 +96,8 @@ KeySpec integer(const char* sec, const char* name, std::int64_t lo, std::int64_t
   k.kind = Kind::integer;
   k.lo = double(lo);
   k.hi = double(hi);
+  k.int_lo = lo;
+  k.int_hi = hi;
   k.def = std::move(def);
   k.required = required;
   return k;
@@ -353,7 +358,8 @@ json check_integer(const KeySpec& k, const YAML::Node& n) {
     if (!v || !std::isfinite(*v) || std::floor(*v) != *v) throw BadValue{describe_found(n, true)};
     value = *v;
   }
-  if (value < (long double)k.lo || value > (long double)k.hi) throw BadValue{s};
+  // long double holds every int64 exactly (and the parsed value to 64 bits).
+  if (!(value >= (long double)k.int_lo && value <= (long double)k.int_hi)) throw BadValue{s};
   return std::int64_t(value);
 }
 
