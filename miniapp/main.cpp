@@ -72,11 +72,17 @@ CommandLine parse_command_line(int argc, char** argv) {
   std::vector<std::string> kokkos_flags;
   for (int k = 1; k < argc; ++k) {
     const std::string a = argv[k];
+    // An empty value (--output '', --restart=) is an error, not "unset".
     auto value = [&](const std::string& flag) -> std::string {
-      if (a.size() > flag.size() && a.compare(0, flag.size() + 1, flag + "=") == 0)
-        return a.substr(flag.size() + 1);
-      if (k + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
-      return argv[++k];
+      std::string v;
+      if (a.compare(0, flag.size() + 1, flag + "=") == 0) {
+        v = a.substr(flag.size() + 1);
+      } else {
+        if (k + 1 >= argc) throw std::invalid_argument(flag + " needs a value");
+        v = argv[++k];
+      }
+      if (v.empty()) throw std::invalid_argument(flag + " needs a value, found an empty one");
+      return v;
     };
     if (a.rfind("--kokkos", 0) == 0) kokkos_flags.push_back(a);  // checked below, all at once
     else if (a == "--help" || a == "-h") cl.help = true;
@@ -273,11 +279,16 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  // A non-writable result path fails before the run starts.
+  // A result path that cannot be written (a directory, the deck itself, a
+  // directory without write permission) fails before the run starts.
   int writable = 1;
   std::string why;
   if (root) {
     try {
+      std::error_code ec;
+      if (std::filesystem::equivalent(result_path, cl.deck, ec))
+        throw std::runtime_error("cannot write '" + result_path +
+                                 "': it is the deck itself (output.result or --output names the input deck)");
       mosaic::check_writable(result_path);
     } catch (const std::exception& e) {
       writable = 0;

@@ -1082,6 +1082,9 @@ std::vector<SweepPoint> load_deck_from_string(const std::string& yaml_text,
 
 std::vector<SweepPoint> load_deck(const std::string& path,
                                   const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw DeckError("cannot read deck '" + path + "': it is a directory (expected a YAML deck file)");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;

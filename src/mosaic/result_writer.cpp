@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 namespace mosaic {
@@ -65,6 +66,10 @@ void write_json_atomically(const std::string& path, const nlohmann::json& doc) {
 
 void check_writable(const std::string& path) {
   if (path.empty()) throw std::runtime_error("output path is empty");
+  // A directory cannot be renamed over: found now, not after the run.
+  std::error_code ec;
+  if (path.back() == '/' || std::filesystem::is_directory(path, ec))
+    throw std::runtime_error("cannot write '" + path + "': it names a directory (expected a file name)");
   std::string probe = path + ".probe.XXXXXX";
   const int fd = mkstemp(probe.data());
   if (fd < 0) fail("its directory " + directory_of(path) + " is not writable", path);

@@ -168,6 +168,31 @@ def check_unwritable_output(args):
         fail("the error does not name the output path")
     if "[mosaic] step" in proc.stdout or "FIGURE OF MERIT" in proc.stdout:
         fail("the run started although its result could not be written")
+    # Refused before anything runs (exit 2, naming what is wrong), not found
+    # after the run (issue 16: items 3, 9, 13).
+    out_dir = os.path.join(args.workdir, "out_dir")
+    os.makedirs(out_dir, exist_ok=True)
+    deck_copy = os.path.join(args.workdir, "deck_copy.yaml")
+    shutil.copyfile(args.deck, deck_copy)
+    with open(deck_copy, "rb") as f:
+        deck_bytes = f.read()
+    cases = [
+        ("an existing directory", [args.deck, "--output", out_dir], "it names a directory"),
+        ("a path ending in /", [args.deck, "--output", out_dir + "/new/"], "it names a directory"),
+        ("an empty --output", [args.deck, "--output", ""], "--output needs a value, found an empty one"),
+        ("an empty --restart=", [args.deck, "--restart="], "--restart needs a value, found an empty one"),
+        ("the deck itself", [deck_copy, "--output", deck_copy], "it is the deck itself"),
+        ("a deck that is a directory", [out_dir], "it is a directory (expected a YAML deck file)"),
+    ]
+    for what, argv, words in cases:
+        proc = mpirun(args, 1, argv, args.workdir, timeout=120, deck=False)
+        if proc.returncode != 2 or words not in proc.stderr:
+            fail(f"{what}: exit {proc.returncode}, expected 2 and {words!r} in: {proc.stderr!r}")
+        if "[mosaic] start" in proc.stdout:
+            fail(f"{what}: the run started")
+    with open(deck_copy, "rb") as f:
+        if f.read() != deck_bytes:
+            fail("the deck was changed by a run asked to write its result over it")
 
 
 def check_bad_deck(args):
