@@ -22,6 +22,7 @@
 #include "mosaic/config.hpp"
 #include "mosaic/environment.hpp"
 #include "mosaic/kokkos_flags.hpp"
+#include "mosaic/memory_check.hpp"
 #include "mosaic/result_writer.hpp"
 #include "mosaic/run.hpp"
 #include "mosaic/stop_signal.hpp"
@@ -119,33 +120,6 @@ void print_version() {
               list(b["kokkos_kernels_tpls"], "none").c_str());
   std::printf("compiler %s, build type %s\n", text("compiler").c_str(), text("build_type").c_str());
   std::printf("compile flags %s\n", text("compile_flags").c_str());
-}
-
-// Bytes one rank needs for a configuration: stream states, the engine's
-// per-stream work space (estimated as one more state), the synthetic truth
-// (V0, W0, mean, noise std in double) or the npy staging buffers (two host
-// chunks and one device chunk), and the sample buffers.
-std::size_t estimate_rank_bytes(const mosaic::RunConfig& c, int streams) {
-  const std::size_t d = c.problem.d, r = c.problem.rank, rs = c.source.synthetic.r;
-  const std::size_t scalar = c.problem.dtype == mosaic::Dtype::float32 ? 4 : 8;
-  const std::size_t state = (d + d * r + r * r + 1) * scalar;
-  const std::size_t truth = c.source.type == "npy" ? 3 * std::size_t(c.source.chunk_rows) * d * scalar
-                                                   : (2 * d * rs + 2 * d + rs) * 8;
-  const std::size_t n0 = c.algorithm.init == mosaic::InitMode::data ? c.algorithm.resolved_init_samples(c.problem.rank) : 0;
-  // The block of samples (synthetic source) and the blocked update's work
-  // arrays (blocked_step.hpp: double coefficients, G, H, r x r matrices; the
-  // scalar [U0 | D]^T [U0 | D] and [A; B] tiles).
-  const std::size_t k = std::size_t(c.algorithm.block_size == mosaic::kAuto
-                                        ? mosaic::auto_block_size<Kokkos::DefaultExecutionSpace>(int(d), int(r))
-                                        : std::max(1, c.algorithm.block_size));
-  const std::size_t samples = (k + n0) * d * scalar;
-  const std::size_t blocked =
-      k > 1 ? 8 * (4 * k * r + k * k + 8 * r * r) + scalar * ((r + k + 8) * (r + k + 8) + (r + k) * (r + 8)) : 0;
-  return std::size_t(streams) * (2 * state + truth + samples + blocked);
-}
-
-int streams_on_rank0(const mosaic::RunConfig& c, int nranks) {
-  return int(mosaic::decompose_streams(c.streams, 0, nranks).local_ids.size());
 }
 
 void print_summary(const nlohmann::json& run) {
@@ -269,9 +243,7 @@ int main(int argc, char** argv) {
         const auto& c = points[k].config;
         std::printf("# run %zu of %zu %s\n%s\n", k + 1, points.size(), points[k].point.dump().c_str(),
                     c.resolved.dump(2).c_str());
-        const std::size_t bytes = estimate_rank_bytes(c, streams_on_rank0(c, nranks));
-        std::printf("# memory: about %.3f MiB per rank (%d streams on rank 0 of %d)\n",
-                    bytes / 1048576.0, streams_on_rank0(c, nranks), nranks);
+        std::printf("# memory: %s\n", mosaic::describe_rank0_memory(c, nranks).c_str());
       }
       std::printf("# result file would be: %s\n", result_path.c_str());
     }
@@ -325,6 +297,9 @@ int main(int argc, char** argv) {
     const std::string error = mosaic::preflight_npy_streams(p.config, MPI_COMM_WORLD);
     if (!error.empty()) return fail(error, 2);
   }
+  // A run that cannot fit in the node's memory is refused (memory_check.hpp).
+  if (const std::string error = mosaic::check_host_memory(points, cl.deck, MPI_COMM_WORLD); !error.empty())
+    return fail(error, 2);
 
   // Checkpoints (docs/CHECKPOINT.md; decks with checkpoints or a restart
   // have one point): the directory must be writable, and a fresh run does
@@ -430,6 +405,11 @@ int main(int argc, char** argv) {
     return fail("Kokkos::initialize: " + kokkos_error, 2);
   }
   if (cl.kokkos.print_configuration) Kokkos::print_configuration(std::cout);  // Kokkos 3 lacks the flag
+  // Nor one that cannot fit in its device's free memory.
+  if (const std::string error = mosaic::check_device_memory(points, cl.deck, MPI_COMM_WORLD); !error.empty()) {
+    Kokkos::finalize();
+    return fail(error, 2);
+  }
   int rc = 0;
   try {
     // Every rank's host and device, on rank 0 (collective).
@@ -492,6 +472,11 @@ int main(int argc, char** argv) {
     // The same input error on every rank (e.g. a rank-deficient start): exit 2.
     if (root) std::fprintf(stderr, "mosaic_miniapp: error: %s\n", e.what());
     rc = 2;
+  } catch (const mosaic::OutOfMemory& e) {
+    std::fprintf(stderr, "mosaic_miniapp: rank %d: error: %s; the estimate for rank 0 was %s\n", rank, e.what(),
+                 mosaic::describe_rank0_memory(points.front().config, nranks).c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mosaic_miniapp: rank %d: error: %s\n", rank, e.what());
     std::fflush(stderr);

@@ -132,9 +132,17 @@ std::string utc_timestamp() {
 }
 
 long long peak_rss_bytes() {
+  // VmHWM is the high-water mark of this process image's own address space.
+  // getrusage's ru_maxrss is not: exec() folds the replaced image's peak
+  // into it, so a rank started by fork+exec from a large process (a Python
+  // driver, a launcher) would report that process's memory.
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.compare(0, 6, "VmHWM:") == 0) return std::stoll(line.substr(6)) * 1024;  // "VmHWM:  1234 kB"
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
-  return (long long)usage.ru_maxrss * 1024;  // Linux reports KiB
+  return (long long)usage.ru_maxrss * 1024;  // no /proc: Linux reports KiB
 }
 
 long long device_memory_used_bytes() {

@@ -30,7 +30,9 @@ nlohmann::json collect_environment(nlohmann::json ranks);
 // Now, in UTC, ISO 8601 to the second: "2026-12-01T16:45:00Z".
 std::string utc_timestamp();
 
-// Peak resident set size of this process in bytes (getrusage).
+// Peak resident set size of this process image in bytes: VmHWM from
+// /proc/self/status (getrusage where /proc is missing, which can include
+// the memory of the process that exec'ed this one).
 long long peak_rss_bytes();
 
 // Bytes of device memory in use now, or -1 where the backend has no such query.

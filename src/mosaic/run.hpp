@@ -46,6 +46,7 @@
 #include "batched_engine.hpp"
 #include "decomposition.hpp"
 #include "environment.hpp"
+#include "memory_estimate.hpp"
 #include "npy.hpp"
 #include "npy_source.hpp"
 #include "reference_check.hpp"
@@ -746,7 +747,14 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
        {{"state_bytes_per_stream", state_bytes},
         {"state_bytes_total", state_bytes * std::size_t(decomp.total_streams)},
         {"device_bytes_in_use_max", device_used >= 0 ? nlohmann::json(device_used) : nlohmann::json()},
-        {"peak_rss_bytes_per_rank", all_rss}}},
+        {"peak_rss_bytes_per_rank", all_rss},
+        {"peak_rss_definition", "each rank's VmHWM (/proc/self/status): the peak resident memory of the process "
+                                "since it started, so a sweep point's includes the points before it"},
+        {"estimate_rank0",
+         estimate_rank_memory<Exec>(cfg, B, decomp.total_streams, true,
+                                    (params.init == InitMode::data ? params.resolved_init_samples(r) : 0) +
+                                        cfg.run.warmup_steps + cfg.run.steps)
+             .to_json()}}},
       {"counts", {{"clamped_steps", final_diag["clamped_steps"]},
                   {"breakdown_streams", broken},
                   {"breakdowns", breakdowns}}},

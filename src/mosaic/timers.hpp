@@ -9,11 +9,19 @@
 
 #include <chrono>
 #include <map>
+#include <new>
+#include <stdexcept>
 #include <string>
 
 #include <Kokkos_Core.hpp>
 
 namespace mosaic {
+
+// A std::bad_alloc, with the phase it happened in. (A failed Kokkos View
+// allocation throws Kokkos' own error, which names the view and its size.)
+struct OutOfMemory : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // The phases in execution order: the result's timers and the summary's
 // table list them in this order.
@@ -31,7 +39,12 @@ class TimerSet {
     Kokkos::fence();
     Kokkos::Profiling::pushRegion("mosaic::" + name);
     const auto start = clock::now();
-    f();
+    try {
+      f();
+    } catch (const std::bad_alloc&) {
+      Kokkos::Profiling::popRegion();
+      throw OutOfMemory("a host allocation failed (std::bad_alloc) in the " + name + " phase");
+    }
     Kokkos::fence();
     add(name, std::chrono::duration<double>(clock::now() - start).count());
     Kokkos::Profiling::popRegion();

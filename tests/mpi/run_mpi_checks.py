@@ -11,7 +11,7 @@ CHECK is one of: weak, strong_invariance, sweep, unwritable_output, bad_deck,
 npy_stream, npy_bad_file, npy_blocked, npy_blocked_nonfinite, checkpoint_resume,
 checkpoint_redistribute, checkpoint_crash_safety, checkpoint_refused, checkpoint_npy,
 blocked_schedules, init_rank_deficient, kokkos_misspelt, kokkos_num_threads,
-kokkos_help, version, provenance, kokkos_tools (--tool LIBRARY). The npy checks write their .npy
+kokkos_help, version, provenance, kokkos_tools and memory_estimate (--tool LIBRARY). The npy checks write their .npy
 files into the workdir with numpy (system python3). The checkpoint checks
 (docs/CHECKPOINT.md) signal running ranks with SIGTERM and compare the final
 state files of stopped-and-resumed runs with uninterrupted ones, bitwise.
@@ -587,7 +587,9 @@ def miniapp_pids(launcher_pid):
 
 def run_and_signal(args, ranks, extra, ckpt_dir, which="one"):
     """Starts a run, waits for its first complete checkpoint, sends SIGTERM
-    to one rank (or all), and waits for the job. Returns the process."""
+    to one rank ("one"), every rank ("all") or mpiexec itself ("mpiexec":
+    what `timeout` and many schedulers do), and waits for the job. Returns
+    the process."""
     cmd = mpirun_cmd(args, ranks, extra)
     print("+", " ".join(cmd), "(SIGTERM after the first checkpoint)", flush=True)
     proc = subprocess.Popen(cmd, cwd=args.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -605,7 +607,7 @@ def run_and_signal(args, ranks, extra, ckpt_dir, which="one"):
     if len(pids) != ranks:
         proc.kill()
         fail(f"found {len(pids)} mini-app processes under mpiexec, expected {ranks}")
-    for pid in (pids[-1:] if which == "one" else pids):
+    for pid in ([proc.pid] if which == "mpiexec" else pids[-1:] if which == "one" else pids):
         os.kill(pid, signal.SIGTERM)
     out, err = proc.communicate(timeout=300)
     print(out)
@@ -620,8 +622,14 @@ def ckpt_args(ckpt_dir, state_dir, every=20000, steps=CKPT_STEPS, diagnostics_ev
             "--set", f"output.state_dir={state_dir}"]
 
 
-def check_interrupted(args, out, proc, ckpt_dir, state_dir, steps=CKPT_STEPS):
-    if proc.returncode != 128 + signal.SIGTERM:
+def check_interrupted(args, out, proc, ckpt_dir, state_dir, steps=CKPT_STEPS, launcher_signalled=False):
+    """The partial result of a SIGTERM'ed run. Its ranks exit with 143; when
+    mpiexec itself was signalled, Open MPI's mpiexec exits with a status of
+    its own (1), so only a failure is required (docs/CHECKPOINT.md)."""
+    if launcher_signalled:
+        if proc.returncode == 0:
+            fail("mpiexec exited 0 after a SIGTERM that interrupted the run")
+    elif proc.returncode != 128 + signal.SIGTERM:
         fail(f"a SIGTERM'ed run should exit with 143, got {proc.returncode}")
     doc = load_valid(args, out)
     if doc["status"] != "interrupted" or doc["interrupted"]["signal_name"] != "SIGTERM":
@@ -640,9 +648,10 @@ def check_interrupted(args, out, proc, ckpt_dir, state_dir, steps=CKPT_STEPS):
     return doc
 
 
-def check_checkpoint_resume(args):
-    """(a)+(c): uninterrupted vs SIGTERM'ed mid-run and resumed: the final
-    states are bitwise equal; the partial result is valid and interrupted."""
+def check_checkpoint_resume(args, which="one"):
+    """(a)+(c): uninterrupted vs SIGTERM'ed mid-run (one rank, or mpiexec
+    with which="mpiexec") and resumed: the final states are bitwise equal;
+    the partial result is valid and interrupted."""
     n = args.ranks
     w = args.workdir
     base = ["--set", "streams.mode=weak", "--set", "streams.per_rank=2"]
@@ -657,9 +666,10 @@ def check_checkpoint_resume(args):
     out = os.path.join(w, f"resumed_{n}.json")
     for p in (ckpt_dir, states):
         shutil.rmtree(p, ignore_errors=True)
-    proc = run_and_signal(args, n, base + ckpt_args(ckpt_dir, states) + ["--output", out], ckpt_dir)
-    doc = check_interrupted(args, out, proc, ckpt_dir, states)
+    proc = run_and_signal(args, n, base + ckpt_args(ckpt_dir, states) + ["--output", out], ckpt_dir, which)
+    doc = check_interrupted(args, out, proc, ckpt_dir, states, launcher_signalled=which == "mpiexec")
     stopped_at = doc["runs"][0]["steps"]["timed"]
+    print(f"SIGTERM to {which}: exit status {proc.returncode}, result status {doc['status']}")
     proc = mpirun(args, n, base + ckpt_args(ckpt_dir, states) + ["--output", out, "--restart", ckpt_dir], w)
     if proc.returncode != 0:
         fail(f"the restart exited with {proc.returncode}")
@@ -677,6 +687,14 @@ def check_checkpoint_resume(args):
         fail(f"FOM {fom} != steps x streams / summed update time")
     same_states(full_states, states, f"{n} ranks, stopped at timed step {stopped_at} and resumed")
     print(f"{n} ranks: stopped by SIGTERM at timed step {stopped_at}, resumed, final states bitwise equal")
+
+
+def check_checkpoint_mpiexec_sigterm(args):
+    """SIGTERM to mpiexec alone (timeout(1), schedulers): Open MPI forwards
+    it to the ranks, which stop cleanly with a checkpoint and an interrupted
+    result; mpiexec's own exit status is not 143, so a requeue script reads
+    the result's status (docs/CHECKPOINT.md). Resumed, bitwise equal."""
+    check_checkpoint_resume(args, which="mpiexec")
 
 
 def check_checkpoint_redistribute(args):
@@ -1202,22 +1220,119 @@ def check_provenance(args):
             fail(f"rank {r['rank']}: device {r['device']!r} on {env['kokkos_default_execution_space']}")
     print(f"provenance: {start} .. {end}, git_dirty {env['git_dirty']}, flags {env['compile_flags']!r}, ranks {ranks}")
 
+TOOL_PEAK = re.compile(r"^kokkos test tool: peak bytes (\S+) (\d+)$", re.M)
+
+
+def check_memory_estimate(args):
+    """The memory estimate (memory_estimate.hpp) follows what the run
+    allocates, and a run that cannot fit is refused before anything starts.
+    - Kokkos' allocations, seen by the test tool, are within 10% of the
+      estimate's execution-space peak for the sequential and the blocked
+      kernel, double and float, init data and random, synthetic and npy;
+      the peak RSS (VmHWM) is at most the estimate plus 512 MiB for the
+      process itself (MPI, Kokkos, the BLAS). (Not at least the Kokkos
+      bytes: pages of buffers allocated without initialization that are
+      never written are not resident.)
+    - The issue's oversized run (d = 10^7, r = 1000, 64 streams) exits 2
+      before Kokkos starts, naming the keys, the sizes and what is available;
+      --dry-run prints the same estimate. An allocation that fails anyway
+      (an address-space limit) names the allocation and its size.
+    - An npy deck with chunk_rows far beyond the file's rows is estimated
+      from the rows read, not from chunk_rows.
+    - The peak RSS is the process's own: a run fork+exec'ed from a process
+      that holds 768 MiB does not report that memory (getrusage would)."""
+    import numpy as np
+    big = ["--set", "problem.d=4096", "--set", "problem.rank=64", "--set", "streams.per_rank=4",
+           "--set", "run.steps=64", "--set", "run.warmup_steps=0", "--set", "run.accuracy=throughput_only"]
+    np.save(os.path.join(args.workdir, "m0.npy"), np.random.default_rng(3).standard_normal((400, 4096)))
+    npy = ["--set", "source.type=npy", "--set", "source.paths=[m0.npy, m0.npy, m0.npy, m0.npy]",
+           "--set", "source.chunk_rows=2147483647", "--set", "run.steps=all"]
+    for name, extra in (("sequential", ["--set", "algorithm.block_size=1"]),
+                        ("blocked", []),
+                        ("float, init random", ["--set", "problem.dtype=float", "--set", "algorithm.init=random"]),
+                        ("npy", npy)):
+        doc, proc = run_ok(args, 1, big + extra, "memory.json", env=[f"KOKKOS_TOOLS_LIBS={args.tool}"])
+        peaks = {space: int(b) for space, b in TOOL_PEAK.findall(proc.stderr)}
+        mem = doc["runs"][0]["memory"]
+        est = mem["estimate_rank0"]
+        measured = sum(peaks.values())
+        ratio = est["execution_space_bytes"] / measured
+        print(f"{name}: Kokkos peak {measured / 2**20:.1f} MiB, estimate {est['execution_space_bytes'] / 2**20:.1f}"
+              f" MiB (ratio {ratio:.3f}), VmHWM {mem['peak_rss_bytes_per_rank'][0] / 2**20:.1f} MiB")
+        if not 0.9 <= ratio <= 1.1:
+            fail(f"{name}: the estimate {est} is {ratio:.3f} x the {measured} bytes Kokkos allocated at its peak")
+        rss = mem["peak_rss_bytes_per_rank"][0]
+        if rss > est["execution_space_bytes"] + est["host_only_bytes"] + 512 * 2**20:
+            fail(f"{name}: peak RSS {rss} above the estimate + 512 MiB")
+    # The issue's oversized run: refused up front.
+    huge = ["--set", "problem.d=10000000", "--set", "problem.rank=1000", "--set", "streams.per_rank=64"]
+    out = os.path.join(args.workdir, "huge.json")
+    proc = mpirun(args, 1, huge + ["--output", out], args.workdir)
+    for needed in ("not enough host memory", "problem.d=10000000", "problem.rank=1000", "64 streams on rank 0",
+                   "TiB", "is available"):
+        if needed not in proc.stderr:
+            fail(f"the oversized run's message lacks {needed!r}: {proc.stderr!r}")
+    if proc.returncode != 2 or os.path.exists(out) or "[mosaic] start" in proc.stdout:
+        fail(f"the oversized run exited {proc.returncode} (expected 2) or started")
+    dry = mpirun(args, 1, huge + ["--dry-run"], args.workdir)
+    if dry.returncode != 0 or "TiB per rank" not in dry.stdout:
+        fail("--dry-run does not print the oversized run's estimate")
+    # npy: 400 rows read, not 2^31 - 1.
+    dry = mpirun(args, 1, big + npy + ["--dry-run"], args.workdir)
+    m = re.search(r"# memory: about ([\d.]+) (\w+) per rank", dry.stdout)
+    if dry.returncode != 0 or not m or m.group(2) not in ("MiB", "KiB"):
+        fail(f"--dry-run's npy estimate is not from the file's rows: {m and m.group(0)}")
+    # An allocation that fails although the check passed (here: an address
+    # space limit the check does not read) names what and how much.
+    import resource
+    limited = subprocess.run(
+        [args.miniapp, args.deck, "--set", "problem.d=32768", "--set", "problem.rank=128", "--set",
+         "streams.per_rank=8", "--set", "run.accuracy=throughput_only", "--output",
+         os.path.join(args.workdir, "limited.json")], cwd=args.workdir, capture_output=True, text=True,
+        env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=300,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (2200 * 2**20, 2200 * 2**20)))
+    named = re.search(r"failed to allocate memory for label \"[^\"]+\".*Allocation of size \S+ \S+|"
+                      r"std::bad_alloc\) in the \w+ phase; the estimate for rank 0 was about", limited.stderr)
+    if limited.returncode == 0 or not named:
+        fail(f"an allocation failure under a 2200 MiB address-space limit exited {limited.returncode} "
+             f"without naming the allocation: {limited.stderr[-2000:]!r}")
+    print("under an address-space limit:", named.group(0))
+    # VmHWM, not getrusage: launched by fork+exec from a process holding 768 MiB.
+    ballast = bytearray(768 * 2**20)
+    for i in range(0, len(ballast), 4096):
+        ballast[i] = 1
+    out = os.path.join(args.workdir, "small_rss.json")
+    pid = os.fork()
+    if pid == 0:
+        os.chdir(args.workdir)
+        os.environ["OMP_NUM_THREADS"] = "1"
+        os.execv(args.miniapp, [args.miniapp, args.deck, "--output", out])
+    _, status = os.waitpid(pid, 0)
+    del ballast
+    if os.waitstatus_to_exitcode(status) != 0:
+        fail(f"the fork+exec'ed run exited {os.waitstatus_to_exitcode(status)}")
+    rss = load_valid(args, out)["runs"][0]["memory"]["peak_rss_bytes_per_rank"][0]
+    if rss > 512 * 2**20:
+        fail(f"a small run started by a 768 MiB process reports a peak RSS of {rss / 2**20:.0f} MiB")
+    print(f"a run fork+exec'ed from a 768 MiB process reports {rss / 2**20:.1f} MiB")
+
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("check", choices=["weak", "strong_invariance", "sweep", "unwritable_output", "bad_deck",
                                      "npy_stream", "npy_bad_file", "npy_blocked", "npy_blocked_nonfinite",
                                      "checkpoint_resume", "checkpoint_redistribute", "checkpoint_crash_safety",
-                                     "checkpoint_refused", "checkpoint_npy", "blocked_schedules",
+                                     "checkpoint_refused", "checkpoint_npy", "checkpoint_mpiexec_sigterm", "blocked_schedules",
                                      "init_rank_deficient", "verification", "kokkos_misspelt",
-                                     "kokkos_num_threads", "kokkos_help", "version", "provenance", "kokkos_tools"])
+                                     "kokkos_num_threads", "kokkos_help", "version", "provenance", "kokkos_tools",
+                                     "memory_estimate"])
     p.add_argument("--miniapp", required=True)
     p.add_argument("--mpiexec", required=True)
     p.add_argument("--schema", required=True)
     p.add_argument("--deck", required=True)
     p.add_argument("--workdir", required=True)
     p.add_argument("--ranks", type=int, default=1)
-    p.add_argument("--tool", help="kokkos_tools: the Kokkos Tools library to load")
+    p.add_argument("--tool", help="kokkos_tools, memory_estimate: the Kokkos Tools library to load")
     args = p.parse_args()
     for name in ("miniapp", "mpiexec", "schema", "deck", "workdir"):
         setattr(args, name, os.path.abspath(getattr(args, name)))
