@@ -7,5 +7,8 @@ Commands (each has --help):
     python3 -m analysis.sweep      FILES...  # throughput vs d, vs r, vs streams per rank
     python3 -m analysis.stability  FILES...  # diagnostics time series vs step
 
+Reading a run's final-state files (output.state_dir), checked against their
+manifest states.json: analysis.states.load_states(DIR).
+
 Only the Python standard library, numpy and matplotlib (Agg) are used.
 """

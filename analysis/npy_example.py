@@ -10,7 +10,8 @@
    pointing source.paths and output.state_dir at this example's directory:
        mpirun -np 2 mosaic_miniapp inputs/npy_stream.yaml \\
            --set source.paths=[.../stream_0.npy, ...] --set output.state_dir=.../states
-3. Reads the state files back with numpy (mu, U, S, s2, stream_ids, steps) and
+3. Reads the state files back (mu, U, S, s2, stream_ids, steps; through
+   analysis/states.py, which checks the set against its manifest) and
    prints, per stream, the principal angles between the recovered subspace U
    and the generating subspace V at the last row, and the noise variance s2
    against sigma^2.
@@ -33,6 +34,9 @@ import tempfile
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if __package__ in (None, ""):
+    sys.path.insert(0, ROOT)
+from analysis.states import StateSetError, load_states
 D, RANK, STREAMS = 64, 4, 4
 LAMBDA = np.array([4.0, 2.0, 1.0, 0.5])
 SIGMA = 0.1
@@ -117,7 +121,11 @@ def main():
           % (io["bytes_read"] / 2**20, io["read_seconds"], io["read_bandwidth_bytes_per_s"] / 2**20,
              run["steps"]["timed"]))
 
-    st = {k: np.load(os.path.join(state_dir, k + ".npy")) for k in ("mu", "U", "S", "s2", "stream_ids", "steps")}
+    try:
+        states, _ = load_states(state_dir)
+    except StateSetError as e:
+        sys.exit("npy_example: %s" % e)
+    st = {k: states[k] for k in ("mu", "U", "S", "s2", "stream_ids", "steps")}
     print("state files: " + ", ".join("%s%s %s" % (k, v.shape, v.dtype) for k, v in st.items()))
     last_row = args.rows - 1  # steps: all consumes every row (all files have the same length)
     worst = 0.0

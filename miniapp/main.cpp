@@ -20,6 +20,7 @@
 #endif
 
 #include "mosaic/config.hpp"
+#include "mosaic/dir_lock.hpp"
 #include "mosaic/environment.hpp"
 #include "mosaic/kokkos_flags.hpp"
 #include "mosaic/memory_check.hpp"
@@ -289,6 +290,22 @@ int main(int argc, char** argv) {
     if (!writable) return fail(why, 2);
   }
 
+  // A state or checkpoint directory that another run is using is refused;
+  // rank 0 holds their locks until the process ends (dir_lock.hpp).
+  std::vector<mosaic::DirectoryLock> directory_locks;
+  {
+    std::string error;
+    if (root) {
+      try {
+        directory_locks = mosaic::lock_output_directories(points.front().config, cl.deck, started_utc);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    }
+    error = mosaic::ckpt::bcast_string(error, 0, MPI_COMM_WORLD);
+    if (!error.empty()) return fail(error, 2);
+  }
+
   // npy sources: every rank checks the files of its own streams (header,
   // dtype, d, rows, finite init rows) for every point before anything runs;
   // the first problem is printed once and nothing runs. run.steps: all is
@@ -302,8 +319,9 @@ int main(int argc, char** argv) {
     return fail(error, 2);
 
   // Checkpoints (docs/CHECKPOINT.md; decks with checkpoints or a restart
-  // have one point): the directory must be writable, and a fresh run does
-  // not start over checkpoints of an earlier run (it would replace them).
+  // have one point): the directory (created with its lock, above) must be
+  // writable, and a fresh run does not start over checkpoints of an earlier
+  // run (it would replace them).
   // A restart finds and verifies its checkpoint (manifest, deck, every rank
   // file's checksum) before anything runs.
   mosaic::ckpt::RestartPlan restart_plan;
@@ -315,13 +333,7 @@ int main(int argc, char** argv) {
     std::string error;
     if (root) {
       try {
-        if (!ck_dir.empty()) {
-          std::error_code ec;
-          std::filesystem::create_directories(ck_dir, ec);
-          if (ec) throw std::runtime_error(ck_dir + ": cannot create the checkpoint directory (output.checkpoint.dir): " +
-                                           ec.message());
-          mosaic::check_writable((std::filesystem::path(ck_dir) / "probe").string());
-        }
+        if (!ck_dir.empty()) mosaic::check_writable((std::filesystem::path(ck_dir) / "probe").string());
         std::string newest;
         for (const auto& [n, path] : mosaic::ckpt::list_checkpoints(ck_dir.empty() ? "/nonexistent" : ck_dir))
           if (newest.empty() && mosaic::ckpt::is_complete(path)) newest = path.string();

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "mosaic/atomic_file.hpp"
 #include "mosaic/npy.hpp"
 
 namespace {
@@ -503,6 +504,38 @@ TEST(NpyWrite, ErrorsNameThePath) {
                                {"no data"}));
   mosaic::write_npy<double>(dir / "empty.npy", {0, 3}, nullptr);  // nothing to write is fine
   EXPECT_EQ(mosaic::parse_npy_header(dir / "empty.npy").shape, (std::vector<std::int64_t>{0, 3}));
+}
+
+TEST(NpyWrite, ReturnsTheSizeAndCrc32OfTheFile) {
+  const std::string check = "123456789";
+  EXPECT_EQ(mosaic::crc32(check.data(), check.size()), 0xCBF43926u);  // the CRC-32 check value (zlib.crc32)
+  EXPECT_EQ(mosaic::crc32(check.data() + 4, 5, mosaic::crc32(check.data(), 4)), 0xCBF43926u);
+  TempDir dir;
+  const auto v = good_f8();
+  const mosaic::NpyWritten w = mosaic::write_npy(dir / "f8.npy", {5, 3}, v.data());
+  const std::string bytes = read_file(dir / "f8.npy");
+  EXPECT_EQ(w.bytes, bytes.size());
+  EXPECT_EQ(w.crc32, mosaic::crc32(bytes.data(), bytes.size()));
+}
+
+// The cleanup after a write removes the temporaries of writers that died
+// (nobody holds their lock), never the one a live writer holds
+// (atomic_file.hpp). flock locks belong to the open file, so a temporary
+// held open here is "live" for the cleanup in this same process.
+TEST(AtomicFile, CleanupRemovesDeadWritersTemporariesOnly) {
+  TempDir dir;
+  const std::string target = dir / "mu.npy";
+  std::string live, dead;
+  const int live_fd = mosaic::create_locked_temp(target, live);
+  ASSERT_GE(live_fd, 0);
+  const int dead_fd = mosaic::create_locked_temp(target, dead);
+  ASSERT_GE(dead_fd, 0);
+  ::close(dead_fd);  // its writer ended before the rename
+  const double x = 1.0;
+  mosaic::write_npy(target, {1}, &x);
+  EXPECT_TRUE(std::filesystem::exists(live)) << "the live writer's temporary was removed";
+  EXPECT_FALSE(std::filesystem::exists(dead)) << "the dead writer's temporary was left";
+  ::close(live_fd);
 }
 
 bool system_numpy_available() {

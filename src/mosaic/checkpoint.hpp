@@ -3,6 +3,7 @@
 // Layout under output.checkpoint.dir (ROOT):
 //   ROOT/ckpt_<sample index, 12 digits>/rank_<k>.bin   one file per writing rank
 //   ROOT/ckpt_<...>/MANIFEST.json                      written last, by rank 0
+//   ROOT/mosaic.lock                                   rank 0's lock while a run uses ROOT (dir_lock.hpp)
 // A checkpoint is complete iff its MANIFEST.json exists; it is good iff the
 // manifest parses, its own checksum matches, and every rank file it lists
 // has the recorded size and FNV-1a 64-bit checksum.

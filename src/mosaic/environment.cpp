@@ -78,12 +78,6 @@ nlohmann::json gpu_info() {
   return gpus;
 }
 
-std::string host_name() {
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  return host;
-}
-
 #if defined(KOKKOS_ENABLE_CUDA)
 // "12.4" from CUDA's 12040.
 std::string cuda_version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
@@ -121,6 +115,12 @@ nlohmann::json kokkos_kernels_tpls() {
 }
 
 }  // namespace
+
+std::string host_name() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
 
 std::string utc_timestamp() {
   const std::time_t now = std::time(nullptr);

@@ -27,6 +27,9 @@ nlohmann::json rank_environment(int rank);
 // order.
 nlohmann::json collect_environment(nlohmann::json ranks);
 
+// This host's name (gethostname).
+std::string host_name();
+
 // Now, in UTC, ISO 8601 to the second: "2026-12-01T16:45:00Z".
 std::string utc_timestamp();
 

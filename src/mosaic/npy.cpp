@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -810,7 +811,7 @@ std::string npy_preamble(const std::string& descr, const std::vector<std::int64_
 }
 
 template <class T>
-void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const T* data) {
+NpyWritten write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const T* data) {
   std::uint64_t elements = 1;
   for (std::int64_t n : shape) {
     if (n < 0) fail(path, "cannot write: negative dimension in shape " + shape_repr(shape));
@@ -821,41 +822,54 @@ void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, 
   if (elements > 0 && data == nullptr) fail(path, "cannot write: no data for shape " + shape_repr(shape));
   const std::string preamble = npy_preamble(descr_of<T>(), shape);
 
-  std::string tmp = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
+  std::string tmp;
+  const int fd = create_locked_temp(path, tmp);
   if (fd < 0)
     fail(path, "cannot write: cannot create a temporary file in " + directory_of(path) + " (" +
                    std::strerror(errno) + ")");
+  const std::size_t data_bytes = std::size_t(elements) * sizeof(T);
   write_all(fd, preamble.data(), preamble.size(), path, tmp);
-  write_all(fd, data, std::size_t(elements) * sizeof(T), path, tmp);
+  write_all(fd, data, data_bytes, path, tmp);
   if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0) {
     const int e = errno;
     ::close(fd);
     ::unlink(tmp.c_str());
     fail(path, std::string("cannot write: flush failed (") + std::strerror(e) + ")");
   }
-  if (::close(fd) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    fail(path, std::string("cannot write: close failed (") + std::strerror(e) + ")");
-  }
-  test_fail_before_rename(path);
+  test_hooks_before_rename(path);
+  // The descriptor (and its lock: atomic_file.hpp) stays open until the
+  // rename is done, so no other writer's cleanup removes the file first.
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int e = errno;
     ::unlink(tmp.c_str());
+    ::close(fd);
     fail(path, std::string("cannot write: rename failed (") + std::strerror(e) + ")");
   }
-  const int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  ::close(fd);  // the data are durable (fsync above): closing releases the lock only
+  fsync_directory(directory_of(path));  // the rename itself durable
   remove_stale_temps(path);
+  return {preamble.size() + data_bytes, crc32(data, data_bytes, crc32(preamble.data(), preamble.size()))};
 }
 
-template void write_npy<float>(const std::string&, const std::vector<std::int64_t>&, const float*);
-template void write_npy<double>(const std::string&, const std::vector<std::int64_t>&, const double*);
-template void write_npy<std::int64_t>(const std::string&, const std::vector<std::int64_t>&, const std::int64_t*);
-template void write_npy<std::uint64_t>(const std::string&, const std::vector<std::int64_t>&, const std::uint64_t*);
+std::uint32_t crc32(const void* data, std::size_t n, std::uint32_t crc) {
+  static const std::array<std::uint32_t, 256> table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  crc = ~crc;
+  for (std::size_t i = 0; i < n; ++i) crc = table[(crc ^ p[i]) & 0xffu] ^ (crc >> 8);
+  return ~crc;
+}
+
+template NpyWritten write_npy<float>(const std::string&, const std::vector<std::int64_t>&, const float*);
+template NpyWritten write_npy<double>(const std::string&, const std::vector<std::int64_t>&, const double*);
+template NpyWritten write_npy<std::int64_t>(const std::string&, const std::vector<std::int64_t>&, const std::int64_t*);
+template NpyWritten write_npy<std::uint64_t>(const std::string&, const std::vector<std::int64_t>&, const std::uint64_t*);
 
 }  // namespace mosaic

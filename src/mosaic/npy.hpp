@@ -129,20 +129,33 @@ extern template void NpyStreamReader::read_rows<double>(std::int64_t, std::int64
 std::string npy_preamble(const std::string& descr, const std::vector<std::int64_t>& shape,
                          bool fortran_order = false);
 
+// What write_npy wrote: the file's size and its CRC-32 (crc32 below), for
+// the manifest of a state set (states.json, run.hpp).
+struct NpyWritten {
+  std::uint64_t bytes = 0;
+  std::uint32_t crc32 = 0;
+};
+
 // Writes a C-order, little-endian .npy file that numpy.load reads:
 // T = float, double, std::int64_t, std::uint64_t -> '<f4', '<f8', '<i8', '<u8'.
 // `data` holds prod(shape) values in C order. Atomic: a temporary file in
 // the same directory is written, fsync'ed and renamed over `path`, so readers
-// see either the old file or the complete new one. Throws NpyError (message
-// starts with `path`) on any failure, leaving no temporary file behind.
+// see either the old file or the complete new one (atomic_file.hpp, also for
+// two writers of one path). Throws NpyError (message starts with `path`) on
+// any failure, leaving no temporary file behind.
 template <class T>
-void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const T* data);
+NpyWritten write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const T* data);
 
-extern template void write_npy<float>(const std::string&, const std::vector<std::int64_t>&, const float*);
-extern template void write_npy<double>(const std::string&, const std::vector<std::int64_t>&, const double*);
-extern template void write_npy<std::int64_t>(const std::string&, const std::vector<std::int64_t>&,
-                                             const std::int64_t*);
-extern template void write_npy<std::uint64_t>(const std::string&, const std::vector<std::int64_t>&,
-                                              const std::uint64_t*);
+extern template NpyWritten write_npy<float>(const std::string&, const std::vector<std::int64_t>&, const float*);
+extern template NpyWritten write_npy<double>(const std::string&, const std::vector<std::int64_t>&, const double*);
+extern template NpyWritten write_npy<std::int64_t>(const std::string&, const std::vector<std::int64_t>&,
+                                                   const std::int64_t*);
+extern template NpyWritten write_npy<std::uint64_t>(const std::string&, const std::vector<std::int64_t>&,
+                                                    const std::uint64_t*);
+
+// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320) of n bytes, continuing
+// from `crc`: the value of Python's zlib.crc32(data, crc), so that readers
+// check a file with the standard library alone.
+std::uint32_t crc32(const void* data, std::size_t n, std::uint32_t crc = 0);
 
 }  // namespace mosaic

@@ -2,7 +2,6 @@
 
 #include "atomic_file.hpp"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,35 +27,35 @@ std::string directory_of(const std::string& path) {
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& contents) {
-  std::string tmp = path + ".tmp.XXXXXX";
-  const int fd = mkstemp(tmp.data());
+  std::string tmp;
+  const int fd = create_locked_temp(path, tmp);
   if (fd < 0) fail("cannot create a temporary file in " + directory_of(path), path);
   std::size_t done = 0;
   while (done < contents.size()) {
     const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      ::close(fd);
       ::unlink(tmp.c_str());
+      ::close(fd);
       fail("write failed", path);
     }
     done += std::size_t(n);
   }
-  if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0 || ::close(fd) != 0) {
+  if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0) {
     ::unlink(tmp.c_str());
+    ::close(fd);
     fail("flush failed", path);
   }
-  test_fail_before_rename(path);
+  test_hooks_before_rename(path);
+  // The descriptor (and its lock: atomic_file.hpp) stays open until the
+  // rename is done, so no other writer's cleanup removes the file first.
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     ::unlink(tmp.c_str());
+    ::close(fd);
     fail("rename failed", path);
   }
-  // Make the rename itself durable.
-  const int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  ::close(fd);  // the data are durable (fsync above): closing releases the lock only
+  fsync_directory(directory_of(path));  // the rename itself durable
   remove_stale_temps(path);
 }
 

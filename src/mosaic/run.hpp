@@ -4,7 +4,7 @@
 // statistics cross ranks (counts, times, diagnostics, per-stream checksums)
 // during the run; stream states never do. The one exception is at the very
 // end: with output.state_dir set, the final states are gathered to rank 0
-// and written as .npy files.
+// and written as .npy files with their manifest (write_state_files).
 //
 // The data come from a StreamSource (stream_source.hpp): the synthetic
 // source or .npy files (source.type: npy, npy_source.hpp); one loop
@@ -25,12 +25,15 @@
 #pragma once
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -42,6 +45,7 @@
 #include <Kokkos_Core.hpp>
 #include <nlohmann/json.hpp>
 
+#include "atomic_file.hpp"
 #include "batch_diagnostics.hpp"
 #include "batched_engine.hpp"
 #include "decomposition.hpp"
@@ -50,6 +54,7 @@
 #include "npy.hpp"
 #include "npy_source.hpp"
 #include "reference_check.hpp"
+#include "result_writer.hpp"
 #include "run_checkpoint.hpp"
 #include "run_config.hpp"
 #include "stream_batch.hpp"
@@ -260,15 +265,30 @@ inline nlohmann::json reduce_io(const SourceIoStats& io, MPI_Comm comm) {
   };
 }
 
+// The manifest of a state set, written last (write_state_files).
+constexpr const char* kStateManifestName = "states.json";
+
 // The final state of every stream, gathered to rank 0 (rank order = stream id
 // order: each rank owns a contiguous block of ids) and written by rank 0 into
 // `dir` as NumPy files, each atomically: mu (streams, d), U (streams, d, r)
 // row-major, S (streams, r, r), s2 (streams,), stream_ids (uint64), steps
 // (int64: MOSAIC steps taken, init excluded), status (int64: 0 = healthy,
 // else the BreakdownCode that froze the stream). Collective. Returns
-// {"directory", "files"} on rank 0.
+// {"directory", "files", "manifest"} on rank 0.
+//
+// The set is atomic as a whole, not only file by file: the manifest
+// states.json (the run that wrote the set; each file's name, shape, size and
+// CRC-32) is removed first, durably, and written last, so a set without a
+// manifest is incomplete (a crash or a full disk in the middle leaves the
+// new mu.npy beside the previous run's U.npy) and readers refuse it
+// (analysis/states.py). A manifest is chosen over a staging directory
+// renamed into place: a directory cannot be renamed over a non-empty one
+// atomically (only renameat2 RENAME_EXCHANGE, which NFS lacks), and the
+// state directory also holds its lock file (dir_lock.hpp) and, for a sweep,
+// the other points' directories.
 template <class Scalar, class Exec>
-nlohmann::json write_state_files(const StreamBatch<Scalar, Exec>& batch, const std::string& dir, MPI_Comm comm) {
+nlohmann::json write_state_files(const StreamBatch<Scalar, Exec>& batch, const RunConfig& cfg, const std::string& dir,
+                                 MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   const int B = batch.batch, d = batch.d, r = batch.r;
@@ -304,15 +324,43 @@ nlohmann::json write_state_files(const StreamBatch<Scalar, Exec>& batch, const s
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(dir + ": cannot create the state directory: " + ec.message());
   auto file = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
-  write_npy(file("mu.npy"), {n, d}, all_mu.data());
-  write_npy(file("U.npy"), {n, d, r}, all_U.data());
-  write_npy(file("S.npy"), {n, r, r}, all_S.data());
-  write_npy(file("s2.npy"), {n}, all_s2.data());
-  write_npy(file("stream_ids.npy"), {n}, all_ids.data());
-  write_npy(file("steps.npy"), {n}, all_steps.data());
-  write_npy(file("status.npy"), {n}, all_status.data());
-  return {{"directory", dir},
-          {"files", {"mu.npy", "U.npy", "S.npy", "s2.npy", "stream_ids.npy", "steps.npy", "status.npy"}}};
+  const std::string manifest = file(kStateManifestName);
+  if (::unlink(manifest.c_str()) != 0 && errno != ENOENT)
+    throw std::runtime_error(manifest + ": cannot remove the previous state set's manifest before writing a new "
+                             "set (" + std::strerror(errno) + ")");
+  fsync_directory(dir);
+  nlohmann::json files = nlohmann::json::array();
+  auto put = [&](const char* name, const std::vector<std::int64_t>& shape, const auto* data) {
+    const NpyWritten w = write_npy(file(name), shape, data);
+    files.push_back({{"name", name}, {"shape", shape}, {"bytes", w.bytes}, {"crc32", w.crc32}});
+  };
+  put("mu.npy", {n, d}, all_mu.data());
+  put("U.npy", {n, d, r}, all_U.data());
+  put("S.npy", {n, r, r}, all_S.data());
+  put("s2.npy", {n}, all_s2.data());
+  put("stream_ids.npy", {n}, all_ids.data());
+  put("steps.npy", {n}, all_steps.data());
+  put("status.npy", {n}, all_status.data());
+  const nlohmann::json m = {
+      {"format", "mosaic-states"},
+      {"format_version", 1},
+      {"written_utc", utc_timestamp()},
+      {"run", {{"deck_path", cfg.deck_path},
+               {"host", host_name()},
+               {"pid", (long long)::getpid()},
+               {"build", ckpt::build_info()},
+               {"resolved_deck", cfg.resolved}}},
+      {"dtype", to_string(cfg.problem.dtype)},
+      {"streams", n},
+      {"d", d},
+      {"r", r},
+      {"checksum", "crc32 (zlib.crc32) of every byte of each file"},
+      {"files", files},
+  };
+  write_json_atomically(manifest, m);
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& f : files) names.push_back(f["name"]);
+  return {{"directory", dir}, {"files", names}, {"manifest", kStateManifestName}};
 }
 
 // The directory a run writes its states into: output.state_dir itself, or
@@ -597,7 +645,7 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   // states only (the checkpoint holds the interrupted ones).
   nlohmann::json state_files;
   if (!cfg.output.state_dir.empty() && !stop)
-    timers.time("output", [&] { state_files = detail::write_state_files(batch, detail::state_dir_for(cfg), comm); });
+    timers.time("output", [&] { state_files = detail::write_state_files(batch, cfg, detail::state_dir_for(cfg), comm); });
 
   // This process's statistics, added to those of the segments before it
   // (a run that was never stopped has one segment: the plain statistics).

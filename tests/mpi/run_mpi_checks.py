@@ -11,7 +11,8 @@ CHECK is one of: weak, strong_invariance, sweep, unwritable_output, bad_deck,
 npy_stream, npy_bad_file, npy_blocked, npy_blocked_nonfinite, checkpoint_resume,
 checkpoint_redistribute, checkpoint_crash_safety, checkpoint_refused, checkpoint_npy,
 blocked_schedules, init_rank_deficient, kokkos_misspelt, kokkos_num_threads,
-kokkos_help, version, provenance, kokkos_tools and memory_estimate (--tool LIBRARY). The npy checks write their .npy
+kokkos_help, version, provenance, kokkos_tools and memory_estimate (--tool LIBRARY),
+checkpoint_mpiexec_sigterm, concurrent_writers, state_set_atomic. The npy checks write their .npy
 files into the workdir with numpy (system python3). The checkpoint checks
 (docs/CHECKPOINT.md) signal running ranks with SIGTERM and compare the final
 state files of stopped-and-resumed runs with uninterrupted ones, bitwise.
@@ -27,6 +28,9 @@ import sys
 import time
 
 import jsonschema
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from analysis import states as state_sets
 
 
 def mpirun_cmd(args, ranks, extra, env=(), deck=True):
@@ -244,9 +248,11 @@ def npy_args(paths, state_dir, steps="all"):
 
 
 def load_states(state_dir):
-    import numpy as np
-    return {name: np.load(os.path.join(state_dir, name + ".npy"))
-            for name in ("mu", "U", "S", "s2", "stream_ids", "steps", "status")}
+    """The state set in state_dir, checked against its manifest (analysis/states.py)."""
+    try:
+        return state_sets.load_states(state_dir)[0]
+    except state_sets.StateSetError as e:
+        fail(str(e))
 
 
 def check_npy_stream(args):
@@ -552,10 +558,9 @@ CKPT_STEPS = 150000  # long enough to be signalled mid-run (several seconds), sh
 
 
 def same_states(dir_a, dir_b, what):
-    import numpy as np
+    states_a, states_b = load_states(dir_a), load_states(dir_b)
     for name in STATE_FILES:
-        a = np.load(os.path.join(dir_a, name + ".npy"))
-        b = np.load(os.path.join(dir_b, name + ".npy"))
+        a, b = states_a[name], states_b[name]
         if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
             fail(f"{what}: {name}.npy differs from the uninterrupted run's")
 
@@ -1317,6 +1322,154 @@ def check_memory_estimate(args):
     print(f"a run fork+exec'ed from a 768 MiB process reports {rss / 2**20:.1f} MiB")
 
 
+# ---------------------------------------------------------------- concurrent writers, state sets
+
+def start_paused(args, extra, target, resume_file, env=()):
+    """Starts a 1-rank run whose write of `target` waits before its rename
+    (the temporary complete and locked) until resume_file exists
+    (MOSAIC_TEST_PAUSE_BEFORE_RENAME); returns the process once the
+    temporary exists, and the mini-app's pid."""
+    prefix = os.path.basename(target) + ".tmp."
+    for f in [resume_file] + [os.path.join(os.path.dirname(target), f) for f in files_in(os.path.dirname(target))
+                              if f.startswith(prefix)]:  # an earlier check's, which would be taken for this one's
+        if os.path.exists(f):
+            os.remove(f)
+    env = [f"MOSAIC_TEST_PAUSE_BEFORE_RENAME={os.path.basename(target)}:{resume_file}"] + list(env)
+    cmd = mpirun_cmd(args, 1, extra, env)
+    print("+", " ".join(cmd), f"(paused before renaming {target})", flush=True)
+    proc = subprocess.Popen(cmd, cwd=args.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        if any(f.startswith(prefix) for f in files_in(os.path.dirname(target))):
+            return proc, miniapp_pids(proc.pid)[0]
+        time.sleep(0.02)
+    proc.kill()
+    out, err = proc.communicate()
+    fail(f"the paused run did not reach the write of {target} (rc {proc.returncode}):\n{out}\n{err}")
+
+
+def finish(proc, what):
+    out, err = proc.communicate(timeout=120)
+    print(out)
+    print(err, file=sys.stderr)
+    if proc.returncode != 0 or "rename failed" in err:
+        fail(f"{what}: exited with {proc.returncode}:\n{err}")
+    return out
+
+
+def check_concurrent_writers(args):
+    """Issue 16 item 2: two runs writing the same result file both complete
+    (a writer's cleanup never removes another live writer's temporary); a
+    second run on a state or checkpoint directory in use is refused before
+    it starts, naming the directory and the holder; the lock of a killed run
+    is taken over."""
+    w = args.workdir
+    shared = os.path.join(w, "shared.json")
+    resume = os.path.join(w, "resume")
+    states, ckpt_dir = os.path.join(w, "locked_states"), os.path.join(w, "locked_ckpt")
+    for p in (states, ckpt_dir, os.path.join(w, "other_states")):
+        shutil.rmtree(p, ignore_errors=True)
+    # (1) Run A holds its complete temporary of shared.json while run B
+    # writes shared.json and cleans up after itself; then A renames.
+    a, a_pid = start_paused(args, ["--set", "run.seed=1", "--output", shared, "--set", f"output.state_dir={states}",
+                                   "--set", f"output.checkpoint.dir={ckpt_dir}"], shared, resume)
+    try:
+        b = mpirun(args, 1, ["--set", "run.seed=2", "--output", shared], w, timeout=120)
+        if b.returncode != 0 or load_valid(args, shared)["runs"][0]["resolved_deck"]["run"]["seed"] != 2:
+            fail(f"run B on the shared result name exited with {b.returncode}")
+        # (2) While A runs, its state and checkpoint directories are
+        # refused to other runs, up front, naming the directory and A.
+        other = os.path.join(w, "other_states")
+        for what, extra, where in [
+                ("output.state_dir", ["--set", f"output.state_dir={states}"], states),
+                ("output.checkpoint.dir", ["--set", f"output.state_dir={other}",
+                                           "--set", f"output.checkpoint.dir={ckpt_dir}"], ckpt_dir)]:
+            out = os.path.join(w, "refused.json")
+            if os.path.exists(out):
+                os.remove(out)
+            proc = mpirun(args, 2, extra + ["--output", out], w, timeout=120)
+            words = [f"{where}: {what} is in use by another run", os.path.join(where, "mosaic.lock"),
+                     f"mosaic_miniapp pid {a_pid} on host", f"deck {args.deck}"]
+            if proc.returncode != 2 or proc.stderr.count("error:") != 1 or any(x not in proc.stderr for x in words):
+                fail(f"a second run on {what} in use was not refused once, naming {words} (rc {proc.returncode})")
+            if "[mosaic] step" in proc.stdout or os.path.exists(out):
+                fail(f"a second run on {what} in use started or wrote a result")
+    finally:
+        open(resume, "w").close()
+    finish(a, "run A, paused before renaming the shared result")
+    if load_valid(args, shared)["runs"][0]["resolved_deck"]["run"]["seed"] != 1:
+        fail("the shared result is not the last writer's (run A's)")
+    left = [f for f in files_in(w) if f.startswith("shared.json.tmp.")]
+    if left:
+        fail(f"temporary files left: {left}")
+    for d in (states, ckpt_dir):
+        if "mosaic.lock" in files_in(d):
+            fail(f"{d}/mosaic.lock was not removed when its run ended")
+    # (3) Pairs of runs started together, one result name, their own state
+    # directories: every run completes and the result is one whole file.
+    for k in range(4):
+        cmds = [mpirun_cmd(args, 1, ["--set", f"run.seed={s}", "--output", shared,
+                                     "--set", f"output.state_dir={os.path.join(w, f'pair_{s}')}"]) for s in (1, 2)]
+        procs = [subprocess.Popen(c, cwd=w, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in cmds]
+        for proc in procs:
+            finish(proc, f"pair {k}")
+        load_valid(args, shared)
+    # (4) The lock of a killed run is stale: the next run takes it over.
+    killed, killed_pid = start_paused(args, ["--output", os.path.join(w, "killed.json"),
+                                             "--set", f"output.state_dir={states}"], os.path.join(w, "killed.json"),
+                                      resume)
+    os.kill(killed_pid, signal.SIGKILL)
+    killed.communicate(timeout=60)
+    if "mosaic.lock" not in files_in(states):
+        fail("the killed run left no lock file (the stale case is not tested)")
+    out = finish(subprocess.Popen(mpirun_cmd(args, 2, ["--output", shared, "--set", f"output.state_dir={states}"]),
+                                  cwd=w, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+                 "the run after a killed one")
+    if f"taking over the stale lock of mosaic_miniapp pid {killed_pid} on host" not in out:
+        fail("the run after a killed one did not report taking over its stale lock")
+    print("concurrent writers: shared result written by both runs, directories in use refused, stale lock taken over")
+
+
+def check_state_set_atomic(args):
+    """Issue 16 item 5: a state set is published by its manifest
+    (states.json), written last; a run that dies in the middle of the set
+    leaves it without a manifest, and the reader refuses it, instead of
+    presenting the new mu.npy beside the previous run's U.npy."""
+    w = args.workdir
+    states = os.path.join(w, "set_states")
+    shutil.rmtree(states, ignore_errors=True)
+    run_ok(args, 2, ["--set", "run.seed=1", "--set", f"output.state_dir={states}"], "set_1.json")
+    first, manifest = state_sets.load_states(states)
+    if sorted(first) != sorted(STATE_FILES) or manifest["run"]["resolved_deck"]["run"]["seed"] != 1:
+        fail(f"the complete set: {sorted(first)}, seed {manifest['run']['resolved_deck']['run']['seed']}")
+    old_u = open(os.path.join(states, "U.npy"), "rb").read()
+    # Dies after the new mu.npy, before the new U.npy is renamed into place.
+    proc = mpirun(args, 2, ["--set", "run.seed=2", "--set", f"output.state_dir={states}"], w,
+                  env=["MOSAIC_TEST_FAIL_BEFORE_RENAME=U.npy"], timeout=120)
+    if proc.returncode == 0 or "simulated failure between writing and renaming" not in proc.stderr:
+        fail(f"the injected failure did not happen (rc {proc.returncode})")
+    if open(os.path.join(states, "U.npy"), "rb").read() != old_u:
+        fail("U.npy is not the previous run's (the mixed set is not what is tested)")
+    try:
+        state_sets.load_states(states)
+        fail("a mixed state set (new mu.npy, previous U.npy) was accepted")
+    except state_sets.StateSetError as e:
+        if f"{states}/states.json: missing: the state set in {states} is incomplete" not in str(e):
+            fail(f"unclear refusal of an incomplete set: {e}")
+    # Complete again, then a file replaced behind the manifest's back.
+    run_ok(args, 2, ["--set", "run.seed=2", "--set", f"output.state_dir={states}"], "set_2.json")
+    if state_sets.load_states(states)[1]["run"]["resolved_deck"]["run"]["seed"] != 2:
+        fail("the rewritten set's manifest does not name the run that wrote it")
+    open(os.path.join(states, "U.npy"), "wb").write(old_u)
+    try:
+        state_sets.load_states(states)
+        fail("a state file replaced after the set was written was accepted")
+    except state_sets.StateSetError as e:
+        if f"{states}/U.npy: CRC-32" not in str(e):
+            fail(f"unclear refusal of a replaced file: {e}")
+    print("state set: incomplete and altered sets refused by the reader")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("check", choices=["weak", "strong_invariance", "sweep", "unwritable_output", "bad_deck",
@@ -1325,7 +1478,7 @@ def main():
                                      "checkpoint_refused", "checkpoint_npy", "checkpoint_mpiexec_sigterm", "blocked_schedules",
                                      "init_rank_deficient", "verification", "kokkos_misspelt",
                                      "kokkos_num_threads", "kokkos_help", "version", "provenance", "kokkos_tools",
-                                     "memory_estimate"])
+                                     "memory_estimate", "concurrent_writers", "state_set_atomic"])
     p.add_argument("--miniapp", required=True)
     p.add_argument("--mpiexec", required=True)
     p.add_argument("--schema", required=True)
