@@ -78,6 +78,18 @@ Moments moments(int n, F draw) {
 
 // 1e5 draws along each counter: mean ~ 0, variance ~ 1 (loose: |.| < 0.02, 4-6
 // standard errors), and Gaussian tails (kurtosis 3 +- 0.15).
+// counter_normal4 (the synthetic generator's noise, the truth's basis) is
+// counter_normal of the 4 indices of one Philox block, bitwise.
+TEST(CounterRng, Normal4EqualsFourNormals) {
+  for (const std::uint64_t seed : {1ull, 1234ull, 0xFFFFFFFFFFFFull})
+    for (const RngDomain domain : {RngDomain::basis, RngDomain::noise})
+      for (const std::uint64_t g : {0ull, 1ull, 777ull, 1ull << 33}) {
+        double z[4];
+        counter_normal4(seed, domain, 5, 123456789, g, z);
+        for (int q = 0; q < 4; ++q) ASSERT_EQ(z[q], counter_normal(seed, domain, 5, 123456789, 4 * g + q)) << q;
+      }
+}
+
 TEST(CounterRng, StandardNormalMoments) {
   constexpr int n = 100000;
   const Moments along_index = moments(n, [](int k) {

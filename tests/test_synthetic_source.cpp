@@ -32,8 +32,10 @@ SyntheticSpec test_spec(bool heterogeneous) {
 }
 
 TEST(SyntheticSource, DeviceEqualsHostBitwiseInDouble) {
-  for (bool het : {false, true}) {
-    const SyntheticSpec spec = test_spec(het);
+  // d = 42: the last group of 4 rows of the device generator is partial.
+  for (const auto& [het, d] : {std::pair{false, 40}, std::pair{true, 40}, std::pair{false, 42}}) {
+    SyntheticSpec spec = test_spec(het);
+    spec.d = d;
     const std::vector<std::uint64_t> ids = {0, 5, 17};
     SyntheticDriftSource<double> src(spec, ids);
     Kokkos::View<double**> X("X", ids.size(), spec.d);
@@ -79,10 +81,13 @@ TEST(SyntheticSource, StreamDoesNotDependOnBatch) {
   }
 }
 
+// 70 samples: more than one pass of the host generator's 32 samples, the last
+// one partial; d = 42: a partial group of rows.
 TEST(SyntheticSource, BlockEqualsSingleSteps) {
-  const SyntheticSpec spec = test_spec(false);
+  SyntheticSpec spec = test_spec(false);
+  spec.d = 42;
   SyntheticDriftSource<double> src(spec, {9, 10});
-  const int n = 6;
+  const int n = 70;
   Kokkos::View<double***> Xb("Xb", 2, n, spec.d);
   Kokkos::View<double**> X("X", 2, spec.d);
   src.generate_block(100, n, Xb);

@@ -55,6 +55,9 @@ struct HostTuning {
   // is still in cache for its GEMMs; otherwise one GEMM at a time with the
   // library's threads.
   static constexpr bool vendor_gemm_over_streams = true;
+  // Samples per pass of the synthetic generator (synthetic_source.hpp): its
+  // 4 rows x 32 accumulators stay in L1 and the loop over them vectorizes.
+  static constexpr int synthetic_samples_per_pass = 32;
   // Columns of D per GEMM of H = D^T D: panel j forms [U0 | D]^T D_j over
   // the columns up to j's, so about half of H's k^2 (plus one panel) is
   // computed instead of all of it, with each GEMM still k/panel_cols wide.
@@ -67,6 +70,7 @@ struct DeviceTuning {
   static constexpr int reduction_chunks = 128;  // about one per GPU thread of a team
   static constexpr int rotation_rows_per_thread = 1;
   static constexpr bool vendor_gemm_over_streams = false;  // one (cuBLAS) call at a time, each filling the GPU
+  static constexpr int synthetic_samples_per_pass = 1;      // a GPU thread's accumulators are registers
   static constexpr int vendor_panel_cols = 32;
 };
 

@@ -65,6 +65,17 @@ KOKKOS_INLINE_FUNCTION Philox4 counter_block(std::uint64_t seed, RngDomain domai
                     std::uint32_t(stream), k0, k1);
 }
 
+// Box-Muller on two Philox words: the pair's normals are radius cos(angle)
+// (the even lane) and radius sin(angle) (the odd lane).
+struct BoxMullerPolar {
+  double radius, angle;
+};
+KOKKOS_INLINE_FUNCTION BoxMullerPolar box_muller(std::uint32_t word1, std::uint32_t word2) {
+  const double u1 = uniform_open(word1);
+  const double u2 = uniform_open(word2);
+  return {kmath::sqrt(-2.0 * kmath::log(u1)), 6.283185307179586476925286766559 * u2};
+}
+
 // Standard normal number `index` of the sequence. One Philox call yields 4
 // normals by two Box-Muller pairs; computed in double whatever the run's
 // scalar type, so float and double runs see the same data up to the final
@@ -75,11 +86,20 @@ KOKKOS_INLINE_FUNCTION double counter_normal(std::uint64_t seed, RngDomain domai
   const Philox4 bits = counter_block(seed, domain, stream, step, index);
   const int lane = int(index & 3u);
   const int pair = lane >> 1;
-  const double u1 = uniform_open(bits.v[2 * pair]);
-  const double u2 = uniform_open(bits.v[2 * pair + 1]);
-  const double radius = kmath::sqrt(-2.0 * kmath::log(u1));
-  const double angle = 6.283185307179586476925286766559 * u2;
-  return (lane & 1) ? radius * kmath::sin(angle) : radius * kmath::cos(angle);
+  const BoxMullerPolar p = box_muller(bits.v[2 * pair], bits.v[2 * pair + 1]);
+  return (lane & 1) ? p.radius * kmath::sin(p.angle) : p.radius * kmath::cos(p.angle);
+}
+
+// Normals 4 g .. 4 g + 3 of the sequence from one Philox call: equal to
+// counter_normal(..., 4 g + q) for q = 0..3, at a quarter of the cost.
+KOKKOS_INLINE_FUNCTION void counter_normal4(std::uint64_t seed, RngDomain domain, std::uint64_t stream,
+                                            std::uint64_t step, std::uint64_t g, double (&out)[4]) {
+  const Philox4 bits = counter_block(seed, domain, stream, step, 4 * g);
+  for (int pair = 0; pair < 2; ++pair) {
+    const BoxMullerPolar p = box_muller(bits.v[2 * pair], bits.v[2 * pair + 1]);
+    out[2 * pair] = p.radius * kmath::cos(p.angle);
+    out[2 * pair + 1] = p.radius * kmath::sin(p.angle);
+  }
 }
 
 // Uniform in (0,1), same addressing as counter_normal.

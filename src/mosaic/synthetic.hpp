@@ -2,7 +2,9 @@
 // closed-form truth. Every random number is a counter-based draw of
 // (seed, stream id, step, index), so a stream's samples are the same whatever
 // batch, rank or backend generates them. The per-element formula lives in
-// `synthetic_element` and is shared by the host and device generators.
+// `synthetic_element`, the host generator's (synthetic_sample); the device
+// generator (synthetic_source.hpp) does the same operations in the same
+// order, blocked over samples.
 #pragma once
 
 #include <cmath>
@@ -105,9 +107,13 @@ inline SyntheticTruth make_synthetic_truth(const SyntheticSpec& spec, std::uint6
   SyntheticTruth t;
   t.d = d;
   t.r = r;
+  // Q[k] = counter_normal(seed, basis, stream, 0, k), four per Philox call.
   std::vector<double> Q(std::size_t(d) * 2 * r);
-  for (std::size_t k = 0; k < Q.size(); ++k)
-    Q[k] = counter_normal(spec.seed, RngDomain::basis, stream, 0, k);
+  for (std::size_t g = 0; 4 * g < Q.size(); ++g) {
+    double z[4];
+    counter_normal4(spec.seed, RngDomain::basis, stream, 0, g, z);
+    for (std::size_t q = 0; q < 4 && 4 * g + q < Q.size(); ++q) Q[4 * g + q] = z[q];
+  }
   host::orthonormalize_columns(Q, d, 2 * r);
   t.V0.resize(std::size_t(d) * r);
   t.W0.resize(std::size_t(d) * r);

@@ -3,13 +3,15 @@
 // against its closed-form truth.
 //
 // Each stream's truth (V0, W0, mean, noise std) is built once on the host by
-// make_synthetic_truth and copied to the device. A sample element is
-// synthetic_element() (synthetic.hpp), the same function the host generator
-// synthetic_sample() calls, with cos/sin(omega t) evaluated on the host and
-// passed in, so on a host backend generate() is bitwise equal to
-// synthetic_sample() (on a GPU the counter-based normals go through the
-// device's log/sin/cos and can differ in the last bits). Stream s's sample at
-// step t depends only on (seed, s, t): not on the batch it sits in.
+// make_synthetic_truth and copied to the device. The device generator
+// (SynthFunctor) computes each element with the operations of
+// synthetic_element() (synthetic.hpp), the host generator synthetic_sample()
+// it is tested against, in the same order, with cos/sin(omega t) evaluated
+// on the host and passed in, so on a host backend generate() is bitwise
+// equal to synthetic_sample() (on a GPU the counter-based normals go through
+// the device's log/sin/cos and can differ in the last bits). Stream s's
+// sample at step t depends only on (seed, s, t): not on the batch or block
+// it sits in.
 #pragma once
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "backend.hpp"
 #include "host_linalg.hpp"
 #include "host_parallel.hpp"
 #include "stream_batch.hpp"
@@ -32,38 +35,53 @@ namespace mosaic {
 
 namespace detail {
 
-// Read-only row accessors used by synthetic_element on the device.
-template <class View>
-struct SynthRow {
-  View v;
-  int b, i;
-  KOKKOS_INLINE_FUNCTION double operator()(int j) const { return v(b, i, j); }
-};
-template <class View>
-struct SynthVec {
-  View v;
-  int row;
-  KOKKOS_INLINE_FUNCTION double operator()(int j) const { return v(row, j); }
+// The scaled latents of samples first_step .. first_step + n - 1 of every
+// stream: latent(b, j, k) = sqrt(lambda_j) a_j of sample k (B x r x n, so
+// that the generator's inner loop over samples is at unit stride).
+template <class ExecSpace>
+struct SynthLatentFunctor {
+  using memory_space = typename ExecSpace::memory_space;
+  SyntheticSpec spec;
+  Kokkos::View<double*, memory_space> sqrt_lambda;               // r
+  Kokkos::View<std::uint64_t*, memory_space> ids;                // B
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent;
+  std::uint64_t first_step = 0;
+  int n = 1;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const int item) const {
+    const int k = item % n, j = (item / n) % spec.r, b = item / (n * spec.r);
+    latent(b, j, k) = sqrt_lambda(j) * synthetic_latent(spec, ids(b), first_step + std::uint64_t(k), j);
+  }
 };
 
-// Writes sample k of every stream: Out is B x d (n == 1) or B x n x d.
+// Writes samples first_step .. first_step + n - 1 of every stream: Out is
+// B x d (n == 1) or B x n x d. Work item (b, g) makes rows 4g .. 4g + 3 of
+// stream b for all n samples, kc samples per pass. Each element is
+// synthetic_element's formula with its operations in its order (the mean,
+// then + (cos V0_ij + sin W0_ij) sqrt(lambda_j) a_j for j = 0 .. r - 1, then
+// + noise std x noise), so the samples are bitwise those of the host
+// generator synthetic_sample (test SyntheticSource.DeviceEqualsHostBitwise-
+// InDouble); the loops are reordered so that a row of V0 and W0 is read once
+// per kc samples instead of once per sample, the innermost loop runs over
+// the samples at unit stride (it vectorizes), and one Philox call gives the
+// noise of the 4 rows (counter_normal4) instead of one each.
 template <class Scalar, class ExecSpace, class OutView>
 struct SynthFunctor {
   using memory_space = typename ExecSpace::memory_space;
-  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using basis_view = Kokkos::View<double***, Kokkos::LayoutStride, memory_space>;
   using mat_view = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>;
+  static constexpr int rows = 4;  // the noise indices of one Philox call
+  static constexpr int kc = Tuning<ExecSpace>::synthetic_samples_per_pass;
 
   SyntheticSpec spec;
   basis_view V0, W0;
-  mat_view mean, noise_std;                           // B x d
-  Kokkos::View<double*, memory_space> sqrt_lambda;    // r
-  Kokkos::View<std::uint64_t*, memory_space> ids;     // B
-  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> cs;  // n x 2: cos, sin
-  mat_view latent;                                    // (B*n) x r work
+  mat_view mean, noise_std;                                      // B x d
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent;  // B x r x (>= n)
+  mat_view cs;                                                   // 2 x (>= n): cos, sin (omega step)
+  Kokkos::View<std::uint64_t*, memory_space> ids;                // B
   OutView X;
   std::uint64_t first_step = 0;
-  int n = 1;
+  int n = 1, groups = 0;  // groups = ceil(d / 4)
 
   KOKKOS_INLINE_FUNCTION void store(int b, int k, int i, double v) const {
     if constexpr (OutView::rank == 2) {
@@ -74,21 +92,32 @@ struct SynthFunctor {
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
-    const int lr = m.league_rank();
-    const int b = lr / n, k = lr % n;
-    const std::uint64_t id = ids(b), step = first_step + std::uint64_t(k);
-    const int r = spec.r;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {
-      latent(lr, j) = sqrt_lambda(j) * synthetic_latent(spec, id, step, j);
-    });
-    m.team_barrier();
-    const double c = cs(k, 0), s = cs(k, 1);
-    const SynthVec<mat_view> sl{latent, lr};
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, spec.d), [&](const int i) {
-      const SynthRow<basis_view> v0{V0, b, i}, w0{W0, b, i};
-      store(b, k, i, synthetic_element(spec, id, step, i, mean(b, i), v0, w0, sl, noise_std(b, i), c, s));
-    });
+  KOKKOS_INLINE_FUNCTION void operator()(const int item) const {
+    const int b = item / groups, g = item % groups;
+    const int i0 = rows * g, nr = spec.d - i0 < rows ? spec.d - i0 : rows;
+    const std::uint64_t id = ids(b);
+    for (int k0 = 0; k0 < n; k0 += kc) {
+      const int nk = n - k0 < kc ? n - k0 : kc;
+      const double* c = &cs(0, k0);
+      const double* s = &cs(1, k0);
+      double acc[rows][kc];
+      for (int q = 0; q < nr; ++q) {
+        const double m = mean(b, i0 + q);
+        for (int kk = 0; kk < nk; ++kk) acc[q][kk] = m;
+      }
+      for (int j = 0; j < spec.r; ++j) {
+        const double* a = &latent(b, j, k0);
+        for (int q = 0; q < nr; ++q) {
+          const double v = V0(b, i0 + q, j), w = W0(b, i0 + q, j);
+          for (int kk = 0; kk < nk; ++kk) acc[q][kk] += (c[kk] * v + s[kk] * w) * a[kk];
+        }
+      }
+      for (int kk = 0; kk < nk; ++kk) {
+        double z[rows];
+        counter_normal4(spec.seed, RngDomain::noise, id, first_step + std::uint64_t(k0 + kk), std::uint64_t(g), z);
+        for (int q = 0; q < nr; ++q) store(b, k0 + kk, i0 + q, acc[q][kk] + noise_std(b, i0 + q) * z[q]);
+      }
+    }
   }
 };
 
@@ -160,12 +189,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   // copy of cos/sin(omega step)).
   void generate(std::int64_t step, sample_view X) const {
     check(X.extent(0), X.extent(1), "generate");
-    stage_angles(step, 1);
-    detail::SynthFunctor<Scalar, ExecSpace, sample_view> f{
-        spec_, V0_, W0_, mean_, noise_std_, sqrt_lambda_, ids_d_, csb_, latentb_, X,
-        std::uint64_t(step), 1};
-    Kokkos::parallel_for("mosaic::synthetic_generate",
-                         Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), batch(), Kokkos::AUTO), f);
+    launch(std::uint64_t(step), 1, X, "mosaic::synthetic_generate");
   }
 
   // X(b, k, :) = x_{first_step + k} of stream b, k < n. Work arrays grow
@@ -176,12 +200,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
                                   std::to_string(n));
     check(X.extent(0), X.extent(2), "generate_block");
     reserve_block(n);
-    stage_angles(first_step, n);
-    detail::SynthFunctor<Scalar, ExecSpace, out_block_view> f{
-        spec_, V0_, W0_, mean_, noise_std_, sqrt_lambda_, ids_d_, csb_, latentb_, X,
-        std::uint64_t(first_step), n};
-    Kokkos::parallel_for("mosaic::synthetic_generate_block",
-                         Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), batch() * n, Kokkos::AUTO), f);
+    launch(std::uint64_t(first_step), n, X, "mosaic::synthetic_generate_block");
   }
 
   // StreamSource: the samples are a pure function of (seed, stream, row), so
@@ -269,22 +288,30 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
 
   // The cos/sin and latent work arrays of generate_block for n samples.
   void reserve_block(int n) const {
-    if (int(csb_.extent(0)) >= n) return;
-    csb_ = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>("synthetic::cs_block", n, 2);
+    if (int(csb_.extent(1)) >= n) return;
+    csb_ = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>("synthetic::cs_block", 2, n);
     csb_host_ = Kokkos::create_mirror_view(csb_);
-    latentb_ = mat_view("synthetic::latent_block", std::size_t(batch()) * n, spec_.r);
+    latentb_ = Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("synthetic::latent_block", batch(),
+                                                                           spec_.r, n);
   }
 
-  // cos/sin(omega t) of steps first_step .. first_step + n - 1 into csb_
-  // (evaluated on the host, see the file comment); n <= its capacity.
-  void stage_angles(std::int64_t first_step, int n) const {
+  // Samples first_step .. first_step + n - 1 of every stream into X (n <= the
+  // work arrays' capacity): cos/sin(omega t) evaluated on the host (see the
+  // file comment), the scaled latents, then the samples.
+  template <class OutView>
+  void launch(std::uint64_t first_step, int n, const OutView& X, const char* label) const {
     for (int k = 0; k < n; ++k) {
-      const double a = spec_.drift * double(std::uint64_t(first_step) + std::uint64_t(k));
-      csb_host_(k, 0) = std::cos(a);
-      csb_host_(k, 1) = std::sin(a);
+      const double a = spec_.drift * double(first_step + std::uint64_t(k));
+      csb_host_(0, k) = std::cos(a);
+      csb_host_(1, k) = std::sin(a);
     }
-    Kokkos::deep_copy(Kokkos::subview(csb_, Kokkos::make_pair(0, n), Kokkos::ALL()),
-                      Kokkos::subview(csb_host_, Kokkos::make_pair(0, n), Kokkos::ALL()));
+    Kokkos::deep_copy(csb_, csb_host_);
+    Kokkos::parallel_for("mosaic::synthetic_latent", Kokkos::RangePolicy<ExecSpace>(0, batch() * spec_.r * n),
+                         detail::SynthLatentFunctor<ExecSpace>{spec_, sqrt_lambda_, ids_d_, latentb_, first_step, n});
+    const int groups = (spec_.d + 3) / 4;
+    Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(0, batch() * groups),
+                         detail::SynthFunctor<Scalar, ExecSpace, OutView>{spec_, V0_, W0_, mean_, noise_std_, latentb_,
+                                                                          csb_, ids_d_, X, first_step, n, groups});
   }
 
   void check(std::size_t b, std::size_t d, const char* what) const {
@@ -306,7 +333,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   // next_block's buffer.
   mutable Kokkos::View<double**, Kokkos::LayoutRight, memory_space> csb_;
   mutable typename Kokkos::View<double**, Kokkos::LayoutRight, memory_space>::host_mirror_type csb_host_;
-  mutable mat_view latentb_;
+  mutable Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latentb_;
   out_block_view block_;
 };
 
