@@ -590,6 +590,14 @@ void convert(const unsigned char* src, std::size_t n, T* dst, std::size_t dst_st
     std::memcpy(dst, src, n * sizeof(T));
     return;
   }
+  if (dst_stride == 1) {  // a loop of its own, so that it vectorizes
+    for (std::size_t i = 0; i < n; ++i) {
+      S v;
+      std::memcpy(&v, src + i * sizeof(S), sizeof(S));
+      dst[i] = static_cast<T>(v);
+    }
+    return;
+  }
   for (std::size_t i = 0; i < n; ++i) {
     S v;
     std::memcpy(&v, src + i * sizeof(S), sizeof(S));

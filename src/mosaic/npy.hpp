@@ -76,13 +76,13 @@ constexpr std::size_t kFingerprintBlockBytes = std::size_t(64) << 10;
 
 // Reads and validates only the header of `path` (never the data): that it
 // is a regular file (a FIFO, a directory or a device is refused naming its
-// type, without waiting on it), the magic,
-// the version (1.0, 2.0, 3.0), the header dict (parsed as a Python literal:
-// exactly the keys 'descr', 'fortran_order' and 'shape'), the dtype ('<f4' or
-// '<f8'; big-endian and every other type are rejected, saying which they
-// are), the shape (a tuple of non-negative integers) and that the file holds
-// all the data the header announces (a truncated file says expected vs actual
-// bytes). Bytes after the data are tolerated, as NumPy does. Throws NpyError.
+// type, without waiting on it), the magic, the version (1.0, 2.0, 3.0), the
+// header dict (parsed as a Python literal: exactly the keys 'descr',
+// 'fortran_order' and 'shape'), the dtype ('<f4' or '<f8'; big-endian and
+// every other type are rejected, saying which they are), the shape (a tuple
+// of non-negative integers) and that the file holds all the data the header
+// announces (a truncated file says expected vs actual bytes). Bytes after
+// the data are tolerated, as NumPy does. Throws NpyError.
 NpyHeader parse_npy_header(const std::string& path);
 
 // One ordered stream: a 2-D .npy file of shape (samples, features), kept
@@ -95,12 +95,12 @@ NpyHeader parse_npy_header(const std::string& path);
 // A file that changes while it is read stops the reader with an NpyError
 // naming the file, what it was when it was opened and what it is now: it
 // shrank (a read meets the end of the file) or it was written to (its size
-// or modification time differ from those at open, checked after every read,
-// so no row of a file modified before the read is handed out). Reading
-// with pread instead of a memory map is what makes a shrinking file an
-// error and not a SIGBUS. A file replaced by a rename (a new file under the
-// same name) does not affect the reader: it keeps reading the file it
-// opened.
+// or modification time differ from those at open; checked after every
+// read, so rows read from a file whose writing had begun are not handed
+// out). Reading with pread instead of a memory map is what makes a
+// shrinking file an error and not a SIGBUS. A file replaced by a rename (a
+// new file under the same name) does not affect the reader: it keeps
+// reading the file it opened.
 //
 // Both C order and Fortran order (fortran_order: True, column-major data) are
 // read; Fortran order reads `features` separate runs per request, so it is
@@ -159,7 +159,7 @@ class NpyStreamReader {
  private:
   void release() noexcept;
   // Reads exactly n bytes at `offset`; rows [first, first + count) name what
-  // is being read if the file ends early (it shrank).
+  // is being read if the file ends early (it shrank; count 0: the header).
   void read_exact(std::size_t offset, void* dst, std::size_t n, std::int64_t first, std::int64_t count) const;
   // Throws if the file's size or modification time differ from those at open.
   void check_unchanged() const;

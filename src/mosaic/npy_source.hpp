@@ -1,7 +1,8 @@
 // Real ordered data for a batch of streams: one 2-D .npy file per stream
 // (shape (samples, features), features == d), kept open and read with
-// pread, staged to the device chunk by chunk with double buffering. A StreamSource
-// (stream_source.hpp), so the driver's loop runs it like the synthetic one.
+// pread, staged to the device chunk by chunk with double buffering. A
+// StreamSource (stream_source.hpp), so the driver's loop runs it like the
+// synthetic one.
 //
 // Staging. Rows are consumed strictly in order (row t of every stream is the
 // sample of step t; the init block, if any, is rows [0, init_samples), read
@@ -17,12 +18,12 @@
 // the device once. While the engine works on the current chunk, a background
 // std::thread (std::async) reads the next chunk of every stream from the
 // files into the other host buffer (NpyStreamReader::read_rows, plus
-// prefetch_rows for the chunk after, so the kernel reads ahead); when the current chunk is used up the
-// main thread waits for that read (normally already done), copies the buffer
-// to the device (on host backends the buffer *is* the device chunk: no copy)
-// and starts the read of the chunk after. Host memory is thus bounded by the
-// chunk size (2 host chunks + 1 device chunk), whatever the size of the
-// files.
+// prefetch_rows for the chunk after, so the kernel reads ahead); when the
+// current chunk is used up the main thread waits for that read (normally
+// already done), copies the buffer to the device (on host backends the
+// buffer *is* the device chunk: no copy) and starts the read of the chunk
+// after. Host memory is thus bounded by the chunk size (2 host chunks + 1
+// device chunk), whatever the size of the files.
 //
 // Non-finite data. A NaN/Inf (or a float64 that overflows a float run) met
 // while staging a chunk does not stop the run: the stream's row is recorded
@@ -71,8 +72,8 @@ namespace mosaic {
 
 // The checks the driver runs on the files a rank owns before any step (see
 // preflight_npy_streams in run.hpp): the file is a regular file that
-// opens, is a little-endian float32/float64 2-D .npy with d features and at least
-// `min_rows` rows, and its first `init_rows` rows are finite (in the run's
+// opens, is a little-endian float32/float64 2-D .npy with d features and at
+// least `min_rows` rows, and its first `init_rows` rows are finite (in the run's
 // type T). Returns the file's row count; throws NpyError naming the file.
 template <class T>
 std::int64_t preflight_npy_file(const std::string& path, int d, std::int64_t min_rows,

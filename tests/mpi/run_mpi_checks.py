@@ -1208,7 +1208,7 @@ def check_provenance(args):
 
 # One npy stream long enough that a run takes a few seconds on one core: it
 # is truncated after its first checkpoint, well before its end.
-CHANGING_ROWS = 1500000
+CHANGING_ROWS = 800000
 
 
 def changing_args(path, ckpt_dir, state_dir):
