@@ -3,13 +3,20 @@
 // streams (redistribution); every corrupted, partial or mismatched
 // checkpoint is refused with a message naming the file; an incomplete newest
 // checkpoint falls back to the previous complete one; pruning keeps the
-// newest complete ones. Runs on MPI_COMM_SELF (own main: MPI + Kokkos).
+// newest complete ones; an npy run's input files that changed since the
+// checkpoint are refused, touched ones accepted with a note. Runs on
+// MPI_COMM_SELF (own main: MPI + Kokkos).
 #include <mpi.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 
 #include <Kokkos_Core.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -79,7 +86,7 @@ class Checkpoint : public ::testing::Test {
 
   // Writes checkpoint number `n` of `sb` (timed steps done: `done`).
   std::string write(const Batch& sb, std::int64_t n, std::int64_t done = 20, int keep = 5,
-                    const mosaic::RunConfig& c = config()) {
+                    const mosaic::RunConfig& c = config(), const json& inputs = json::array()) {
     mosaic::ckpt::WriteRequest req;
     req.root = root.string();
     req.keep = keep;
@@ -92,7 +99,7 @@ class Checkpoint : public ::testing::Test {
     std::vector<unsigned char> frozen(std::size_t(sb.batch), 0);
     frozen[0] = 1;
     const json errors = json::array({{{"stream_id", sb.stream_ids[0]}, {"path", "x.npy"}, {"row", 3}, {"message", "m"}}});
-    return mosaic::ckpt::write_checkpoint(req, sb, frozen, errors, MPI_COMM_SELF);
+    return mosaic::ckpt::write_checkpoint(req, sb, frozen, errors, MPI_COMM_SELF, inputs);
   }
 
   // The error of restarting `c` from root ("" = accepted).
@@ -286,6 +293,104 @@ TEST_F(Checkpoint, RankFileOfAnotherDtypeIsRefused) {
   mosaic::ckpt::RestartPlan plan;
   const std::string e = mosaic::ckpt::prepare_restart(cf, dir, 3, MPI_COMM_SELF, plan);
   EXPECT_HAS(e, (fs::path(dir) / "rank_0.bin").string());
+}
+
+// The input file of an npy run, 100 rows of d = 8, last modified an hour
+// ago; the checkpoint at sample 40 records its fingerprint.
+class CheckpointNpyInput : public Checkpoint {
+ protected:
+  void SetUp() override {
+    Checkpoint::SetUp();
+    data = (root / "s0.npy").string();
+    for (std::size_t k = 0; k < values.size(); ++k) values[k] = std::sin(double(k));
+    save(values);
+    npy = mosaic::load_deck_from_string(
+        "problem: {d: 8, rank: 2, dtype: double}\nstreams: {mode: strong, total: 1}\n"
+        "source: {type: npy, paths: [" + data + "]}\nrun: {steps: 50, seed: 5}\n", "deck.yaml")[0].config;
+    const mosaic::SourceInput in{0, mosaic::NpyStreamReader(data, 8).fingerprint(40)};
+    write(advanced({0}, 5), 40, 20, 5, npy, json::array({mosaic::ckpt::input_record(in)}));
+  }
+  void save(const std::vector<double>& v) {
+    mosaic::write_npy(data, {100, 8}, v.data());
+    set_mtime(-3600);
+  }
+  void set_mtime(long seconds_from_now) {
+    struct timespec t[2];
+    ::clock_gettime(CLOCK_REALTIME, &t[0]);
+    t[0].tv_sec += seconds_from_now;
+    t[1] = t[0];
+    ASSERT_EQ(::utimensat(AT_FDCWD, data.c_str(), t, 0), 0);
+  }
+  std::string restart(std::vector<std::string>* notes = nullptr) {
+    mosaic::ckpt::RestartPlan plan;
+    const std::string e = restart_error(npy, 1, &plan);
+    if (notes) *notes = plan.notes;
+    return e;
+  }
+
+  std::string data;
+  std::vector<double> values = std::vector<double>(800);
+  mosaic::RunConfig npy;
+};
+
+// (Checked: without check_input the changed data resume silently.)
+TEST_F(CheckpointNpyInput, ChangedRowsBeforeThePositionAreRefused) {
+  std::vector<std::string> notes;
+  EXPECT_EQ(restart(&notes), "");
+  EXPECT_TRUE(notes.empty());
+  auto other = values;
+  other[39 * 8 + 7] = 2.0;  // row 39, the last one consumed
+  save(other);
+  const std::string e = restart();
+  EXPECT_HAS(e, data + ": the input file of stream 0 is not the data checkpoint ");
+  EXPECT_HAS(e, "the content of rows [0, 40) (fnv1a64 of all of them, 2560 bytes): the checkpoint recorded ");
+  EXPECT_HAS(e, "restore the data the run started with");
+  other = values;
+  other[40 * 8] = 2.0;  // row 40: not consumed yet
+  save(other);
+  EXPECT_EQ(restart(), "");
+}
+
+TEST_F(CheckpointNpyInput, OtherSizeOrHeaderIsRefused) {
+  std::vector<double> longer(808, 0.0);
+  std::copy(values.begin(), values.end(), longer.begin());
+  mosaic::write_npy(data, {101, 8}, longer.data());
+  std::string e = restart();
+  EXPECT_HAS(e, data + ": the input file of stream 0 is not the data ");
+  EXPECT_HAS(e, "size: the checkpoint recorded 6528 bytes, the file has 6592");
+  {  // the same size and data bytes, in Fortran order
+    std::ofstream out(data, std::ios::binary | std::ios::trunc);
+    out << mosaic::npy_preamble("<f8", {100, 8}, true);
+    out.write(reinterpret_cast<const char*>(values.data()), std::streamsize(values.size() * sizeof(double)));
+  }
+  e = restart();
+  EXPECT_HAS(e, data + ": the input file of stream 0 is not the data ");
+  EXPECT_HAS(e, "header (fnv1a64 of the bytes before the data): the checkpoint recorded ");
+}
+
+TEST_F(CheckpointNpyInput, TouchedFileIsAcceptedWithANote) {
+  set_mtime(0);
+  std::vector<std::string> notes;
+  EXPECT_EQ(restart(&notes), "");
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_HAS(notes[0], data + ": modified since the checkpoint");
+  EXPECT_HAS(notes[0], "but its size, header and the content of rows [0, 40)");
+  EXPECT_HAS(notes[0], "are those recorded: resuming on it");
+}
+
+// A checkpoint written before the inputs were recorded: accepted, with a
+// note saying that the files are not checked.
+TEST_F(CheckpointNpyInput, CheckpointWithoutFingerprintsIsAcceptedWithANote) {
+  const fs::path manifest = root / "ckpt_000000000040" / "MANIFEST.json";
+  json m = json::parse(std::ifstream(manifest));
+  m.erase("inputs");
+  m["manifest_fnv1a64"] = mosaic::ckpt::manifest_checksum(m);
+  std::ofstream(manifest) << m.dump(1);
+  save(std::vector<double>(800, 1.0));
+  std::vector<std::string> notes;
+  EXPECT_EQ(restart(&notes), "");
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_HAS(notes[0], "MANIFEST.json records no fingerprints of the input files");
 }
 
 TEST_F(Checkpoint, PruneKeepsTheNewestCompleteOnes) {

@@ -1,8 +1,9 @@
 // mosaic/npy.hpp: the .npy header parser on files written by NumPy (the
-// fixtures of tests/make_npy_fixtures.py) and on every malformed case, the
-// mmap'ed stream reader (values, conversion, Fortran order, non-finite rows,
-// bounded resident memory) and the atomic writer (read back by our parser and
-// by the system NumPy).
+// fixtures of tests/make_npy_fixtures.py) and on every malformed case (and
+// on files that are not regular), the stream reader (values, conversion,
+// Fortran order, non-finite rows, bounded resident memory, a file that
+// changes while it is read, fingerprints) and the atomic writer (read back
+// by our parser and by the system NumPy).
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -15,10 +16,12 @@
 #include "file_test_support.hpp"
 
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -204,7 +207,7 @@ TEST(NpyReader, RangeOutsideTheFileIsAnError) {
   r.prefetch_rows(-5, 2);
 }
 
-TEST(NpyReader, MovedReaderKeepsTheMapping) {
+TEST(NpyReader, MovedReaderKeepsTheFile) {
   NpyStreamReader a(fixture("v2_f8.npy"), 3);
   NpyStreamReader b(std::move(a));
   std::vector<double> row(3);
@@ -215,6 +218,139 @@ TEST(NpyReader, MovedReaderKeepsTheMapping) {
   c = std::move(b);
   c.read_rows(1, 1, row.data());
   EXPECT_EQ(row[0], good_value(1, 0));
+}
+
+// ---------------------------------------------------------------- a file that changes under the reader
+
+// A file of `rows` x 4 float64 values i + j / 8, last modified an hour ago
+// (so a write now is sure to change the modification time).
+void write_rows_file(const std::string& path, std::int64_t rows) {
+  std::vector<double> v(std::size_t(rows) * 4);
+  for (std::size_t k = 0; k < v.size(); ++k) v[k] = double(k / 4) + double(k % 4) / 8.0;
+  write_file(path, mosaic::npy_preamble("<f8", {rows, 4}) + doubles_bytes(v));
+  struct timespec past[2];
+  ::clock_gettime(CLOCK_REALTIME, &past[0]);
+  past[0].tv_sec -= 3600;
+  past[1] = past[0];
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), past, 0), 0);
+}
+
+// (Checked: with the reader's former mmap, the read after the truncation
+// killed the test with SIGBUS.)
+TEST(NpyReaderChanges, FileThatShrinksIsAnErrorNamingSizesNotASignal) {
+  TempDir dir;
+  const std::string path = dir / "s.npy";
+  write_rows_file(path, 4096);
+  NpyStreamReader r(path, 4);
+  std::vector<double> buf(256 * 4);
+  r.read_rows(0, 256, buf.data());
+  EXPECT_EQ(buf[4 * 255 + 1], 255.125);
+  ASSERT_EQ(::truncate(path.c_str(), 128), 0);
+  const std::string bytes = std::to_string(128 + 4096 * 4 * 8);
+  EXPECT_TRUE(throws_npy_error([&] { r.read_rows(256, 256, buf.data()); }, path,
+                               {"the file changed while the run was reading it", "when it was opened it had " + bytes +
+                                " bytes (shape (4096, 4) of '<f8')", "now it has 128 bytes",
+                                "rows [256, 512) are no longer in it"}));
+  std::vector<float> fbuf(256 * 4);  // through the conversion buffer
+  EXPECT_TRUE(throws_npy_error([&] { r.read_rows(0, 1, fbuf.data()); }, path, {"now it has 128 bytes"}));
+  EXPECT_TRUE(throws_npy_error([&] { r.fingerprint(10); }, path, {"now it has 128 bytes"}));
+}
+
+// (Checked: without the size and modification time check after each read,
+// the reader hands out the new values.)
+TEST(NpyReaderChanges, FileWrittenInPlaceIsAnErrorEvenAtTheSameSize) {
+  TempDir dir;
+  const std::string path = dir / "w.npy";
+  write_rows_file(path, 64);
+  NpyStreamReader r(path, 4);
+  std::vector<double> buf(8 * 4);
+  r.read_rows(0, 8, buf.data());
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(std::streamoff(r.header().data_offset + 8 * 4 * 8));
+    const double other = -1;
+    f.write(reinterpret_cast<const char*>(&other), sizeof other);
+  }
+  EXPECT_TRUE(throws_npy_error([&] { r.read_rows(8, 8, buf.data()); }, path,
+                               {"the file changed while the run was reading it", "and was last modified at",
+                                "now it has " + std::to_string(r.header().file_bytes) + " bytes and was last modified at"}));
+}
+
+TEST(NpyReaderChanges, FileReplacedByARenameIsReadAsOpened) {
+  TempDir dir;
+  const std::string path = dir / "r.npy";
+  write_rows_file(path, 64);
+  NpyStreamReader r(path, 4);
+  write_file(dir / "new.npy", mosaic::npy_preamble("<f8", {2, 4}) + doubles_bytes(std::vector<double>(8, -5.0)));
+  ASSERT_EQ(std::rename((dir / "new.npy").c_str(), path.c_str()), 0);
+  std::vector<double> buf(4);
+  r.read_rows(63, 1, buf.data());
+  EXPECT_EQ(buf[3], 63.375);
+}
+
+// ---------------------------------------------------------------- fingerprints
+
+void overwrite_double(const std::string& path, std::size_t offset, double v) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(std::streamoff(offset));
+  f.write(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+// A small prefix is hashed whole: any change in rows [0, rows) changes the
+// hash, a change after them or of the modification time alone does not.
+TEST(NpyFingerprint, CoversEveryRowOfASmallPrefixAndOnlyThose) {
+  TempDir dir;
+  const std::string path = dir / "f.npy";
+  write_rows_file(path, 100);
+  auto fp = [&](std::int64_t rows) { return NpyStreamReader(path, 4).fingerprint(rows); };
+  const auto a = fp(50);
+  EXPECT_FALSE(a.sampled);
+  EXPECT_EQ(a.rows, 50);
+  EXPECT_EQ(a.hashed_bytes, 50u * 4 * 8);
+  EXPECT_EQ(a.file_bytes, std::filesystem::file_size(path));
+  EXPECT_EQ(a.path, path);
+  EXPECT_NE(a.rows_fnv1a64, fp(49).rows_fnv1a64);
+  const std::size_t data = NpyStreamReader(path, 4).header().data_offset;
+  overwrite_double(path, data + 50 * 32, 1e9);  // row 50: after the prefix
+  const auto b = fp(50);
+  EXPECT_EQ(b.rows_fnv1a64, a.rows_fnv1a64);
+  EXPECT_EQ(b.header_fnv1a64, a.header_fnv1a64);
+  EXPECT_NE(b.mtime_ns, a.mtime_ns);
+  overwrite_double(path, data + 37 * 32 + 16, 1e9);  // row 37, column 2
+  EXPECT_NE(fp(50).rows_fnv1a64, a.rows_fnv1a64);
+}
+
+// A long prefix is sampled: kFingerprintBlocks blocks of 64 KiB, the first
+// at row 0, the last ending at the prefix's last row.
+TEST(NpyFingerprint, SamplesALongPrefixIncludingItsFirstAndLastRows) {
+  TempDir dir;
+  const std::string path = dir / "big.npy";
+  const std::int64_t rows = 512 * 200;  // 3.2 MiB of rows of 32 bytes
+  mosaic_test::write_f8_npy_streamed(path, rows, 4, [](std::int64_t i, int j) { return double(i) + j / 8.0; });
+  const std::int64_t prefix = rows - 1000;
+  const auto a = NpyStreamReader(path, 4).fingerprint(prefix);
+  EXPECT_TRUE(a.sampled);
+  EXPECT_EQ(a.hashed_bytes, std::uint64_t(mosaic::kFingerprintBlocks) * mosaic::kFingerprintBlockBytes);
+  const std::size_t data = NpyStreamReader(path, 4).header().data_offset;
+  for (const std::int64_t row : {std::int64_t(0), prefix - 1}) {
+    overwrite_double(path, data + std::size_t(row) * 32, -1);
+    EXPECT_NE(NpyStreamReader(path, 4).fingerprint(prefix).rows_fnv1a64, a.rows_fnv1a64) << "row " << row;
+    overwrite_double(path, data + std::size_t(row) * 32, double(row));
+    EXPECT_EQ(NpyStreamReader(path, 4).fingerprint(prefix).rows_fnv1a64, a.rows_fnv1a64) << "row " << row;
+  }
+}
+
+TEST(NpyFingerprint, FortranOrderAndTheHeaderAreHashed) {
+  TempDir dir;
+  const std::string c = dir / "c.npy", f = dir / "f.npy";
+  write_file(c, mosaic::npy_preamble("<f8", {4, 2}) + doubles_bytes({0, 4, 1, 5, 2, 6, 3, 7}));
+  write_file(f, mosaic::npy_preamble("<f8", {4, 2}, true) + doubles_bytes({0, 1, 2, 3, 4, 5, 6, 7}));
+  const auto fc = NpyStreamReader(c, 2).fingerprint(4), ff = NpyStreamReader(f, 2).fingerprint(4);
+  EXPECT_NE(fc.header_fnv1a64, ff.header_fnv1a64);
+  EXPECT_EQ(ff.hashed_bytes, 64u);
+  overwrite_double(f, NpyStreamReader(f, 2).header().data_offset + 5 * 8, -5);  // row 1, column 1
+  EXPECT_NE(NpyStreamReader(f, 2).fingerprint(4).rows_fnv1a64, ff.rows_fnv1a64);
+  EXPECT_EQ(NpyStreamReader(f, 2).fingerprint(1).hashed_bytes, 16u);  // row 0 of both columns
 }
 
 // ---------------------------------------------------------------- non-finite values
@@ -269,6 +405,33 @@ TEST(NpyRejects, MissingFileAndDirectory) {
   EXPECT_TRUE(header_rejected(dir / "nope.npy", {"file not found"}));
   EXPECT_TRUE(reader_rejected(dir / "nope.npy", 3, {"file not found"}));
   EXPECT_TRUE(header_rejected(dir.path(), {"is a directory"}));
+}
+
+// Opening a FIFO for reading blocks until a writer appears: the reader is
+// run in a child process that must finish within 10 s. (Checked: with a
+// plain blocking open() the child hangs and is killed here.)
+TEST(NpyRejects, FifoAndDeviceAreRefusedNamingTheirTypeWithoutWaiting) {
+  TempDir dir;
+  const std::string fifo = dir / "pipe.npy";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const bool ok = reader_rejected(fifo, 3, {"is a FIFO (named pipe), not a .npy file"}) &&
+                    header_rejected(fifo, {"is a FIFO (named pipe)"});
+    ::_exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 1000 && (done = ::waitpid(child, &status, WNOHANG)) == 0; ++i) ::usleep(10000);
+  if (done == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    FAIL() << "opening the FIFO " << fifo << " did not return within 10 s";
+  }
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the FIFO was not refused naming its type";
+  EXPECT_TRUE(header_rejected("/dev/null", {"is a character device, not a .npy file"}));
 }
 
 TEST(NpyRejects, BadMagic) {
@@ -591,10 +754,10 @@ using mosaic_test::peak_rss_bytes;
 
 // Reading a file 32x larger than the chunk, chunk by chunk into one reused
 // buffer, raises the peak RSS (getrusage) by less than 4 chunks: the chunk
-// buffer itself plus at most a chunk of mapped file pages. The control at the
-// end reads the same file through a plain mmap, without MADV_DONTNEED, and
-// shows that the measurement does see mapped file pages. (Checked: with the
-// madvise in NpyStreamReader::drop_pages removed, the first assertion fails
+// buffer itself (the reader maps no file pages). The control at the end
+// reads the same file through a plain mmap and shows that the measurement
+// does see mapped file pages. (Checked, when the reader still mapped the
+// file: without releasing the pages it touched, the first assertion failed
 // with a growth of about the whole 64 MiB file.)
 TEST(NpyMemory, PeakRssStaysWithinAFewChunksForAFile32xTheChunk) {
   TempDir dir;

@@ -25,7 +25,8 @@
 // every rank writes its file atomically (temporary name, fsync, rename,
 // fsync of the directory: write_file_atomically); the sizes and checksums
 // are gathered to rank 0, which then writes the manifest atomically: the
-// commit point. Only after that are older checkpoints removed (prune). A
+// commit point. The manifest also records the fingerprint of every input
+// file of an npy run ("inputs"), which a restart checks (check_input). Only after that are older checkpoints removed (prune). A
 // rank that fails throws; the driver turns that into MPI_Abort with the rank
 // and the reason, so the other ranks never wait forever.
 #pragma once
@@ -33,7 +34,6 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <cinttypes>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -53,9 +53,12 @@
 #include "atomic_file.hpp"
 #include "build_info.hpp"
 #include "environment.hpp"
+#include "fnv1a.hpp"
+#include "npy.hpp"
 #include "result_writer.hpp"
 #include "run_config.hpp"
 #include "stream_batch.hpp"
+#include "stream_source.hpp"
 
 namespace mosaic {
 
@@ -70,21 +73,6 @@ constexpr int kFormatVersion = 2;  // 2: unresolved_residual_steps
 constexpr char kMagic[8] = {'M', 'O', 'S', 'C', 'K', 'P', 'T', '1'};
 constexpr const char* kManifestName = "MANIFEST.json";
 constexpr const char* kDirPrefix = "ckpt_";
-
-// FNV-1a, 64 bit, over bytes.
-inline std::uint64_t fnv1a64(const void* data, std::size_t n, std::uint64_t h = 0xcbf29ce484222325ull) {
-  const unsigned char* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-inline std::string hex64(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
-  return buf;
-}
 
 inline std::string dir_name(std::int64_t sample_index) {
   char buf[32];
@@ -465,13 +453,28 @@ struct WriteRequest {
   nlohmann::json manifest_extra;
 };
 
+// The manifest's record of one input file (SourcePosition::inputs).
+inline nlohmann::json input_record(const SourceInput& in) {
+  const NpyFingerprint& f = in.file;
+  return {{"stream_id", in.stream_id},
+          {"path", f.path},
+          {"bytes", f.file_bytes},
+          {"mtime_ns", f.mtime_ns},
+          {"mtime", file_time_text(f.mtime_ns)},
+          {"header_fnv1a64", hex64(f.header_fnv1a64)},
+          {"rows", f.rows},
+          {"hashed_bytes", f.hashed_bytes},
+          {"rows_fnv1a64", hex64(f.rows_fnv1a64)}};
+}
+
 // Collective: writes one checkpoint (see the file comment) and returns its
-// directory. `frozen` and `data_errors`: this rank's npy source state (empty
-// for the synthetic source).
+// directory. `frozen` and `data_errors`: this rank's npy source state;
+// `inputs`: its input files (input_record); all empty for the synthetic
+// source.
 template <class Scalar, class Exec>
 std::string write_checkpoint(const WriteRequest& req, const StreamBatch<Scalar, Exec>& sb,
                              const std::vector<unsigned char>& frozen, const nlohmann::json& data_errors,
-                             MPI_Comm comm) {
+                             MPI_Comm comm, const nlohmann::json& inputs = nlohmann::json::array()) {
   namespace fs = std::filesystem;
   int rank = 0, nranks = 1;
   MPI_Comm_rank(comm, &rank);
@@ -500,6 +503,7 @@ std::string write_checkpoint(const WriteRequest& req, const StreamBatch<Scalar, 
                                 {"bytes", bytes.size()},
                                 {"fnv1a64", hex64(fnv1a64(bytes.data(), bytes.size()))}};
   const auto entries = gather_strings(entry.dump(), comm);
+  const auto rank_inputs = gather_strings(inputs.dump(), comm);
   if (rank == 0) {
     nlohmann::json m = req.manifest_extra;
     m["format"] = "mosaic-checkpoint";
@@ -519,6 +523,13 @@ std::string write_checkpoint(const WriteRequest& req, const StreamBatch<Scalar, 
     }
     m["files"] = files;
     m["total_streams"] = total;
+    nlohmann::json all_inputs = nlohmann::json::array();
+    for (const auto& r : rank_inputs)
+      for (auto& in : nlohmann::json::parse(r)) all_inputs.push_back(std::move(in));
+    std::sort(all_inputs.begin(), all_inputs.end(), [](const auto& a, const auto& b) {
+      return a["stream_id"].template get<std::uint64_t>() < b["stream_id"].template get<std::uint64_t>();
+    });
+    m["inputs"] = all_inputs;
     m["manifest_fnv1a64"] = manifest_checksum(m);
     write_file_atomically((dir / kManifestName).string(), m.dump(1) + "\n");
     prune(req.root, req.number, req.keep);
@@ -611,10 +622,43 @@ inline std::vector<std::string> deck_differences(const nlohmann::json& manifest,
   return out;
 }
 
+// Checks an input file against the manifest's record of it (input_record)
+// for a restart in `dir`. Returns "" when it is the same file; throws
+// CheckpointError (naming the file, the field that differs, recorded and
+// found) when its size, header or the hashed content of the rows consumed
+// differ, or NpyError when it is no longer a valid input. A file whose only
+// difference is its modification time (touched, or rewritten with the same
+// bytes) is accepted: the note returned says so.
+inline std::string check_input(const nlohmann::json& rec, int d, const std::string& dir) {
+  const std::string path = rec.at("path").get<std::string>();
+  const std::string intro = path + ": the input file of stream " + show(rec.at("stream_id")) +
+                            " is not the data checkpoint " + dir + " was written on: ";
+  const std::string outro = "; restore the data the run started with, or start the run afresh";
+  std::error_code ec;
+  const std::uint64_t bytes = std::filesystem::file_size(path, ec);
+  if (!ec && bytes != rec.at("bytes").get<std::uint64_t>())
+    throw CheckpointError(intro + "size: the checkpoint recorded " + show(rec["bytes"]) + " bytes, the file has " +
+                          std::to_string(bytes) + outro);
+  const NpyFingerprint now = NpyStreamReader(path, d).fingerprint(rec.at("rows").get<std::int64_t>());
+  if (hex64(now.header_fnv1a64) != rec.at("header_fnv1a64").get<std::string>())
+    throw CheckpointError(intro + "header (fnv1a64 of the bytes before the data): the checkpoint recorded " +
+                          show(rec["header_fnv1a64"]) + ", the file has " + hex64(now.header_fnv1a64) + outro);
+  const std::string what = "the content of rows [0, " + show(rec["rows"]) + ") (fnv1a64 of " +
+                           (now.sampled ? std::to_string(kFingerprintBlocks) + " blocks of them, " : "all of them, ") +
+                           std::to_string(now.hashed_bytes) + " bytes)";
+  if (hex64(now.rows_fnv1a64) != rec.at("rows_fnv1a64").get<std::string>())
+    throw CheckpointError(intro + what + ": the checkpoint recorded " + show(rec["rows_fnv1a64"]) +
+                          ", the file has " + hex64(now.rows_fnv1a64) + outro);
+  if (now.mtime_ns == rec.at("mtime_ns").get<std::int64_t>()) return "";
+  return path + ": modified since the checkpoint (at " + file_time_text(now.mtime_ns) + ", the checkpoint recorded " +
+         show(rec["mtime"]) + "), but its size, header and " + what + " are those recorded: resuming on it";
+}
+
 // Collective: finds, reads and verifies the checkpoint `where` names for
 // the run `cfg` on this communicator (see choose_checkpoint and
 // deck_differences; every rank file is checked for presence, size,
-// checksum, header, dtype, d, r and stream ids, the files spread over the
+// checksum, header, dtype, d, r and stream ids, and for an npy run every
+// input file against its record (check_input), the files spread over the
 // ranks). Returns "" and fills `plan` on every rank, or returns the error
 // message (the same on every rank) naming the file at fault.
 inline std::string prepare_restart(const RunConfig& cfg, const std::string& where, std::int64_t total_streams_now,
@@ -697,7 +741,35 @@ inline std::string prepare_restart(const RunConfig& cfg, const std::string& wher
       error = e.what();
     }
   }
-  return agree_on_error(error, comm);
+  error = agree_on_error(error, comm);
+  if (!error.empty() || cfg.source.type != "npy") return error;
+  // The input files, spread over the ranks too. A checkpoint of a build that
+  // did not record them is accepted: refusing it would strand the runs it
+  // holds, and the checkpoints written from here on record them.
+  const std::string mpath = plan.dir + "/" + kManifestName;
+  if (!plan.manifest.contains("inputs")) {
+    plan.notes.push_back(mpath + " records no fingerprints of the input files (written by an earlier build): the "
+                         "files are not checked against the data the run started with; the checkpoints this run "
+                         "writes record them");
+    return "";
+  }
+  const auto& inputs = plan.manifest["inputs"];
+  if (!inputs.is_array() || inputs.size() != plan.manifest["total_streams"].get<std::size_t>())
+    return mpath + ": garbled manifest ('inputs' does not record one file per stream)";
+  std::string notes;
+  for (std::size_t i = std::size_t(rank); i < inputs.size() && error.empty(); i += std::size_t(nranks)) {
+    try {
+      const std::string note = check_input(inputs[i], cfg.problem.d, plan.dir);
+      if (!note.empty()) notes += note + "\n";
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  error = agree_on_error(error, comm);
+  for (const std::string& rank_notes : gather_strings(notes, comm))
+    for (std::size_t from = 0, to; (to = rank_notes.find('\n', from)) != std::string::npos; from = to + 1)
+      plan.notes.push_back(rank_notes.substr(from, to - from));
+  return error;
 }
 
 // What load_streams restores besides the batch: per local stream, whether

@@ -1,9 +1,9 @@
 #include "npy.hpp"
 
 #include "atomic_file.hpp"
+#include "fnv1a.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <limits>
 #include <sstream>
 #include <type_traits>
@@ -77,12 +78,43 @@ struct FileDescriptor {
   }
 };
 
-int open_for_reading(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+// "is a FIFO (named pipe), not a .npy file" for a file that is not regular.
+[[noreturn]] void fail_not_regular(const std::string& path, mode_t mode) {
+  const char* type = S_ISDIR(mode)    ? "a directory"
+                     : S_ISFIFO(mode) ? "a FIFO (named pipe)"
+                     : S_ISCHR(mode)  ? "a character device"
+                     : S_ISBLK(mode)  ? "a block device"
+                     : S_ISSOCK(mode) ? "a socket"
+                                      : "not a regular file";
+  fail(path, std::string("is ") + type + ", not a .npy file (expected a regular file)");
+}
+
+std::int64_t mtime_ns(const struct stat& st) {
+  return std::int64_t(st.st_mtim.tv_sec) * 1000000000 + std::int64_t(st.st_mtim.tv_nsec);
+}
+
+// Opens a regular file for reading. O_NONBLOCK: opening a FIFO for reading
+// blocks until a writer appears, so the type is checked on the open
+// descriptor, never by waiting (O_NONBLOCK changes nothing for the reads of
+// a regular file).
+int open_regular_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     const int e = errno;
     if (e == ENOENT) fail(path, "file not found");
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) fail_not_regular(path, st.st_mode);  // a socket
     fail(path, std::string("cannot open: ") + std::strerror(e));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    fail(path, std::string("cannot stat: ") + std::strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail_not_regular(path, st.st_mode);
   }
   return fd;
 }
@@ -448,10 +480,9 @@ void interpret_dict(const std::string& path, const PyValue& dict, NpyHeader& h) 
 NpyHeader parse_header_fd(int fd, const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) fail(path, std::string("cannot stat: ") + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a .npy file");
-  if (!S_ISREG(st.st_mode)) fail(path, "not a regular file");
   NpyHeader h;
   h.file_bytes = std::uint64_t(st.st_size);
+  h.mtime_ns = mtime_ns(st);
 
   unsigned char pre[12] = {};
   const std::size_t got = pread_all(fd, pre, sizeof pre, 0, path);
@@ -504,14 +535,6 @@ NpyHeader parse_header_fd(int fd, const std::string& path) {
   return h;
 }
 
-std::size_t page_size() {
-  static const std::size_t page = [] {
-    const long p = ::sysconf(_SC_PAGESIZE);
-    return p > 0 ? std::size_t(p) : std::size_t(4096);
-  }();
-  return page;
-}
-
 template <class T>
 struct Bits;
 template <>
@@ -551,11 +574,29 @@ std::size_t first_nonfinite(const T* p, std::size_t n) {
   return n;
 }
 
+// The buffer conversions and strided reads go through: 256 KiB per thread
+// (a reader is used by one thread at a time; the staging thread and the
+// main thread each have their own), so it stays in cache between the read
+// and the conversion.
+constexpr std::size_t kScratchBytes = std::size_t(256) << 10;
+unsigned char* scratch() {
+  thread_local std::vector<unsigned char> buffer(kScratchBytes);
+  return buffer.data();
+}
+
 // dst[i * dst_stride] = T(src[i]) for i in [0, n); src may be unaligned.
 template <class S, class T>
 void convert(const unsigned char* src, std::size_t n, T* dst, std::size_t dst_stride) {
   if (std::is_same<S, T>::value && dst_stride == 1) {
     std::memcpy(dst, src, n * sizeof(T));
+    return;
+  }
+  if (dst_stride == 1) {  // a loop of its own, so that it vectorizes
+    for (std::size_t i = 0; i < n; ++i) {
+      S v;
+      std::memcpy(&v, src + i * sizeof(S), sizeof(S));
+      dst[i] = static_cast<T>(v);
+    }
     return;
   }
   for (std::size_t i = 0; i < n; ++i) {
@@ -620,8 +661,18 @@ const char* npy_descr(NpyDtype dtype) { return dtype == NpyDtype::f4 ? "<f4" : "
 
 NpyHeader parse_npy_header(const std::string& path) {
   FileDescriptor f;
-  f.fd = open_for_reading(path);
+  f.fd = open_regular_file(path);
   return parse_header_fd(f.fd, path);
+}
+
+std::string file_time_text(std::int64_t ns) {
+  const std::time_t sec = std::time_t(ns / 1000000000);
+  std::tm tm {};
+  ::gmtime_r(&sec, &tm);
+  char buf[64];
+  const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof buf - n, ".%09lldZ", (long long)(ns % 1000000000));
+  return buf;
 }
 
 // ------------------------------------------------------------------------
@@ -629,7 +680,7 @@ NpyHeader parse_npy_header(const std::string& path) {
 
 NpyStreamReader::NpyStreamReader(const std::string& path, int expected_d) : path_(path) {
   FileDescriptor f;
-  f.fd = open_for_reading(path);
+  f.fd = open_regular_file(path);
   header_ = parse_header_fd(f.fd, path);
   const auto& shape = header_.shape;
   if (shape.size() != 2) {
@@ -642,19 +693,15 @@ NpyStreamReader::NpyStreamReader(const std::string& path, int expected_d) : path
   if (expected_d > 0 && cols_ != expected_d)
     fail(path, "has " + std::to_string(cols_) + " features per sample (shape " + shape_repr(shape) +
                    ") but problem.d is " + std::to_string(expected_d));
-  map_bytes_ = std::size_t(header_.file_bytes);
-  void* m = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_PRIVATE, f.fd, 0);
-  if (m == MAP_FAILED) fail(path, std::string("cannot map the file: ") + std::strerror(errno));
-  map_ = static_cast<const unsigned char*>(m);
-  if (!header_.fortran_order) ::madvise(m, map_bytes_, MADV_SEQUENTIAL);
+  if (!header_.fortran_order) ::posix_fadvise(f.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  fd_ = std::exchange(f.fd, -1);
 }
 
 NpyStreamReader::~NpyStreamReader() { release(); }
 
 void NpyStreamReader::release() noexcept {
-  if (map_ != nullptr) ::munmap(const_cast<unsigned char*>(map_), map_bytes_);
-  map_ = nullptr;
-  map_bytes_ = 0;
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
 
 NpyStreamReader::NpyStreamReader(NpyStreamReader&& other) noexcept
@@ -662,8 +709,7 @@ NpyStreamReader::NpyStreamReader(NpyStreamReader&& other) noexcept
       header_(other.header_),
       rows_(other.rows_),
       cols_(other.cols_),
-      map_(std::exchange(other.map_, nullptr)),
-      map_bytes_(std::exchange(other.map_bytes_, 0)),
+      fd_(std::exchange(other.fd_, -1)),
       bytes_read_(other.bytes_read_) {}
 
 NpyStreamReader& NpyStreamReader::operator=(NpyStreamReader&& other) noexcept {
@@ -673,8 +719,7 @@ NpyStreamReader& NpyStreamReader::operator=(NpyStreamReader&& other) noexcept {
     header_ = other.header_;
     rows_ = other.rows_;
     cols_ = other.cols_;
-    map_ = std::exchange(other.map_, nullptr);
-    map_bytes_ = std::exchange(other.map_bytes_, 0);
+    fd_ = std::exchange(other.fd_, -1);
     bytes_read_ = other.bytes_read_;
   }
   return *this;
@@ -686,27 +731,58 @@ void NpyStreamReader::require_rows(std::int64_t min_rows, const std::string& wha
                     " required by " + what);
 }
 
-void NpyStreamReader::drop_pages(std::size_t offset, std::size_t length) const noexcept {
-  if (map_ == nullptr || length == 0) return;
-  const std::size_t page = page_size();
-  const std::size_t begin = offset & ~(page - 1);
-  const std::size_t end = (offset + length + page - 1) & ~(page - 1);
-  // MAP_PRIVATE and never written: the pages are the page cache's; dropping
-  // them only unmaps them from this process (a later touch maps them again).
-  ::madvise(const_cast<unsigned char*>(map_) + begin, end - begin, MADV_DONTNEED);
+void NpyStreamReader::fail_changed(const std::string& now) const {
+  fail(path_, "the file changed while the run was reading it: when it was opened it had " +
+                  std::to_string(header_.file_bytes) + " bytes (shape " + shape_repr(header_.shape) + " of '" +
+                  npy_descr(header_.dtype) + "') and was last modified at " + file_time_text(header_.mtime_ns) +
+                  "; now " + now + ". The run stops rather than read other data than it started with");
+}
+
+void NpyStreamReader::check_unchanged() const {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) fail(path_, std::string("cannot stat: ") + std::strerror(errno));
+  const std::uint64_t bytes = std::uint64_t(st.st_size);
+  const std::int64_t mtime = mtime_ns(st);
+  if (bytes != header_.file_bytes || mtime != header_.mtime_ns)
+    fail_changed("it has " + std::to_string(bytes) + " bytes and was last modified at " + file_time_text(mtime));
+}
+
+void NpyStreamReader::read_exact(std::size_t offset, void* dst, std::size_t n, std::int64_t first,
+                                 std::int64_t count) const {
+  if (pread_all(fd_, dst, n, offset, path_) == n) return;
+  struct stat st {};
+  const std::string size = ::fstat(fd_, &st) == 0 ? std::to_string(st.st_size) : std::string("fewer");
+  fail_changed("it has " + size + " bytes: " +
+               (count == 0 ? std::string("its header is")
+                           : "rows [" + std::to_string(first) + ", " + std::to_string(first + count) + ") are") +
+               " no longer in it");
+}
+
+template <class S, class T>
+void NpyStreamReader::read_values(std::size_t offset, std::size_t n, T* dst, std::size_t stride,
+                                  std::int64_t first, std::int64_t count) const {
+  if (std::is_same<S, T>::value && stride == 1) {
+    read_exact(offset, dst, n * sizeof(T), first, count);
+    return;
+  }
+  unsigned char* buf = scratch();
+  constexpr std::size_t per_piece = kScratchBytes / sizeof(S);
+  for (std::size_t done = 0; done < n; done += per_piece) {
+    const std::size_t m = std::min(per_piece, n - done);
+    read_exact(offset + done * sizeof(S), buf, m * sizeof(S), first, count);
+    convert<S>(buf, m, dst + done * stride, stride);
+  }
 }
 
 void NpyStreamReader::prefetch_rows(std::int64_t first, std::int64_t count) const {
-  if (map_ == nullptr) return;
+  if (fd_ < 0) return;
   first = std::clamp<std::int64_t>(first, 0, rows_);
   count = std::clamp<std::int64_t>(count, 0, rows_ - first);
   if (count == 0 || cols_ == 0) return;
-  const std::size_t page = page_size();
-  auto advise = [&](std::size_t offset, std::size_t length) {
-    const std::size_t begin = offset & ~(page - 1);
-    ::madvise(const_cast<unsigned char*>(map_) + begin, offset + length - begin, MADV_WILLNEED);
-  };
   const std::size_t isz = header_.item_size;
+  auto advise = [&](std::size_t offset, std::size_t length) {
+    ::posix_fadvise(fd_, off_t(offset), off_t(length), POSIX_FADV_WILLNEED);
+  };
   if (!header_.fortran_order) {
     advise(header_.data_offset + std::size_t(first) * row_bytes(), std::size_t(count) * row_bytes());
   } else {
@@ -719,7 +795,7 @@ void NpyStreamReader::prefetch_rows(std::int64_t first, std::int64_t count) cons
 template <class T>
 void NpyStreamReader::read_rows(std::int64_t first, std::int64_t count, T* dst) {
   static_assert(std::is_same<T, float>::value || std::is_same<T, double>::value, "read_rows<float or double>");
-  if (map_ == nullptr) fail(path_, "read_rows on a moved-from reader");
+  if (fd_ < 0) fail(path_, "read_rows on a moved-from reader");
   if (first < 0 || count < 0 || first > rows_ || count > rows_ - first)
     fail(path_, "rows [" + std::to_string(first) + ", " + std::to_string(first + count) +
                     ") requested, but the file has " + std::to_string(rows_) + " rows");
@@ -731,24 +807,24 @@ void NpyStreamReader::read_rows(std::int64_t first, std::int64_t count, T* dst) 
   const bool f8 = header_.dtype == NpyDtype::f8;
   if (!header_.fortran_order) {
     const std::size_t offset = header_.data_offset + std::size_t(first) * row_bytes();
-    const unsigned char* src = map_ + offset;
     if (f8)
-      convert<double>(src, n, dst, 1);
+      read_values<double>(offset, n, dst, 1, first, count);
     else
-      convert<float>(src, n, dst, 1);
-    drop_pages(offset, n * isz);
+      read_values<float>(offset, n, dst, 1, first, count);
   } else {
     // Column j holds rows [0, rows) contiguously at data_offset + j * rows * isz.
     for (int j = 0; j < cols_; ++j) {
       const std::size_t offset =
           header_.data_offset + (std::size_t(j) * std::size_t(rows_) + std::size_t(first)) * isz;
       if (f8)
-        convert<double>(map_ + offset, std::size_t(count), dst + j, std::size_t(cols_));
+        read_values<double>(offset, std::size_t(count), dst + j, std::size_t(cols_), first, count);
       else
-        convert<float>(map_ + offset, std::size_t(count), dst + j, std::size_t(cols_));
-      drop_pages(offset, std::size_t(count) * isz);
+        read_values<float>(offset, std::size_t(count), dst + j, std::size_t(cols_), first, count);
     }
   }
+  // After the read: a write that began before it is seen here, so the rows
+  // just read are never other data than the file had when it was opened.
+  check_unchanged();
   bytes_read_ += n * isz;
 
   const std::size_t bad = first_nonfinite(dst, n);
@@ -759,21 +835,66 @@ void NpyStreamReader::read_rows(std::int64_t first, std::int64_t count, T* dst) 
   // that does not fit the run's float32.
   const std::size_t elem = header_.fortran_order ? std::size_t(col) * std::size_t(rows_) + std::size_t(row)
                                                  : std::size_t(row) * std::size_t(cols_) + std::size_t(col);
-  const unsigned char* src = map_ + header_.data_offset + elem * isz;
   double original;
   if (f8) {
-    std::memcpy(&original, src, sizeof original);
+    read_values<double>(header_.data_offset + elem * isz, 1, &original, 1, row, 1);
   } else {
     float v;
-    std::memcpy(&v, src, sizeof v);
+    read_values<float>(header_.data_offset + elem * isz, 1, &v, 1, row, 1);
     original = v;
   }
-  drop_pages(header_.data_offset + elem * isz, isz);
   const std::string where = " at row " + std::to_string(row) + ", column " + std::to_string(col) + " (0-based)";
   if (std::isfinite(original))
-    fail(path_, "value " + number_text(original) + where + " does not fit in " + type_name<T>() +
-                    " (the run's dtype): it would become " + number_text(double(dst[bad])));
-  fail(path_, "non-finite value " + number_text(original) + where);
+    throw NpyValueError(path_ + ": value " + number_text(original) + where + " does not fit in " + type_name<T>() +
+                        " (the run's dtype): it would become " + number_text(double(dst[bad])));
+  throw NpyValueError(path_ + ": non-finite value " + number_text(original) + where);
+}
+
+NpyFingerprint NpyStreamReader::fingerprint(std::int64_t rows) const {
+  if (fd_ < 0) fail(path_, "fingerprint of a moved-from reader");
+  if (rows < 0 || rows > rows_)
+    fail(path_, "fingerprint of rows [0, " + std::to_string(rows) + "), but the file has " + std::to_string(rows_) +
+                    " rows");
+  NpyFingerprint fp;
+  fp.path = path_;
+  fp.file_bytes = header_.file_bytes;
+  fp.mtime_ns = header_.mtime_ns;
+  fp.rows = rows;
+  std::vector<unsigned char> header(header_.data_offset);
+  read_exact(0, header.data(), header.size(), 0, 0);
+  fp.header_fnv1a64 = fnv1a64(header.data(), header.size());
+
+  // Blocks of `block` rows (at least one): all of [0, rows) when that is at
+  // most kFingerprintBlocks blocks, else kFingerprintBlocks of them from
+  // row 0 to row `rows`, evenly spaced.
+  const std::size_t isz = header_.item_size;
+  const std::int64_t block =
+      std::max<std::int64_t>(1, std::int64_t(kFingerprintBlockBytes / std::max<std::size_t>(row_bytes(), 1)));
+  const bool all = rows <= block * kFingerprintBlocks;
+  fp.sampled = !all;
+  const std::int64_t blocks = all ? (rows + block - 1) / block : kFingerprintBlocks;
+  const std::int64_t span = rows - block;  // the first row of the last block, when sampling
+  std::uint64_t h = kFnv1a64Offset;
+  std::vector<unsigned char> buf;
+  for (std::int64_t i = 0; i < blocks && cols_ > 0; ++i) {
+    constexpr std::int64_t gaps = kFingerprintBlocks - 1;
+    const std::int64_t start = all ? i * block : span / gaps * i + span % gaps * i / gaps;  // i * span / gaps
+    const std::int64_t n = std::min(block, rows - start);
+    buf.resize(std::size_t(n) * row_bytes());
+    if (!header_.fortran_order) {
+      read_exact(header_.data_offset + std::size_t(start) * row_bytes(), buf.data(), buf.size(), start, n);
+    } else {
+      const std::size_t column_bytes = std::size_t(n) * isz;
+      for (int j = 0; j < cols_; ++j)
+        read_exact(header_.data_offset + (std::size_t(j) * std::size_t(rows_) + std::size_t(start)) * isz,
+                   buf.data() + std::size_t(j) * column_bytes, column_bytes, start, n);
+    }
+    h = fnv1a64(buf.data(), buf.size(), h);
+    fp.hashed_bytes += buf.size();
+  }
+  fp.rows_fnv1a64 = h;
+  check_unchanged();
+  return fp;
 }
 
 template void NpyStreamReader::read_rows<float>(std::int64_t, std::int64_t, float*);

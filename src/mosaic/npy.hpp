@@ -1,7 +1,8 @@
-// NumPy .npy files on the host: a real header parser, an mmap'ed reader of
-// one ordered sample stream (shape (samples, features)) that hands out chunks
-// of rows with bounded resident memory, and an atomic writer whose files
-// NumPy reads back (used for the state files of output.state_dir).
+// NumPy .npy files on the host: a real header parser, a reader of one
+// ordered sample stream (shape (samples, features)) that hands out chunks of
+// rows with bounded resident memory and notices a file that changes under
+// it, and an atomic writer whose files NumPy reads back (used for the state
+// files of output.state_dir).
 //
 // Format: https://numpy.org/devdocs/reference/generated/numpy.lib.format.html
 //   "\x93NUMPY" major minor, header length (uint16 LE for 1.0, uint32 LE for
@@ -25,6 +26,14 @@ struct NpyError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A bad value in the data (non-finite, or a float64 that overflows a float
+// run), as opposed to a problem with the file itself: the npy source freezes
+// the stream at that row and goes on (npy_source.hpp), while every other
+// NpyError stops the run.
+struct NpyValueError : NpyError {
+  using NpyError::NpyError;
+};
+
 enum class NpyDtype { f4, f8 };
 
 // "<f4" / "<f8".
@@ -39,24 +48,59 @@ struct NpyHeader {
   std::size_t item_size = 8;          // 4 or 8
   std::uint64_t data_bytes = 0;       // prod(shape) * item_size
   std::uint64_t file_bytes = 0;       // size of the file when it was parsed (>= data_offset + data_bytes)
+  std::int64_t mtime_ns = 0;          // its modification time then, ns since the epoch
 };
 
-// Reads and validates only the header of `path` (never the data): the magic,
-// the version (1.0, 2.0, 3.0), the header dict (parsed as a Python literal:
-// exactly the keys 'descr', 'fortran_order' and 'shape'), the dtype ('<f4' or
-// '<f8'; big-endian and every other type are rejected, saying which they
-// are), the shape (a tuple of non-negative integers) and that the file holds
-// all the data the header announces (a truncated file says expected vs actual
-// bytes). Bytes after the data are tolerated, as NumPy does. Throws NpyError.
+// "2026-12-01T20:22:09.123456789Z": a file time (ns since the epoch) for messages.
+std::string file_time_text(std::int64_t ns);
+
+// What a checkpoint records of an input file, to refuse a restart on other
+// data (docs/CHECKPOINT.md): the size, modification time and header as
+// found, and an FNV-1a 64 hash of the data of rows [0, rows): of all of them
+// when they are at most kFingerprintBlocks blocks of about
+// kFingerprintBlockBytes, else of kFingerprintBlocks such blocks spread
+// evenly over them, the first starting at row 0 and the last ending at row
+// `rows` (so reading it costs at most 1 MiB per file, whatever its size).
+struct NpyFingerprint {
+  std::string path;
+  std::uint64_t file_bytes = 0;
+  std::int64_t mtime_ns = 0;
+  std::uint64_t header_fnv1a64 = 0;   // of the bytes before the data
+  std::int64_t rows = 0;              // the rows the content hash covers: [0, rows)
+  bool sampled = false;               // only kFingerprintBlocks blocks of the rows are hashed
+  std::uint64_t hashed_bytes = 0;     // data bytes hashed
+  std::uint64_t rows_fnv1a64 = 0;
+};
+constexpr int kFingerprintBlocks = 16;
+constexpr std::size_t kFingerprintBlockBytes = std::size_t(64) << 10;
+
+// Reads and validates only the header of `path` (never the data): that it
+// is a regular file (a FIFO, a directory or a device is refused naming its
+// type, without waiting on it), the magic, the version (1.0, 2.0, 3.0), the
+// header dict (parsed as a Python literal: exactly the keys 'descr',
+// 'fortran_order' and 'shape'), the dtype ('<f4' or '<f8'; big-endian and
+// every other type are rejected, saying which they are), the shape (a tuple
+// of non-negative integers) and that the file holds all the data the header
+// announces (a truncated file says expected vs actual bytes). Bytes after
+// the data are tolerated, as NumPy does. Throws NpyError.
 NpyHeader parse_npy_header(const std::string& path);
 
-// One ordered stream: a 2-D .npy file of shape (samples, features), memory
-// mapped read-only. Rows are copied out on request, converted to the run's
-// type; the mapped pages a copy touched are handed back to the kernel right
-// after the copy (madvise MADV_DONTNEED), so the resident memory this reader
-// adds is bounded by the largest request, not by the file. (The page cache
-// still holds whatever the kernel chooses to keep: that is reclaimable kernel
-// memory, not this process's.)
+// One ordered stream: a 2-D .npy file of shape (samples, features), kept
+// open. Rows are read on request with pread(), straight into the caller's
+// buffer when no conversion is needed, else through a 256 KiB buffer per
+// thread, so the resident memory this reader adds is bounded by that buffer,
+// not by the file. (The page cache holds whatever the kernel chooses to
+// keep: reclaimable kernel memory, not this process's.)
+//
+// A file that changes while it is read stops the reader with an NpyError
+// naming the file, what it was when it was opened and what it is now: it
+// shrank (a read meets the end of the file) or it was written to (its size
+// or modification time differ from those at open; checked after every
+// read, so rows read from a file whose writing had begun are not handed
+// out). Reading with pread instead of a memory map is what makes a
+// shrinking file an error and not a SIGBUS. A file replaced by a rename (a
+// new file under the same name) does not affect the reader: it keeps
+// reading the file it opened.
 //
 // Both C order and Fortran order (fortran_order: True, column-major data) are
 // read; Fortran order reads `features` separate runs per request, so it is
@@ -66,7 +110,7 @@ NpyHeader parse_npy_header(const std::string& path);
 // independent). Movable, not copyable.
 class NpyStreamReader {
  public:
-  // Opens, parses and maps `path`. `expected_d` is problem.d: a file with a
+  // Opens and parses `path`. `expected_d` is problem.d: a file with a
   // different number of columns is rejected (pass expected_d <= 0 to accept
   // any). Throws NpyError: everything parse_npy_header checks, plus not 2-D,
   // features != expected_d.
@@ -89,32 +133,48 @@ class NpyStreamReader {
 
   // Copies rows [first, first + count) into dst (row-major, count x cols()),
   // converting to T (float or double). Throws NpyError naming the file if the
-  // range is outside the file, or naming the file, the row (0-based, in the
-  // file) and the column at the first non-finite value in the range (or a
-  // float64 value that overflows float); dst is then partly written. Adds the
-  // file bytes copied to bytes_read(), then releases the touched pages.
+  // range is outside the file or the file changed since it was opened, or
+  // NpyValueError naming the file, the row (0-based, in the file) and the
+  // column at the first non-finite value in the range (or a float64 value
+  // that overflows float); dst is then partly written. Adds the file bytes
+  // read to bytes_read().
   template <class T>
   void read_rows(std::int64_t first, std::int64_t count, T* dst);
 
   // Asks the kernel to start reading rows [first, first + count) in the
-  // background (madvise MADV_WILLNEED); for staging the next chunk while the
+  // background (posix_fadvise WILLNEED); for staging the next chunk while the
   // current one is processed. Never throws for a range that is in the file;
   // clamps a range that is not.
   void prefetch_rows(std::int64_t first, std::int64_t count) const;
 
-  // Data bytes copied out of the file by read_rows so far (header excluded).
+  // Data bytes read by read_rows so far (header excluded).
   std::uint64_t bytes_read() const { return bytes_read_; }
+
+  // The fingerprint of the file (see NpyFingerprint) for rows [0, rows),
+  // rows <= rows(). Throws NpyError naming the file if it changed since it
+  // was opened. Reads at most kFingerprintBlocks * kFingerprintBlockBytes
+  // data bytes, plus the header; bytes_read() does not count them.
+  NpyFingerprint fingerprint(std::int64_t rows) const;
 
  private:
   void release() noexcept;
-  void drop_pages(std::size_t offset, std::size_t length) const noexcept;
+  // Reads exactly n bytes at `offset`; rows [first, first + count) name what
+  // is being read if the file ends early (it shrank; count 0: the header).
+  void read_exact(std::size_t offset, void* dst, std::size_t n, std::int64_t first, std::int64_t count) const;
+  // Throws if the file's size or modification time differ from those at open.
+  void check_unchanged() const;
+  [[noreturn]] void fail_changed(const std::string& now) const;
+  // n values of the file's type S at byte `offset`, converted to T, into
+  // dst[i * stride]; rows [first, first + count) as for read_exact.
+  template <class S, class T>
+  void read_values(std::size_t offset, std::size_t n, T* dst, std::size_t stride, std::int64_t first,
+                   std::int64_t count) const;
 
   std::string path_;
   NpyHeader header_;
   std::int64_t rows_ = 0;
   int cols_ = 0;
-  const unsigned char* map_ = nullptr;  // the whole file
-  std::size_t map_bytes_ = 0;
+  int fd_ = -1;  // -1: moved from
   std::uint64_t bytes_read_ = 0;
 };
 

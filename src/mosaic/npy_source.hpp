@@ -1,7 +1,8 @@
 // Real ordered data for a batch of streams: one 2-D .npy file per stream
-// (shape (samples, features), features == d), memory mapped, staged to the
-// device chunk by chunk with double buffering. A StreamSource
-// (stream_source.hpp), so the driver's loop runs it like the synthetic one.
+// (shape (samples, features), features == d), kept open and read with
+// pread, staged to the device chunk by chunk with double buffering. A
+// StreamSource (stream_source.hpp), so the driver's loop runs it like the
+// synthetic one.
 //
 // Staging. Rows are consumed strictly in order (row t of every stream is the
 // sample of step t; the init block, if any, is rows [0, init_samples), read
@@ -16,14 +17,13 @@
 // chunk boundary), so every row is read from the file once and copied to
 // the device once. While the engine works on the current chunk, a background
 // std::thread (std::async) reads the next chunk of every stream from the
-// mmaps into the other host buffer (NpyStreamReader::read_rows, which also
-// releases the mapped pages it touched, plus prefetch_rows for the chunk
-// after, so the kernel reads ahead); when the current chunk is used up the
-// main thread waits for that read (normally already done), copies the buffer
-// to the device (on host backends the buffer *is* the device chunk: no copy)
-// and starts the read of the chunk after. Host memory is thus bounded by the
-// chunk size (2 host chunks + 1 device chunk + one chunk of mapped pages at
-// a time), whatever the size of the files.
+// files into the other host buffer (NpyStreamReader::read_rows, plus
+// prefetch_rows for the chunk after, so the kernel reads ahead); when the
+// current chunk is used up the main thread waits for that read (normally
+// already done), copies the buffer to the device (on host backends the
+// buffer *is* the device chunk: no copy) and starts the read of the chunk
+// after. Host memory is thus bounded by the chunk size (2 host chunks + 1
+// device chunk), whatever the size of the files.
 //
 // Non-finite data. A NaN/Inf (or a float64 that overflows a float run) met
 // while staging a chunk does not stop the run: the stream's row is recorded
@@ -36,6 +36,13 @@
 // read by read_init, which throws NpyError on a non-finite value instead
 // (the driver checks those rows on every rank before the run:
 // preflight_npy_file).
+//
+// A file that changes under the run (it shrinks, or is written to: see
+// NpyStreamReader) is not a data error: the reader's NpyError reaches the
+// driver from the next block (or checkpoint) after the read, which stops
+// the job with the message (MPI_Abort: the other ranks cannot know). The
+// checkpoints already written stay valid; a restart from one refuses the
+// changed file (its fingerprint, position_at) until the data are restored.
 //
 // I/O accounting (io_stats): bytes copied out of the files, the seconds spent
 // reading them (wherever the read ran: reader thread or, for the init block
@@ -64,9 +71,9 @@
 namespace mosaic {
 
 // The checks the driver runs on the files a rank owns before any step (see
-// preflight_npy_streams in run.hpp): the file opens and maps, is a
-// little-endian float32/float64 2-D .npy with d features and at least
-// `min_rows` rows, and its first `init_rows` rows are finite (in the run's
+// preflight_npy_streams in run.hpp): the file is a regular file that
+// opens, is a little-endian float32/float64 2-D .npy with d features and at
+// least `min_rows` rows, and its first `init_rows` rows are finite (in the run's
 // type T). Returns the file's row count; throws NpyError naming the file.
 template <class T>
 std::int64_t preflight_npy_file(const std::string& path, int d, std::int64_t min_rows,
@@ -251,10 +258,13 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   std::int64_t next_row() const { return next_row_; }
 
   // For a checkpoint at `row`: the non-finite rows met before it (rows
-  // read ahead are left out: a resumed run reads them again), and per stream
-  // whether one of them froze it.
+  // read ahead are left out: a resumed run reads them again), per stream
+  // whether one of them froze it, and every file's fingerprint for rows
+  // [0, row) (it reads up to 1 MiB of each file; call it with no read in
+  // flight, e.g. after io_report()).
   SourcePosition position_at(std::int64_t row) const override {
     SourcePosition at;
+    for (std::size_t b = 0; b < ids_.size(); ++b) at.inputs.push_back({ids_[b], readers_[b].fingerprint(row)});
     at.frozen.assign(ids_.size(), 0);
     for (const auto& e : stats_.data_errors)
       if (e.row < row) {
@@ -332,7 +342,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
       NpyStreamReader& r = readers_[b];
       try {
         r.read_rows(first, len, dst);
-      } catch (const NpyError&) {
+      } catch (const NpyValueError&) {
         // Find the first bad row (one row at a time, per read_rows' contract),
         // keep the rows before it, stage NaN from it on.
         std::int64_t k = 0;
@@ -340,7 +350,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
         for (; k < len; ++k) {
           try {
             r.read_rows(first + k, 1, dst + std::size_t(k) * row);
-          } catch (const NpyError& e) {
+          } catch (const NpyValueError& e) {
             message = e.what();
             break;
           }

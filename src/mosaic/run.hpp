@@ -469,7 +469,7 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
       t = pos.at("sample_index").get<std::int64_t>();
       warm = pos.at("warmup_done").get<std::int64_t>();
       k = pos.at("timed_done").get<std::int64_t>();
-      SourcePosition earlier{loaded.frozen, {}};
+      SourcePosition earlier{loaded.frozen, {}, {}};
       for (const auto& e : loaded.data_errors)
         earlier.data_errors.push_back(SourceDataError{e.at("stream_id").get<std::uint64_t>(),
                                                       e.at("path").get<std::string>(), e.at("row").get<std::int64_t>(),
@@ -549,10 +549,11 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
                             {"diagnostics_series", series},
                             {"reference_check", reference_check.result()}};
       const SourcePosition at = source.position_at(t);
-      nlohmann::json errors = nlohmann::json::array();
+      nlohmann::json errors = nlohmann::json::array(), inputs = nlohmann::json::array();
       for (const auto& e : at.data_errors)
         errors.push_back({{"stream_id", e.stream_id}, {"path", e.path}, {"row", e.row}, {"message", e.message}});
-      last_checkpoint = ckpt::write_checkpoint(req, batch, at.frozen, errors, comm);
+      for (const auto& in : at.inputs) inputs.push_back(ckpt::input_record(in));
+      last_checkpoint = ckpt::write_checkpoint(req, batch, at.frozen, errors, comm, inputs);
     });
     last_checkpoint_at = t;
     ++checkpoints_written;

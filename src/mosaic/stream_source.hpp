@@ -17,6 +17,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "npy.hpp"
 #include "stream_batch.hpp"
 
 namespace mosaic {
@@ -41,12 +42,21 @@ struct SourceIoStats {
   std::vector<SourceDataError> data_errors;
 };
 
+// A stream's input file as a checkpoint records it (file sources).
+struct SourceInput {
+  std::uint64_t stream_id = 0;
+  NpyFingerprint file;
+};
+
 // What a checkpoint at a row records of a source, and what a restart hands
 // back to it: per stream whether a non-finite row before it froze the
-// stream, and those rows. Empty for sources without data errors.
+// stream, and those rows; and, recorded only (a restart checks them before
+// the run, ckpt::prepare_restart), the fingerprints of the input files.
+// Empty for sources without files.
 struct SourcePosition {
   std::vector<unsigned char> frozen;
   std::vector<SourceDataError> data_errors;
+  std::vector<SourceInput> inputs;
 };
 
 // Accuracy of a batch of states against the truth at one step, max and mean

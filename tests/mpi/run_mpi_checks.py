@@ -12,7 +12,8 @@ npy_stream, npy_bad_file, npy_blocked, npy_blocked_nonfinite, checkpoint_resume,
 checkpoint_redistribute, checkpoint_crash_safety, checkpoint_refused, checkpoint_npy,
 blocked_schedules, init_rank_deficient, kokkos_misspelt, kokkos_num_threads,
 kokkos_help, version, provenance, kokkos_tools and memory_estimate (--tool LIBRARY),
-checkpoint_mpiexec_sigterm, concurrent_writers, state_set_atomic. The npy checks write their .npy
+checkpoint_mpiexec_sigterm, concurrent_writers, state_set_atomic, npy_input_changed,
+npy_special_files. The npy checks write their .npy
 files into the workdir with numpy (system python3). The checkpoint checks
 (docs/CHECKPOINT.md) signal running ranks with SIGTERM and compare the final
 state files of stopped-and-resumed runs with uninterrupted ones, bitwise.
@@ -1470,6 +1471,122 @@ def check_state_set_atomic(args):
     print("state set: incomplete and altered sets refused by the reader")
 
 
+# ---------------------------------------------------------------- npy input that changes under the run
+
+# One npy stream long enough that a run takes a few seconds on one core: it
+# is truncated after its first checkpoint, well before its end.
+CHANGING_ROWS = 800000
+
+
+def changing_args(path, ckpt_dir, state_dir):
+    """One npy stream (d = 8, r = 2) read 256 rows at a time, with a
+    checkpoint every 100000 steps."""
+    return ["--set", "problem.d=8", "--set", "problem.rank=2", "--set", "source.type=npy",
+            "--set", f"source.paths=[{path}]", "--set", "streams.mode=strong", "--set", "streams.total=1",
+            "--set", "source.chunk_rows=256", "--set", "run.steps=all", "--set", "run.warmup_steps=0",
+            "--set", "run.diagnostics_every=0", "--set", "run.accuracy=throughput_only",
+            "--set", f"output.checkpoint.dir={ckpt_dir}", "--set", "output.checkpoint.every_steps=100000",
+            "--set", f"output.state_dir={state_dir}"]
+
+
+def complete_checkpoints(ckpt_dir):
+    return [d for d in files_in(ckpt_dir) if os.path.exists(os.path.join(ckpt_dir, d, "MANIFEST.json"))]
+
+
+def check_npy_input_changed(args):
+    """Items 1 and 10 of issue 16. An input file truncated while the run
+    reads it (after its first checkpoint): the run stops with an error naming
+    the file, its size at open and now, exits 1 (MPI_Abort), not by a signal,
+    and leaves its checkpoints complete. A restart from them refuses the
+    truncated file and a file of other data of the same shape (exit 2,
+    before anything runs); on the original data, rewritten (a new
+    modification time, the same bytes), it resumes with a note and ends
+    bitwise where an uninterrupted run ends."""
+    import numpy as np
+    w = args.workdir
+    data = os.path.join(w, "changing.npy")
+    x = np.random.default_rng(1).standard_normal((CHANGING_ROWS, 8))
+    np.save(data, x)
+    size = os.path.getsize(data)
+    full_ckpt, full_states = os.path.join(w, "changing_full_ckpt"), os.path.join(w, "changing_full_states")
+    ckpt_dir, states = os.path.join(w, "changing_ckpt"), os.path.join(w, "changing_states")
+    out = os.path.join(w, "changing.json")
+    for p in (full_ckpt, full_states, ckpt_dir, states):
+        shutil.rmtree(p, ignore_errors=True)
+    if os.path.exists(out):
+        os.remove(out)
+    run_ok(args, 1, changing_args(data, full_ckpt, full_states), "changing_full.json")
+
+    cmd = mpirun_cmd(args, 1, changing_args(data, ckpt_dir, states) + ["--output", out])
+    print("+", " ".join(cmd), "(truncated after the first checkpoint)", flush=True)
+    proc = subprocess.Popen(cmd, cwd=w, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while time.time() < deadline and proc.poll() is None and not complete_checkpoints(ckpt_dir):
+        time.sleep(0.02)
+    if proc.poll() is not None or not complete_checkpoints(ckpt_dir):
+        proc.kill()
+        print(*proc.communicate())
+        fail("the run ended (or wrote no checkpoint in 30 s) before its file could be truncated")
+    os.truncate(data, 128)
+    stdout, stderr = proc.communicate(timeout=30)
+    print(stdout)
+    print(stderr, file=sys.stderr)
+    if proc.returncode != 1 or "signal" in stderr or "Bus error" in stderr:
+        fail(f"the run on a truncated file should stop with exit status 1 (MPI_Abort), not a signal; "
+             f"got {proc.returncode}")
+    for words in (data, "the file changed while the run was reading it",
+                  f"when it was opened it had {size} bytes (shape ({CHANGING_ROWS}, 8) of '<f8')",
+                  "now it has 128 bytes"):
+        if words not in stderr:
+            fail(f"the error does not say '{words}'")
+    kept = complete_checkpoints(ckpt_dir)
+    if not kept or os.path.exists(out):
+        fail(f"after the truncation: complete checkpoints {kept}, result file written: {os.path.exists(out)}")
+
+    restart = changing_args(data, ckpt_dir, states) + ["--output", out, "--restart", ckpt_dir]
+    proc = mpirun(args, 1, restart, w, timeout=60)
+    expect_input_error(proc, "a restart on the truncated file", [data, "truncated data"], out, states)
+    np.save(data, np.random.default_rng(2).standard_normal((CHANGING_ROWS, 8)))
+    proc = mpirun(args, 1, restart, w, timeout=60)
+    expect_input_error(proc, "a restart on other data", [data, "is not the data checkpoint", "the content of rows [0, ",
+                                                         "restore the data the run started with"], out, states)
+    np.save(data, x)
+    proc = mpirun(args, 1, restart, w, timeout=60)
+    if proc.returncode != 0:
+        fail(f"the restart on the restored data exited with {proc.returncode}")
+    if f"{data}: modified since the checkpoint" not in proc.stdout or "resuming on it" not in proc.stdout:
+        fail("the restart on the rewritten file did not note its new modification time")
+    same_states(full_states, states, "resumed on the restored file after a truncation")
+    print(f"truncated after {kept}: stopped with the file's sizes, exit 1; restart refused on the truncated and on "
+          f"other data, resumed bitwise on the restored file")
+
+
+def check_npy_special_files(args):
+    """Item 8 of issue 16: a FIFO or a directory in source.paths is refused
+    before anything runs (exit 2, once, naming the file and its type),
+    without waiting on the FIFO; it is stream 4, owned by rank 1 of 2."""
+    w = args.workdir
+    paths = write_npy_streams(args)
+    out = os.path.join(w, "special.json")
+    state_dir = os.path.join(w, "states_special")
+    shutil.rmtree(state_dir, ignore_errors=True)
+    fifo, directory = os.path.join(w, "fifo.npy"), os.path.join(w, "directory.npy")
+    if os.path.exists(fifo):
+        os.remove(fifo)
+    os.mkfifo(fifo)
+    os.makedirs(directory, exist_ok=True)
+    for what, bad, words in (("a FIFO", fifo, ["is a FIFO (named pipe), not a .npy file"]),
+                             ("a directory", directory, ["is a directory, not a .npy file"])):
+        if os.path.exists(out):
+            os.remove(out)
+        try:
+            proc = mpirun(args, 2, npy_args(paths[:4] + [bad], state_dir) + ["--output", out], w, timeout=60)
+        except subprocess.TimeoutExpired:
+            fail(f"{what} in source.paths: the run still waited after 60 s")
+        expect_input_error(proc, what, [bad] + words, out, state_dir)
+    print("a FIFO and a directory in source.paths refused before the run, naming their type")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("check", choices=["weak", "strong_invariance", "sweep", "unwritable_output", "bad_deck",
@@ -1478,7 +1595,8 @@ def main():
                                      "checkpoint_refused", "checkpoint_npy", "checkpoint_mpiexec_sigterm", "blocked_schedules",
                                      "init_rank_deficient", "verification", "kokkos_misspelt",
                                      "kokkos_num_threads", "kokkos_help", "version", "provenance", "kokkos_tools",
-                                     "memory_estimate", "concurrent_writers", "state_set_atomic"])
+                                     "memory_estimate", "concurrent_writers", "state_set_atomic",
+                                     "npy_input_changed", "npy_special_files"])
     p.add_argument("--miniapp", required=True)
     p.add_argument("--mpiexec", required=True)
     p.add_argument("--schema", required=True)
