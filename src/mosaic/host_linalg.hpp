@@ -53,8 +53,10 @@ std::vector<T> cholesky_solve(const std::vector<T>& L, int n, const std::vector<
 // n x n) is the eigenvector of values[j]. Accurate to a few ulps of ||A||.
 template <class T>
 void symmetric_eigen(std::vector<T> A, int n, std::vector<T>& values, std::vector<T>& vectors) {
-  vectors.assign(std::size_t(n) * n, T(0));
-  for (int i = 0; i < n; ++i) vectors[i * n + i] = T(1);
+  // The rotations accumulate into V^T, whose columns p and q are rows: at
+  // unit stride, the same operations on the same elements.
+  std::vector<T> vt(std::size_t(n) * n, T(0));
+  for (int i = 0; i < n; ++i) vt[std::size_t(i) * n + i] = T(1);
   for (int sweep = 0; sweep < 100; ++sweep) {
     T off = 0, total = 0;
     for (int i = 0; i < n; ++i)
@@ -81,10 +83,12 @@ void symmetric_eigen(std::vector<T> A, int n, std::vector<T>& values, std::vecto
           A[p * n + k] = c * apk - s * aqk;
           A[q * n + k] = s * apk + c * aqk;
         }
-        for (int k = 0; k < n; ++k) {
-          const T vkp = vectors[k * n + p], vkq = vectors[k * n + q];
-          vectors[k * n + p] = c * vkp - s * vkq;
-          vectors[k * n + q] = s * vkp + c * vkq;
+        T* vp = &vt[std::size_t(p) * n];
+        T* vq = &vt[std::size_t(q) * n];
+        for (int k = 0; k < n; ++k) {  // V <- V J, on the rows of V^T
+          const T vkp = vp[k], vkq = vq[k];
+          vp[k] = c * vkp - s * vkq;
+          vq[k] = s * vkp + c * vkq;
         }
       }
   }
@@ -92,12 +96,11 @@ void symmetric_eigen(std::vector<T> A, int n, std::vector<T>& values, std::vecto
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return A[a * n + a] > A[b * n + b]; });
   values.resize(n);
-  std::vector<T> sorted(std::size_t(n) * n);
+  vectors.assign(std::size_t(n) * n, T(0));
   for (int j = 0; j < n; ++j) {
     values[j] = A[order[j] * n + order[j]];
-    for (int i = 0; i < n; ++i) sorted[i * n + j] = vectors[i * n + order[j]];
+    for (int i = 0; i < n; ++i) vectors[i * n + j] = vt[std::size_t(order[j]) * n + i];
   }
-  vectors.swap(sorted);
 }
 
 // R factor of the Householder QR of the row-major m x n matrix A: returns the

@@ -299,11 +299,17 @@ ReferenceState<T> reference_init_data(const T* X, int n0, int d, int r, const Mo
   std::vector<double> Y(nd);
   for (int i = 0; i < d; ++i)
     for (int k = 0; k < n0; ++k) Y[std::size_t(i) * n0 + k] = x(k, i) - mu[i];
+  // The upper triangle, each entry summed over i in increasing order, then
+  // mirrored: the products commute exactly, so this is the full loop's K at
+  // half the cost.
   std::vector<double> K(std::size_t(n0) * n0, 0.0);
-  for (int i = 0; i < d; ++i)
+  for (int i = 0; i < d; ++i) {
+    const double* y = Y.data() + std::size_t(i) * n0;
     for (int a = 0; a < n0; ++a)
-      for (int b = 0; b < n0; ++b) K[a * n0 + b] += Y[std::size_t(i) * n0 + a] * Y[std::size_t(i) * n0 + b];
-  for (auto& v : K) v /= double(n0);
+      for (int b = a; b < n0; ++b) K[a * n0 + b] += y[a] * y[b];
+  }
+  for (int a = 0; a < n0; ++a)
+    for (int b = a; b < n0; ++b) K[b * n0 + a] = K[a * n0 + b] /= double(n0);
   std::vector<double> lambda, V;  // descending
   host::symmetric_eigen(K, n0, lambda, V);
   // An eigenvalue at rounding level relative to the largest means the
@@ -344,11 +350,13 @@ ReferenceState<T> reference_init_data(const T* X, int n0, int d, int r, const Mo
   ReferenceState<double> st(d, r);
   st.mu = std::move(mu);
   double lambda_sum = 0;
+  std::vector<double> vj(static_cast<std::size_t>(n0));  // eigenvector j, at unit stride
   for (int j = 0; j < r; ++j) {
     const double scale = 1.0 / std::sqrt(double(n0) * lambda[j]);
+    for (int k = 0; k < n0; ++k) vj[std::size_t(k)] = V[k * n0 + j];
     for (int i = 0; i < d; ++i) {
       double v = 0;
-      for (int k = 0; k < n0; ++k) v += Y[std::size_t(i) * n0 + k] * V[k * n0 + j];
+      for (int k = 0; k < n0; ++k) v += Y[std::size_t(i) * n0 + k] * vj[std::size_t(k)];
       st.u(i, j) = v * scale;
     }
     st.S[j * r + j] = lambda[j];
