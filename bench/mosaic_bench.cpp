@@ -44,7 +44,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -54,6 +56,7 @@
 #include <KokkosKernels_config.h>
 
 #include "mosaic/batched_engine.hpp"
+#include "mosaic/kokkos_flags.hpp"
 #include "mosaic/reference.hpp"
 #include "mosaic/synthetic_source.hpp"
 #include "mosaic/tile_gemm.hpp"
@@ -471,7 +474,29 @@ BlockRow bench_block(const Options& o, int d, int r, int k) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Kokkos::initialize(argc, argv);
+  // Kokkos gets its own flags only, checked and in the spelling of the
+  // Kokkos built against, as the mini-app does (kokkos_flags.hpp).
+  std::vector<std::string> flags;
+  for (int k = 1; k < argc; ++k)
+    if (std::strncmp(argv[k], "--kokkos", 8) == 0) flags.emplace_back(argv[k]);
+  mosaic::kokkos_flags::Translation kokkos;
+  try {
+    kokkos = mosaic::kokkos_flags::translate(flags, KOKKOS_VERSION / 10000);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "mosaic_bench: %s\n", e.what());
+    return 2;
+  }
+  if (kokkos.help) {
+    std::printf("%s", mosaic::kokkos_flags::help().c_str());
+    return 0;
+  }
+  std::vector<std::string> kokkos_args = {argv[0]};
+  kokkos_args.insert(kokkos_args.end(), kokkos.arguments.begin(), kokkos.arguments.end());
+  std::vector<char*> kokkos_argv;
+  for (std::string& a : kokkos_args) kokkos_argv.push_back(a.data());
+  int kokkos_argc = int(kokkos_argv.size());
+  Kokkos::initialize(kokkos_argc, kokkos_argv.data());
+  if (kokkos.print_configuration) Kokkos::print_configuration(std::cout);  // Kokkos 3 lacks the flag
   int rc = 0;
   {
     const Options o = parse(argc, argv);

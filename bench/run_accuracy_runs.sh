@@ -1,19 +1,22 @@
 #!/bin/bash
 # The runs behind docs/ACCURACY.md (issue 15): the timer accounting of the
 # headline deck at d=8192 (inputs/single_gpu.yaml, 2,048 steps, diagnostics
-# every 512), the accuracy map (inputs/accuracy_map.yaml, 80 points) and its
+# every 512; and the point issue 15 item 1 names, 10,000 steps with
+# diagnostics every 1,000: setup_init_diagnostics_10k), the accuracy map (inputs/accuracy_map.yaml, 80 points) and its
 # extension to a smaller eta_U (2.5e-4, 20,000 steps, diagnostics every
 # 2,000: the map's best eta_U was its smallest everywhere). Writes
-# results/cpu/{timer_accounting,accuracy_map,accuracy_map_eta2.5e-4}_<commit>.json
-# and the printed output with the commit and uptime around each run
-# (results/cpu/accuracy_runs_<commit>.txt). With an argument, only the runs
-# whose output name contains it (e.g. eta2.5e-4).
+# results/cpu/<run>_<commit>.json and the printed output with the commit and
+# uptime around each run (results/cpu/accuracy_runs_<only>_<commit>.txt).
+# With an argument, only the runs whose output name contains it (e.g.
+# eta2.5e-4). MOSAIC_MINIAPP=path runs another binary (one built from an
+# earlier commit, for a before/after pair in one session); <commit> is then
+# that binary's own (its --version), with "-dirty" for a modified tree.
 # Build first: cmake --preset openmp && cmake --build --preset openmp.
 # Takes about 35 minutes on 2 cores.
 set -e
 cd "$(dirname "$0")/.."
-M=build/openmp/miniapp/mosaic_miniapp
-commit=$(git rev-parse --short=12 HEAD)
+M=${MOSAIC_MINIAPP:-build/openmp/miniapp/mosaic_miniapp}
+commit=$("$M" --version | sed -n 's/.*(git \([0-9a-f]*\)\(-dirty\)\{0,1\}).*/\1\2/p' | head -1)
 export OMP_NUM_THREADS=2 OMP_PROC_BIND=false
 mpi_flags=(--bind-to none)
 [[ "$(id -u)" == 0 ]] && mpi_flags+=(--allow-run-as-root)
@@ -28,9 +31,11 @@ run() {
   echo "# end $(date -u +%FT%TZ) $(uptime)"
 }
 {
-  echo "# commit $commit$(git diff --quiet HEAD -- src miniapp inputs || echo ' (modified)')"
+  echo "# binary $M, built from $commit; checkout $(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- src miniapp inputs || echo ' (modified)')"
   run timer_accounting inputs/single_gpu.yaml --set 'sweep.problem.d=[8192]' --set run.steps=2048 \
     --set run.diagnostics_every=512
+  run setup_init_diagnostics_10k inputs/single_gpu.yaml --set 'sweep.problem.d=[8192]' \
+    --set run.diagnostics_every=1000
   run accuracy_map inputs/accuracy_map.yaml
   run accuracy_map_eta2.5e-4 inputs/accuracy_map.yaml --set 'sweep.algorithm.eta_U=[0.00025]' \
     --set run.steps=20000 --set run.diagnostics_every=2000

@@ -10,6 +10,7 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "mosaic/batch_diagnostics.hpp"
@@ -133,11 +134,18 @@ void run_against_reference(const MosaicParams& p, int d, int r, int steps, doubl
     eng.init_random(sb, 4242);
     for (int b = 0; b < B; ++b) ref.push_back(reference_init_random<T>(d, r, p, 4242, ids[b]));
   }
-  for (int b = 0; b < B; ++b) {  // init is the reference's own code: exact
+  for (int b = 0; b < B; ++b) {
     const auto st = sb.to_host(b);
-    ASSERT_EQ(st.U, ref[b].U) << what;
-    ASSERT_EQ(st.S, ref[b].S) << what;
-    ASSERT_EQ(st.mu, ref[b].mu) << what;
+    if (p.init == InitMode::data) {
+      // init_data.hpp, the fast twin: the reference's mu bitwise (the same
+      // sums in the same order), the rest to rounding.
+      ASSERT_EQ(st.mu, ref[b].mu) << what;
+      expect_close(st, ref[b], std::is_same_v<T, float> ? 1e-5 : 1e-11, what + " (init: data)");
+    } else {  // init: random is the reference's own code: exact
+      ASSERT_EQ(st.U, ref[b].U) << what;
+      ASSERT_EQ(st.S, ref[b].S) << what;
+      ASSERT_EQ(st.mu, ref[b].mu) << what;
+    }
   }
   Kokkos::View<T**, typename Exec::memory_space> X("X", B, d);
   auto hX = Kokkos::create_mirror_view(X);
@@ -530,6 +538,60 @@ TEST(Diagnostics, ChecksumIsBasisFree) {
     }
   sb.from_host(0, rot);
   EXPECT_NEAR(compute_diagnostics(sb).per_stream_checksum[0], before, 1e-12 * std::fabs(before));
+}
+
+// init_data.hpp refuses what the reference refuses, with the reference's
+// message, naming the batch index of the first stream that cannot start, and
+// writes no stream.
+template <class T>
+void expect_init_refusal_like_reference(const std::string& kind) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  const int B = 3, d = 16, r = 3, bad = 1;
+  MosaicParams p;
+  const int n0 = p.resolved_init_samples(r);
+  Kokkos::View<T***, Exec::memory_space> X0("X0", B, n0, d);
+  auto h0 = Kokkos::create_mirror_view(X0);
+  std::vector<T> xs(std::size_t(n0) * d);
+  for (int b = 0; b < B; ++b)
+    for (int k = 0; k < n0; ++k)
+      for (int i = 0; i < d; ++i) {
+        double v = sample_value(std::uint64_t(b), k, i, d);
+        if (b == bad && kind == "rank-deficient") v = (i < 2 ? 1.0 : 0.0) * sample_value(std::uint64_t(b), k, 0, d);
+        if (b == bad && kind == "non-finite" && k == 3 && i == 5) v = std::numeric_limits<double>::quiet_NaN();
+        if (b == bad && kind == "outside float") v *= 1e30;
+        h0(b, k, i) = T(v);
+        if (b == bad) xs[std::size_t(k) * d + i] = T(v);
+      }
+  Kokkos::deep_copy(X0, h0);
+  std::string expected;
+  try {
+    (void)reference_init_data<T>(xs.data(), n0, d, r, p);
+  } catch (const std::invalid_argument& e) {
+    expected = e.what();
+  }
+  ASSERT_FALSE(expected.empty()) << kind << ": the reference accepted the start";
+  StreamBatch<T, Exec> sb(B, d, r, {0, 1, 2});
+  MosaicEngine<T, Exec> eng(p, B, d, r);
+  try {
+    eng.init_data(sb, X0);
+    ADD_FAILURE() << kind << ": the engine accepted the start";
+  } catch (const StreamInitError& e) {
+    EXPECT_EQ(e.stream, bad) << kind;
+    // The same words; the values (" = ...") are the two methods' own roundings.
+    const auto words = [](const std::string& m) { return m.substr(0, m.find(" = ")); };
+    EXPECT_EQ(words(e.what()), words(expected)) << kind << ": " << e.what();
+    EXPECT_NE(std::string(e.what()).find(kind == "non-finite" ? "non-finite" : kind == "rank-deficient" ? "rank-deficient" : "outside the range"),
+              std::string::npos) << e.what();
+  }
+  for (int b = 0; b < B; ++b) EXPECT_EQ(sb.to_host(b).s2, T(0)) << kind << ": stream " << b << " was written";
+}
+
+TEST(EngineInit, RefusesWhatTheReferenceRefusesWithItsMessage) {
+  expect_init_refusal_like_reference<double>("rank-deficient");
+  expect_init_refusal_like_reference<double>("non-finite");
+  expect_init_refusal_like_reference<float>("rank-deficient");
+  expect_init_refusal_like_reference<float>("non-finite");
+  expect_init_refusal_like_reference<float>("outside float");
 }
 
 }  // namespace

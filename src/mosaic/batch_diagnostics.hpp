@@ -3,9 +3,9 @@
 // over the B streams on the host (B numbers per field).
 //
 // Per stream, in double whatever the state's scalar type:
-//   ||U^T U - I||_F, ||S - S^T||_F / ||S||_F, the extreme eigenvalues of S
-//   (exact, by cyclic Jacobi on a copy of S, the same iteration as
-//   host::symmetric_eigen), condition max/min, s2, the count of non-finite
+//   ||U^T U - I||_F, ||S - S^T||_F / ||S||_F, the extreme eigenvalues of S's
+//   symmetric part (Householder + QL on a copy, tridiagonal_eigen.hpp: to a few ulps
+//   of ||S||), condition max/min, s2, the count of non-finite
 //   entries of mu, U, S, s2, and the checksum below.
 //
 // Per-stream checksum (for cross-rank / cross-backend verification):
@@ -26,6 +26,7 @@
 
 #include "kokkos_compat.hpp"
 #include "stream_batch.hpp"
+#include "tridiagonal_eigen.hpp"
 
 namespace mosaic {
 
@@ -38,8 +39,9 @@ struct BreakdownRecord {
 struct BatchDiagnostics {
   double orthonormality_error_max = 0;  // ||U^T U - I||_F
   double symmetry_error_max = 0;        // ||S - S^T||_F / ||S||_F
-  // Extreme eigenvalues of S over the streams with finite states (exact,
-  // Jacobi); s_condition_max is +inf if some S has a non-positive eigenvalue.
+  // Extreme eigenvalues of S over the streams with finite states (to a few
+  // ulps of ||S||, Householder + QL); s_condition_max is +inf if some S has a
+  // non-positive eigenvalue.
   double s_min_eig_min = 0, s_max_eig_max = 0, s_condition_max = 0;
   double s2_min = 0;
   std::int64_t nonfinite_count = 0;  // non-finite entries of mu, U, S, s2, all streams
@@ -85,7 +87,8 @@ struct DiagFunctor {
     decltype(StreamBatch<Scalar, ExecSpace>::S) S;
     decltype(StreamBatch<Scalar, ExecSpace>::s2) s2;
   } sb;
-  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> A;  // B x r x r work
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> A;    // B x r x r work
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> eig;  // B x 2 x r: eigenvalues, work
   Kokkos::View<double**, Kokkos::LayoutRight, memory_space> out; // B x diag_fields
   double nan, eps;  // from std::numeric_limits on the host
 
@@ -109,13 +112,19 @@ struct DiagFunctor {
         },
         bad_s);
     bad += bad_s + (kmath::isfinite(sb.s2(b)) ? 0 : 1);
-    // (U^T U - I)_{ac}^2 into A, one entry per thread, sequential over i.
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int k) {
-      const int a = k / r, c = k % r;
-      double g = 0;
-      for (int i = 0; i < d; ++i) g += double(sb.U(b, i, a)) * double(sb.U(b, i, c));
-      g -= a == c ? 1.0 : 0.0;
-      A(b, a, c) = g * g;
+    // (U^T U - I)_{ac}^2 into A: row a per thread, each entry summed over i
+    // in increasing order, the row's entries side by side (along U's rows).
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(m, r), [&](const int c) { A(b, a, c) = 0; });
+      for (int i = 0; i < d; ++i) {
+        const double ua = double(sb.U(b, i, a));
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(m, r),
+                             [&](const int c) { A(b, a, c) += ua * double(sb.U(b, i, c)); });
+      }
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(m, r), [&](const int c) {
+        const double g = A(b, a, c) - (a == c ? 1.0 : 0.0);
+        A(b, a, c) = g * g;
+      });
     });
     m.team_barrier();
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
@@ -138,46 +147,20 @@ struct DiagFunctor {
       out(b, diag_s2) = s2;
       out(b, diag_nonfinite) = double(bad);
       out(b, diag_checksum) = musum + 3.0 * s2 + trace + 0.5 * norm;
-      // Eigenvalues of S: cyclic Jacobi (host::symmetric_eigen without vectors).
+      // Eigenvalues of S's symmetric part (reference_invariants' definition;
+      // S itself when symmetric), by tridiagonal_eigen.hpp without vectors
+      // (ascending).
       if (bad != 0) {
         out(b, diag_min_eig) = nan;
         out(b, diag_max_eig) = nan;
         return;
       }
       for (int a = 0; a < r; ++a)
-        for (int c = 0; c < r; ++c) A(b, a, c) = double(sb.S(b, a, c));
-      for (int sweep = 0; sweep < 100; ++sweep) {
-        double off = 0, total = 0;
-        for (int i = 0; i < r; ++i)
-          for (int j = 0; j < r; ++j) {
-            total += A(b, i, j) * A(b, i, j);
-            if (i != j) off += A(b, i, j) * A(b, i, j);
-          }
-        if (off <= total * eps * eps) break;
-        for (int p = 0; p < r - 1; ++p)
-          for (int q = p + 1; q < r; ++q) {
-            const double apq = A(b, p, q);
-            if (apq == 0.0) continue;
-            const double tau = (A(b, q, q) - A(b, p, p)) / (2 * apq);
-            const double t = (tau >= 0 ? 1.0 : -1.0) / (kmath::fabs(tau) + kmath::sqrt(1.0 + tau * tau));
-            const double cs = 1.0 / kmath::sqrt(1.0 + t * t), sn = t * cs;
-            for (int k = 0; k < r; ++k) {
-              const double akp = A(b, k, p), akq = A(b, k, q);
-              A(b, k, p) = cs * akp - sn * akq;
-              A(b, k, q) = sn * akp + cs * akq;
-            }
-            for (int k = 0; k < r; ++k) {
-              const double apk = A(b, p, k), aqk = A(b, q, k);
-              A(b, p, k) = cs * apk - sn * aqk;
-              A(b, q, k) = sn * apk + cs * aqk;
-            }
-          }
-      }
-      double lo = A(b, 0, 0), hi = A(b, 0, 0);
-      for (int k = 1; k < r; ++k) {
-        lo = A(b, k, k) < lo ? A(b, k, k) : lo;
-        hi = A(b, k, k) > hi ? A(b, k, k) : hi;
-      }
+        for (int c = 0; c < r; ++c) A(b, a, c) = 0.5 * (double(sb.S(b, a, c)) + double(sb.S(b, c, a)));
+      const auto w = Kokkos::subview(eig, b, 0, Kokkos::ALL());
+      const bool converged = tridiagonal_ql_eigen(Kokkos::subview(A, b, Kokkos::ALL(), Kokkos::ALL()), w,
+                                                  Kokkos::subview(eig, b, 1, Kokkos::ALL()), r, false);
+      const double lo = converged ? w(0) : nan, hi = converged ? w(r - 1) : nan;
       out(b, diag_min_eig) = lo;
       out(b, diag_max_eig) = hi;
     });
@@ -192,6 +175,7 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb) {
   const int B = sb.batch, r = sb.r;
   detail::DiagFunctor<Scalar, ExecSpace> f{
       {sb.d, sb.r, sb.mu, sb.U, sb.S, sb.s2}, Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("mosaic::diag_work", B, r, r),
+      Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("mosaic::diag_eigen", B, 2, r),
       Kokkos::View<double**, Kokkos::LayoutRight, memory_space>("mosaic::diag_out", B,
                                                                  int(detail::diag_fields)),
       std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::epsilon()};

@@ -61,7 +61,7 @@
 #include "backend.hpp"
 #include "blocked_step.hpp"
 #include "frame_rotation.hpp"
-#include "host_parallel.hpp"
+#include "init_data.hpp"
 #include "kokkos_compat.hpp"
 #include "params.hpp"
 #include "reference.hpp"
@@ -585,33 +585,18 @@ class MosaicEngine {
   // threads, a BLAS that runs single-threaded inside a parallel region).
   void set_vendor_gemm_over_streams(bool on) { vendor_over_streams_ = on && vendor_over_streams_allowed_; }
 
-  // init: data from the first n0 samples of every stream (X: B x n0 x d).
-  // One-time setup, done on the host by the reference (one host thread per
-  // stream) and copied in; throws StreamInitError naming the batch index of
-  // the first stream that cannot start.
+  // init: data from the first n0 samples of every stream (X: B x n0 x d),
+  // on the execution space (init_data.hpp); throws StreamInitError naming
+  // the batch index of the first stream that cannot start, before any
+  // stream is written.
   void init_data(batch_type& sb, Kokkos::View<const Scalar***, memory_space> X) const {
     check_batch(sb);
-    const int n0 = int(X.extent(1));
     if (int(X.extent(0)) != batch_ || int(X.extent(2)) != d_)
       throw std::invalid_argument("MosaicEngine::init_data: X must be B x n0 x d = " +
                                   std::to_string(batch_) + " x n0 x " + std::to_string(d_));
-    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), X);
-    std::vector<ReferenceState<Scalar>> states(static_cast<std::size_t>(batch_));
-    std::vector<std::string> errors(static_cast<std::size_t>(batch_));
-    host_parallel_for("mosaic::init_data", batch_, [&](const int b) {
-      std::vector<Scalar> xb(std::size_t(n0) * d_);
-      for (int k = 0; k < n0; ++k)
-        for (int i = 0; i < d_; ++i) xb[std::size_t(k) * d_ + i] = h(b, k, i);
-      try {
-        states[std::size_t(b)] = reference_init_data<Scalar>(xb.data(), n0, d_, r_, params_);
-      } catch (const std::invalid_argument& e) {
-        errors[std::size_t(b)] = e.what();
-      }
-    });
-    for (int b = 0; b < batch_; ++b) {
+    const std::vector<std::string> errors = init_data_batch(sb, X, params_);
+    for (int b = 0; b < batch_; ++b)
       if (!errors[std::size_t(b)].empty()) throw StreamInitError(b, errors[std::size_t(b)]);
-      sb.from_host(b, states[std::size_t(b)]);
-    }
   }
 
   // init: random, per stream id (reference_init_random).

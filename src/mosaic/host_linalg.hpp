@@ -50,7 +50,8 @@ std::vector<T> cholesky_solve(const std::vector<T>& L, int n, const std::vector<
 
 // Eigen-decomposition of a symmetric n x n matrix by cyclic Jacobi rotations.
 // Eigenvalues come out in descending order; column j of `vectors` (row-major
-// n x n) is the eigenvector of values[j]. Accurate to a few ulps of ||A||.
+// n x n) is the eigenvector of values[j]. Accurate to a few ulps of ||A||:
+// the reference's oracle (tridiagonal_eigen.hpp is its fast twin).
 template <class T>
 void symmetric_eigen(std::vector<T> A, int n, std::vector<T>& values, std::vector<T>& vectors) {
   // The rotations accumulate into V^T, whose columns p and q are rows: at
@@ -135,13 +136,26 @@ std::vector<T> householder_r(std::vector<T> A, int m, int n) {
   return R;
 }
 
+// x . y over n elements in 8 interleaved partial sums (element a into sum
+// a mod 8), added pairwise at the end: one fixed order whatever the machine.
+template <class T>
+T dot8(const T* x, const T* y, int n) {
+  T part[8] = {};
+  int a = 0;
+  for (; a + 8 <= n; a += 8)
+    for (int l = 0; l < 8; ++l) part[l] += x[a + l] * y[a + l];
+  for (int l = 0; l < 8 && a + l < n; ++l) part[l] += x[a + l] * y[a + l];
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
 // Orthonormalizes the k columns of the row-major d x k matrix Q in place by
 // modified Gram-Schmidt, applied twice ("twice is enough") so the result is
 // orthonormal to working precision. Throws if the columns are dependent.
-// The columns are copied out into contiguous vectors first: the arithmetic,
-// and its order, is that of the row-major loops (bitwise the same result),
-// at unit stride (the row-major column walk missed cache at every element
-// for d in the thousands).
+// The columns are copied out into contiguous vectors first (the row-major
+// column walk missed cache at every element for d in the thousands), and
+// every inner product is summed in 8 interleaved partial sums (dot8): a
+// fixed order, so one Q always gives the same result, and one the compiler
+// can vectorize (a single running sum cannot be reordered).
 template <class T>
 void orthonormalize_columns(std::vector<T>& Q, int d, int k) {
   std::vector<T> C(std::size_t(d) * k);  // column j at C[j*d .. j*d + d)
@@ -152,13 +166,10 @@ void orthonormalize_columns(std::vector<T>& Q, int d, int k) {
       T* qj = &C[std::size_t(j) * d];
       for (int i = 0; i < j; ++i) {
         const T* qi = &C[std::size_t(i) * d];
-        T dot = 0;
-        for (int a = 0; a < d; ++a) dot += qi[a] * qj[a];
+        const T dot = dot8(qi, qj, d);
         for (int a = 0; a < d; ++a) qj[a] -= dot * qi[a];
       }
-      T norm = 0;
-      for (int a = 0; a < d; ++a) norm += qj[a] * qj[a];
-      norm = std::sqrt(norm);
+      const T norm = std::sqrt(dot8(qj, qj, d));
       if (!(norm > T(0)) || !std::isfinite(norm))
         throw std::runtime_error("orthonormalize_columns: linearly dependent columns");
       for (int a = 0; a < d; ++a) qj[a] /= norm;

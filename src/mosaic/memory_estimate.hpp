@@ -15,8 +15,8 @@
 //    buffer and its latent work (synthetic_source.hpp); npy two host
 //    staging chunks and (on a device) one device chunk of
 //    min(chunk_rows, rows read) rows (npy_source.hpp);
-//  - init: data: the B x n0 x d init samples and the host copies init_data
-//    works on (batched_engine.hpp);
+//  - init: data: the B x n0 x d init samples and init_data's double work
+//    (init_data.hpp);
 //  - host copies of the states (diagnostics, checkpoints) and, on rank 0
 //    with output.state_dir, every stream's state gathered for the state
 //    files (run.hpp).
@@ -165,13 +165,13 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
   }
   if (n0 > 0) {
     add("init samples", true, B * n0 * d * s, MemoryPhase::init);
-    // init_data: the host states, a host mirror of the samples (a device
-    // backend), and per host thread one stream's samples with their double
-    // work copy and basis.
+    // init_data.hpp: on the execution space the centred samples, the mean,
+    // the Gram matrices, the scaled eigenvectors and U in double; on the
+    // host the Gram matrices' copy and the scaled eigenvectors, and per
+    // host thread one Gram matrix with its eigenvectors.
+    add("init work", true, 8 * B * (n0 * d + d + n0 * n0 + n0 * r + d * r), MemoryPhase::init);
     const std::size_t threads = std::min<std::size_t>(B, std::max(1u, std::thread::hardware_concurrency()));
-    add("init work (host)", false,
-        B * state + (is_host_space<Exec> ? 0 : B * n0 * d * s) + threads * (n0 * d * (s + 8) + 8 * d * r),
-        MemoryPhase::init);
+    add("init work (host)", false, 8 * B * (n0 * n0 + n0 * r) + threads * 8 * 3 * n0 * n0, MemoryPhase::init);
   }
   add("state copies (host)", false, B * state, MemoryPhase::steps);
   if (rank0 && !c.output.state_dir.empty())

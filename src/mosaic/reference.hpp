@@ -266,6 +266,92 @@ void reference_reorthonormalize(ReferenceState<T>& st) {
   st.reorthonormalizations += 1;
 }
 
+namespace detail {
+
+inline void require_init_samples(int n0, int r) {
+  if (n0 < r + 1)
+    throw std::invalid_argument("init: data needs at least r+1 = " + std::to_string(r + 1) +
+                                " samples, got " + std::to_string(n0));
+}
+
+// The checks of init: data on the Gram eigenvalues `lambda` (all n0,
+// descending) given raw2, the mean ||x_k||^2 of the uncentred samples;
+// shared by the reference and the engine (batched_engine.hpp).
+// An eigenvalue at rounding level relative to the largest means the
+// centred samples span fewer than r directions: the first term, with the
+// eps of double, the precision of this computation. So does one at the
+// level of the rounding of the samples themselves (entries of Y are
+// uncertain by ~eps |x|, Gram eigenvalues by ~eps^2 mean ||x||^2): the second
+// term. It takes the eps of T, not of double: the samples are T values,
+// usually rounded to T from the source's data, so a direction whose energy
+// is at the level of that rounding is not resolved by the data (samples on
+// an (r-1)-dimensional subspace, rounded to float, span an r-th direction
+// made of rounding only). With the eps of double the verdict on such a start
+// would depend on the offset (a larger |x| rounds to more noise and would
+// pass), and the float run that follows could not resolve the direction
+// either. (Identical samples do not need it: for float the double sum of n0
+// identical values and its division by n0 are exact, so Y = 0 and lambda_1
+// = 0 fails `lambda_1 > 0`; identical doubles leave centring noise of
+// ~eps_double |x|, which this term also covers.) Accepted starts are the
+// double start of the same samples, rounded; only a start whose r-th
+// direction is within ~10 sqrt(n0) ulps of T of the samples' norm is refused
+// in float and accepted in double.
+template <class T>
+void require_init_spectrum(const std::vector<double>& lambda, int n0, int r, double raw2) {
+  const double eps = std::numeric_limits<double>::epsilon();
+  const double eps_T = double(std::numeric_limits<T>::epsilon());
+  const double tol = std::max(double(n0) * eps * std::fabs(lambda[0]) * 100,
+                              double(n0) * eps_T * eps_T * raw2 * 100);
+  if (!std::isfinite(raw2) || !std::isfinite(lambda[0]))
+    throw std::invalid_argument("init: data: the samples' second moments overflow double");
+  if (!(lambda[0] > 0.0) || !(lambda[r - 1] > tol)) {
+    char num[96];
+    std::snprintf(num, sizeof num, "eigenvalue lambda_%d = %.6g <= tolerance %.6g", r, lambda[r - 1], tol);
+    throw InitRankDeficient("init: data: the " + std::to_string(n0) +
+                            " centred samples span fewer than r=" + std::to_string(r) +
+                            " directions (rank-deficient start; Gram " + num + ")");
+  }
+}
+
+// s2 of init: data from the Gram eigenvalues (all n0, descending).
+inline double init_noise_variance(const std::vector<double>& lambda, int n0, int d, int r) {
+  double lambda_sum = 0;
+  for (int j = 0; j < r; ++j) lambda_sum += lambda[j];
+  // s2 from the Gram eigenvalues beyond the first r (all n0 are at hand):
+  // equal in exact arithmetic to (||Y||_F^2/n0 - sum_{i<=r} lambda_i)/(d-r),
+  // without its cancellation. Each is clamped at 0 first: the trailing ones
+  // include the exact zero of the centring (and more when n0 > d), which
+  // rounding can leave slightly negative, and such noise must not pull s2
+  // below the true sum (or negative).
+  double tail = 0;
+  for (int j = r; j < n0; ++j) tail += std::max(lambda[j], 0.0);
+  // The floor keeps s2 > 0 for samples lying exactly in an r-dimensional
+  // affine subspace: 1e-6 * mean(lambda_1..r), the same for every T.
+  const double floor = 1e-6 * lambda_sum / double(r);
+  return std::max(tail / double(d - r), floor);
+}
+
+// A start representable in double need not be in T (lambda or s2 beyond
+// the range of float, or below its smallest normal value); `mu_in_range`:
+// every mu_i rounded to T is finite.
+template <class T>
+void require_start_in_range(const std::vector<double>& lambda, int r, double s2, bool mu_in_range) {
+  auto normal = [](double v) {
+    const T t = T(v);
+    return std::isfinite(t) && t >= std::numeric_limits<T>::min();
+  };
+  bool ok = mu_in_range && normal(s2);
+  for (int j = 0; j < r; ++j) ok = ok && normal(lambda[j]);
+  if (!ok) {
+    char num[128];
+    std::snprintf(num, sizeof num, "lambda_1 = %.6g, lambda_%d = %.6g, s2 = %.6g", lambda[0], r, lambda[r - 1], s2);
+    throw std::invalid_argument(std::string("init: data: the start (") + num +
+                                ") is outside the range of the run's dtype");
+  }
+}
+
+}  // namespace detail
+
 // init: data (ALGORITHM.md section 3). `X` holds n0 samples of length d,
 // sample k at X[k*d .. k*d+d). Whatever T is, everything is computed in
 // double from the samples widened to double (exact: they are T values) -- the
@@ -282,9 +368,7 @@ ReferenceState<T> reference_init_data(const T* X, int n0, int d, int r, const Mo
   static_assert(std::numeric_limits<T>::digits <= std::numeric_limits<double>::digits,
                 "init: data computes in double: T must widen to double exactly");
   p.validate(d, r);
-  if (n0 < r + 1)
-    throw std::invalid_argument("init: data needs at least r+1 = " + std::to_string(r + 1) +
-                                " samples, got " + std::to_string(n0));
+  detail::require_init_samples(n0, r);
   detail::require_finite(X, n0 * d, "init: data samples");
   const std::size_t nd = std::size_t(n0) * d;
   auto x = [&](int k, int i) { return double(X[std::size_t(k) * d + i]); };
@@ -312,44 +396,12 @@ ReferenceState<T> reference_init_data(const T* X, int n0, int d, int r, const Mo
     for (int b = a; b < n0; ++b) K[b * n0 + a] = K[a * n0 + b] /= double(n0);
   std::vector<double> lambda, V;  // descending
   host::symmetric_eigen(K, n0, lambda, V);
-  // An eigenvalue at rounding level relative to the largest means the
-  // centred samples span fewer than r directions: the first term, with the
-  // eps of double, the precision of this computation. So does one at the
-  // level of the rounding of the samples themselves (entries of Y are
-  // uncertain by ~eps |x|, Gram eigenvalues by ~eps^2 mean ||x||^2): the second
-  // term. It takes the eps of T, not of double: the samples are T values,
-  // usually rounded to T from the source's data, so a direction whose energy
-  // is at the level of that rounding is not resolved by the data (samples on
-  // an (r-1)-dimensional subspace, rounded to float, span an r-th direction
-  // made of rounding only). With the eps of double the verdict on such a start
-  // would depend on the offset (a larger |x| rounds to more noise and would
-  // pass), and the float run that follows could not resolve the direction
-  // either. (Identical samples do not need it: for float the double sum of n0
-  // identical values and its division by n0 are exact, so Y = 0 and lambda_1
-  // = 0 fails `lambda_1 > 0`; identical doubles leave centring noise of
-  // ~eps_double |x|, which this term also covers.) Accepted starts are the
-  // double start of the same samples, rounded; only a start whose r-th
-  // direction is within ~10 sqrt(n0) ulps of T of the samples' norm is refused
-  // in float and accepted in double.
   double raw2 = 0;  // mean ||x_k||^2 of the uncentred samples
   for (std::size_t k = 0; k < nd; ++k) raw2 += double(X[k]) * double(X[k]);
   raw2 /= double(n0);
-  const double eps = std::numeric_limits<double>::epsilon();
-  const double eps_T = double(std::numeric_limits<T>::epsilon());
-  const double tol = std::max(double(n0) * eps * std::fabs(lambda[0]) * 100,
-                              double(n0) * eps_T * eps_T * raw2 * 100);
-  if (!std::isfinite(raw2) || !std::isfinite(lambda[0]))
-    throw std::invalid_argument("init: data: the samples' second moments overflow double");
-  if (!(lambda[0] > 0.0) || !(lambda[r - 1] > tol)) {
-    char num[96];
-    std::snprintf(num, sizeof num, "eigenvalue lambda_%d = %.6g <= tolerance %.6g", r, lambda[r - 1], tol);
-    throw InitRankDeficient("init: data: the " + std::to_string(n0) +
-                            " centred samples span fewer than r=" + std::to_string(r) +
-                            " directions (rank-deficient start; Gram " + num + ")");
-  }
+  detail::require_init_spectrum<T>(lambda, n0, r, raw2);
   ReferenceState<double> st(d, r);
   st.mu = std::move(mu);
-  double lambda_sum = 0;
   std::vector<double> vj(static_cast<std::size_t>(n0));  // eigenvector j, at unit stride
   for (int j = 0; j < r; ++j) {
     const double scale = 1.0 / std::sqrt(double(n0) * lambda[j]);
@@ -360,20 +412,8 @@ ReferenceState<T> reference_init_data(const T* X, int n0, int d, int r, const Mo
       st.u(i, j) = v * scale;
     }
     st.S[j * r + j] = lambda[j];
-    lambda_sum += lambda[j];
   }
-  // s2 from the Gram eigenvalues beyond the first r (all n0 are at hand):
-  // equal in exact arithmetic to (||Y||_F^2/n0 - sum_{i<=r} lambda_i)/(d-r),
-  // without its cancellation. Each is clamped at 0 first: the trailing ones
-  // include the exact zero of the centring (and more when n0 > d), which
-  // rounding can leave slightly negative, and such noise must not pull s2
-  // below the true sum (or negative).
-  double tail = 0;
-  for (int j = r; j < n0; ++j) tail += std::max(lambda[j], 0.0);
-  // The floor keeps s2 > 0 for samples lying exactly in an r-dimensional
-  // affine subspace: 1e-6 * mean(lambda_1..r), the same for every T.
-  const double floor = 1e-6 * lambda_sum / double(r);
-  st.s2 = std::max(tail / double(d - r), floor);
+  st.s2 = detail::init_noise_variance(lambda, n0, d, r);
   if constexpr (std::is_same_v<T, double>) {
     return st;
   } else {
@@ -382,19 +422,9 @@ ReferenceState<T> reference_init_data(const T* X, int n0, int d, int r, const Mo
     for (std::size_t k = 0; k < st.U.size(); ++k) out.U[k] = T(st.U[k]);
     for (std::size_t k = 0; k < st.S.size(); ++k) out.S[k] = T(st.S[k]);
     out.s2 = T(st.s2);
-    // A start representable in double need not be in T (lambda or s2 beyond
-    // the range of float, or below its smallest normal value).
-    auto normal = [](T v) { return std::isfinite(v) && v >= std::numeric_limits<T>::min(); };
-    bool ok = normal(out.s2);
-    for (int j = 0; j < r; ++j) ok = ok && normal(out.S[j * r + j]);
-    for (const T v : out.mu) ok = ok && std::isfinite(v);
-    if (!ok) {
-      char num[128];
-      std::snprintf(num, sizeof num, "lambda_1 = %.6g, lambda_%d = %.6g, s2 = %.6g", lambda[0], r,
-                    lambda[r - 1], st.s2);
-      throw std::invalid_argument(std::string("init: data: the start (") + num +
-                                  ") is outside the range of the run's dtype");
-    }
+    bool mu_in_range = true;
+    for (const T v : out.mu) mu_in_range = mu_in_range && std::isfinite(v);
+    detail::require_start_in_range<T>(lambda, r, st.s2, mu_in_range);
     return out;
   }
 }
@@ -452,7 +482,12 @@ Invariants reference_invariants(const ReferenceState<T>& st) {
       norm += double(st.S[a * r + b]) * double(st.S[a * r + b]);
     }
   inv.symmetry_error = norm > 0 ? std::sqrt(asym / norm) : 0.0;
-  std::vector<double> Sd(st.S.begin(), st.S.end()), ev, vec;
+  // The eigenvalues of S's symmetric part (S + S^T) / 2, the part its
+  // quadratic form sees: S itself when it is symmetric, as it should be
+  // (symmetry_error says how far it is).
+  std::vector<double> Sd(st.S.size()), ev, vec;
+  for (int a = 0; a < r; ++a)
+    for (int b = 0; b < r; ++b) Sd[a * r + b] = 0.5 * (double(st.S[a * r + b]) + double(st.S[b * r + a]));
   if (inv.all_finite) {
     host::symmetric_eigen(Sd, r, ev, vec);
     inv.s_max_eig = ev.front();

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,7 @@
 #include "stream_batch.hpp"
 #include "stream_source.hpp"
 #include "synthetic.hpp"
+#include "tridiagonal_eigen.hpp"
 
 namespace mosaic {
 
@@ -261,8 +263,11 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
       for (const double p : P) pf += p * p;
       projs[std::size_t(b)] = 1.0 - pf / double(k);
       noises[std::size_t(b)] = std::fabs(double(st.s2) - t.noise_variance) / t.noise_variance;
-      std::vector<double> Sd(st.S.begin(), st.S.end()), ev, vec;
-      host::symmetric_eigen(Sd, rt, ev, vec);
+      std::vector<double> ev, vec;
+      if (!host::tridiagonal_eigen(std::vector<double>(st.S.begin(), st.S.end()), rt, ev, vec)) {
+        spec_errs[std::size_t(b)] = std::numeric_limits<double>::quiet_NaN();  // a non-finite S
+        return;
+      }
       double diff = 0;
       for (int j = 0; j < k; ++j) {
         const double deb = std::max(ev[j] - double(st.s2), 0.0);
