@@ -1,6 +1,7 @@
 // Numerical-stability diagnostics of a whole batch (ALGORITHM.md section 4),
-// computed per stream on the device by one team per stream, then reduced
-// over the B streams on the host (B numbers per field).
+// computed per stream on the device (U^T U by gemm, the rest by one team
+// per stream), then reduced over the B streams on the host (B numbers per
+// field).
 //
 // Per stream, in double whatever the state's scalar type:
 //   ||U^T U - I||_F, ||S - S^T||_F / ||S||_F, the extreme eigenvalues of S's
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include <Kokkos_Core.hpp>
+#include <KokkosBlas3_gemm.hpp>
 
 #include "kokkos_compat.hpp"
 #include "stream_batch.hpp"
@@ -87,6 +89,7 @@ struct DiagFunctor {
     decltype(StreamBatch<Scalar, ExecSpace>::S) S;
     decltype(StreamBatch<Scalar, ExecSpace>::s2) s2;
   } sb;
+  Kokkos::View<const double***, Kokkos::LayoutRight, memory_space> G;  // B x r x r: U^T U (basis_gram)
   Kokkos::View<double***, Kokkos::LayoutRight, memory_space> A;    // B x r x r work
   Kokkos::View<double***, Kokkos::LayoutRight, memory_space> eig;  // B x 2 x r: eigenvalues, work
   Kokkos::View<double**, Kokkos::LayoutRight, memory_space> out; // B x diag_fields
@@ -112,24 +115,13 @@ struct DiagFunctor {
         },
         bad_s);
     bad += bad_s + (kmath::isfinite(sb.s2(b)) ? 0 : 1);
-    // (U^T U - I)_{ac}^2 into A: row a per thread, each entry summed over i
-    // in increasing order, the row's entries side by side (along U's rows).
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(m, r), [&](const int c) { A(b, a, c) = 0; });
-      for (int i = 0; i < d; ++i) {
-        const double ua = double(sb.U(b, i, a));
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(m, r),
-                             [&](const int c) { A(b, a, c) += ua * double(sb.U(b, i, c)); });
-      }
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(m, r), [&](const int c) {
-        const double g = A(b, a, c) - (a == c ? 1.0 : 0.0);
-        A(b, a, c) = g * g;
-      });
-    });
-    m.team_barrier();
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
       double orth = 0;
-      for (int k = 0; k < r * r; ++k) orth += A(b, k / r, k % r);
+      for (int a = 0; a < r; ++a)
+        for (int c = 0; c < r; ++c) {
+          const double g = G(b, a, c) - (a == c ? 1.0 : 0.0);
+          orth += g * g;
+        }
       double asym = 0, norm = 0, trace = 0;
       for (int a = 0; a < r; ++a) {
         trace += double(sb.S(b, a, a));
@@ -169,12 +161,46 @@ struct DiagFunctor {
 
 }  // namespace detail
 
+namespace detail {
+
+// U^T U of every stream in double (B x r x r), by Kokkos Kernels' gemm (the
+// vendor library behind it) on chunks of basis_gram_rows rows of U widened
+// to double: the work stays small (B x 2048 x r doubles) whatever d.
+constexpr int basis_gram_rows = 2048;
+
+template <class Scalar, class ExecSpace>
+Kokkos::View<double***, Kokkos::LayoutRight, typename ExecSpace::memory_space> basis_gram(
+    const StreamBatch<Scalar, ExecSpace>& sb) {
+  using memory_space = typename ExecSpace::memory_space;
+  using matrix = Kokkos::View<double**, Kokkos::LayoutLeft, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  const int B = sb.batch, d = sb.d, r = sb.r, rows = d < basis_gram_rows ? d : basis_gram_rows;
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> G("mosaic::diag_gram", B, r, r);
+  // W(b, i, :) is row i0 + i of U: per stream the column-major r x rows W^T.
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> W("mosaic::diag_basis_rows", B, rows, r);
+  const auto U = sb.U;
+  for (int i0 = 0; i0 < d; i0 += rows) {
+    const int n = d - i0 < rows ? d - i0 : rows;
+    Kokkos::parallel_for(
+        "mosaic::diag_widen", Kokkos::RangePolicy<ExecSpace>(0, B * n), KOKKOS_LAMBDA(const int bi) {
+          const int b = bi / n, i = bi % n;
+          for (int j = 0; j < r; ++j) W(b, i, j) = double(U(b, i0 + i, j));
+        });
+    for (int b = 0; b < B; ++b) {
+      const matrix Wt(W.data() + std::size_t(b) * rows * r, r, n);
+      KokkosBlas::gemm("N", "T", 1.0, Wt, Wt, i0 == 0 ? 0.0 : 1.0, matrix(G.data() + std::size_t(b) * r * r, r, r));
+    }
+  }
+  return G;
+}
+
+}  // namespace detail
+
 template <class Scalar, class ExecSpace>
 BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb) {
   using memory_space = typename ExecSpace::memory_space;
   const int B = sb.batch, r = sb.r;
   detail::DiagFunctor<Scalar, ExecSpace> f{
-      {sb.d, sb.r, sb.mu, sb.U, sb.S, sb.s2}, Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("mosaic::diag_work", B, r, r),
+      {sb.d, sb.r, sb.mu, sb.U, sb.S, sb.s2}, detail::basis_gram(sb), Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("mosaic::diag_work", B, r, r),
       Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("mosaic::diag_eigen", B, 2, r),
       Kokkos::View<double**, Kokkos::LayoutRight, memory_space>("mosaic::diag_out", B,
                                                                  int(detail::diag_fields)),

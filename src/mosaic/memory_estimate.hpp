@@ -17,6 +17,7 @@
 //    min(chunk_rows, rows read) rows (npy_source.hpp);
 //  - init: data: the B x n0 x d init samples and init_data's double work
 //    (init_data.hpp);
+//  - the diagnostics' work (batch_diagnostics.hpp);
 //  - host copies of the states (diagnostics, checkpoints) and, on rank 0
 //    with output.state_dir, every stream's state gathered for the state
 //    files (run.hpp).
@@ -40,6 +41,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend.hpp"
+#include "batch_diagnostics.hpp"
 #include "batched_engine.hpp"
 #include "run_config.hpp"
 
@@ -173,6 +175,10 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
     const std::size_t threads = std::min<std::size_t>(B, std::max(1u, std::thread::hardware_concurrency()));
     add("init work (host)", false, 8 * B * (n0 * n0 + n0 * r) + threads * 8 * 3 * n0 * n0, MemoryPhase::init);
   }
+  // compute_diagnostics (batch_diagnostics.hpp): rows of U widened to double
+  // for its gemm, U^T U and the eigenvalue work.
+  add("diagnostics work", true, 8 * B * (std::min<std::size_t>(d, detail::basis_gram_rows) * r + 2 * r * r + 2 * r),
+      MemoryPhase::steps);
   add("state copies (host)", false, B * state, MemoryPhase::steps);
   if (rank0 && !c.output.state_dir.empty())
     add("state files (rank 0 gathers every stream)", false, std::size_t(total_streams) * (state + 3 * 8),
