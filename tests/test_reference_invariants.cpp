@@ -331,4 +331,38 @@ TYPED_TEST(ReferenceInvariants, DistanceResolvesSmallDifferences) {
   EXPECT_NEAR(dist.covariance, frob_diff(A, C), 1e-3 * frob_diff(A, C));
 }
 
+// host::orthonormalize_columns: orthonormal to working precision and
+// spanning the input's leading columns, for well-conditioned Gaussian
+// columns (one projection suffices) and for nearly dependent ones (column
+// j = column j-1 + 1e-9 noise: the second projection is needed), at sizes
+// that are and are not multiples of its four-column groups.
+TEST(HostLinalg, OrthonormalizeColumnsIsOrthonormalAndKeepsTheSpan) {
+  for (const bool nearly_dependent : {false, true})
+    for (const int k : {1, 3, 4, 9}) {
+      const int d = 40;
+      TestRng rng(17 + k);
+      std::vector<double> Q = rng.normals(std::size_t(d) * k);
+      if (nearly_dependent)
+        for (int a = 0; a < d; ++a)
+          for (int j = 1; j < k; ++j) Q[a * k + j] = Q[a * k + j - 1] + 1e-9 * Q[a * k + j];
+      const std::vector<double> Q0 = Q;
+      host::orthonormalize_columns(Q, d, k);
+      double orth = 0;
+      for (int i = 0; i < k; ++i)
+        for (int j = 0; j < k; ++j) {
+          double g = 0;
+          for (int a = 0; a < d; ++a) g += Q[a * k + i] * Q[a * k + j];
+          orth += (g - (i == j ? 1.0 : 0.0)) * (g - (i == j ? 1.0 : 0.0));
+        }
+      EXPECT_LE(std::sqrt(orth), 1e-14) << "k=" << k << (nearly_dependent ? " nearly dependent" : "");
+      // Column 0 is the input's, normalized (same direction).
+      double n0 = 0, dot = 0;
+      for (int a = 0; a < d; ++a) {
+        n0 += Q0[a * k] * Q0[a * k];
+        dot += Q0[a * k] * Q[a * k];
+      }
+      EXPECT_NEAR(dot / std::sqrt(n0), 1.0, 1e-14);
+    }
+}
+
 }  // namespace

@@ -104,38 +104,6 @@ void symmetric_eigen(std::vector<T> A, int n, std::vector<T>& values, std::vecto
   }
 }
 
-// R factor of the Householder QR of the row-major m x n matrix A: returns the
-// min(m,n) x n upper-trapezoidal R (row-major) with A = Q R, Q orthonormal.
-// Backward stable and defined for rank-deficient A (a vanishing column is
-// skipped, never divided by), so ||A X A^T||_F = ||R X R^T||_F can be
-// evaluated without the cancellation of a difference of squared norms.
-template <class T>
-std::vector<T> householder_r(std::vector<T> A, int m, int n) {
-  const int k = std::min(m, n);
-  std::vector<T> v(static_cast<std::size_t>(m));
-  for (int c = 0; c < k; ++c) {
-    T norm2 = 0;
-    for (int i = c; i < m; ++i) norm2 += A[std::size_t(i) * n + c] * A[std::size_t(i) * n + c];
-    if (norm2 == T(0)) continue;
-    const T a0 = A[std::size_t(c) * n + c];
-    const T alpha = a0 > T(0) ? -std::sqrt(norm2) : std::sqrt(norm2);
-    // v = x - alpha e1; v^T v = 2 (norm2 - alpha a0), no cancellation by the sign choice.
-    v[c] = a0 - alpha;
-    for (int i = c + 1; i < m; ++i) v[i] = A[std::size_t(i) * n + c];
-    const T vv = 2 * (norm2 - alpha * a0);
-    for (int j = c; j < n; ++j) {
-      T dot = 0;
-      for (int i = c; i < m; ++i) dot += v[i] * A[std::size_t(i) * n + j];
-      const T f = 2 * dot / vv;
-      for (int i = c; i < m; ++i) A[std::size_t(i) * n + j] -= f * v[i];
-    }
-  }
-  std::vector<T> R(std::size_t(k) * n, T(0));
-  for (int i = 0; i < k; ++i)
-    for (int j = i; j < n; ++j) R[std::size_t(i) * n + j] = A[std::size_t(i) * n + j];
-  return R;
-}
-
 // x . y over n elements in 8 interleaved partial sums (element a into sum
 // a mod 8), added pairwise at the end: one fixed order whatever the machine.
 template <class T>
@@ -148,9 +116,46 @@ T dot8(const T* x, const T* y, int n) {
   return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
 }
 
+// R factor of the Householder QR of the row-major m x n matrix A: returns the
+// min(m,n) x n upper-trapezoidal R (row-major) with A = Q R, Q orthonormal.
+// Backward stable and defined for rank-deficient A (a vanishing column is
+// skipped, never divided by), so ||A X A^T||_F = ||R X R^T||_F can be
+// evaluated without the cancellation of a difference of squared norms.
+template <class T>
+std::vector<T> householder_r(const std::vector<T>& A, int m, int n) {
+  const int k = std::min(m, n);
+  // The columns copied out (column j at Ac[j*m .. j*m + m)): the reflections
+  // run along them at unit stride, and their inner products in dot8's order.
+  std::vector<T> Ac(std::size_t(m) * n);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) Ac[std::size_t(j) * m + i] = A[std::size_t(i) * n + j];
+  std::vector<T> v(static_cast<std::size_t>(m));
+  for (int c = 0; c < k; ++c) {
+    const T* x = &Ac[std::size_t(c) * m];
+    const T norm2 = dot8(x + c, x + c, m - c);
+    if (norm2 == T(0)) continue;
+    const T a0 = x[c];
+    const T alpha = a0 > T(0) ? -std::sqrt(norm2) : std::sqrt(norm2);
+    // v = x - alpha e1; v^T v = 2 (norm2 - alpha a0), no cancellation by the sign choice.
+    v[c] = a0 - alpha;
+    for (int i = c + 1; i < m; ++i) v[i] = x[i];
+    const T vv = 2 * (norm2 - alpha * a0);
+    for (int j = c; j < n; ++j) {
+      T* aj = &Ac[std::size_t(j) * m];
+      const T f = 2 * dot8(v.data() + c, aj + c, m - c) / vv;
+      for (int i = c; i < m; ++i) aj[i] -= f * v[i];
+    }
+  }
+  std::vector<T> R(std::size_t(k) * n, T(0));
+  for (int i = 0; i < k; ++i)
+    for (int j = i; j < n; ++j) R[std::size_t(i) * n + j] = Ac[std::size_t(j) * m + i];
+  return R;
+}
+
 // Orthonormalizes the k columns of the row-major d x k matrix Q in place by
-// modified Gram-Schmidt, applied twice ("twice is enough") so the result is
-// orthonormal to working precision. Throws if the columns are dependent.
+// modified Gram-Schmidt with selective reorthogonalization (below), so the
+// result is orthonormal to working precision. Throws if the columns are
+// dependent.
 // The columns are copied out into contiguous vectors first (the row-major
 // column walk missed cache at every element for d in the thousands), and
 // every inner product is summed in 8 interleaved partial sums (dot8): a
@@ -161,19 +166,39 @@ void orthonormalize_columns(std::vector<T>& Q, int d, int k) {
   std::vector<T> C(std::size_t(d) * k);  // column j at C[j*d .. j*d + d)
   for (int a = 0; a < d; ++a)
     for (int j = 0; j < k; ++j) C[std::size_t(j) * d + a] = Q[std::size_t(a) * k + j];
-  for (int pass = 0; pass < 2; ++pass)
-    for (int j = 0; j < k; ++j) {
-      T* qj = &C[std::size_t(j) * d];
-      for (int i = 0; i < j; ++i) {
-        const T* qi = &C[std::size_t(i) * d];
-        const T dot = dot8(qi, qj, d);
-        for (int a = 0; a < d; ++a) qj[a] -= dot * qi[a];
+  // Column j is projected against columns 0..j-1 in increasing order
+  // (modified Gram-Schmidt), and once more where that took more than
+  // 1 - 1/sqrt(2) of its length (the Daniel-Gragg-Kaufman-Stewart test:
+  // "twice is enough", and once is enough unless cancellation was large),
+  // then normalized. Columns are taken four at a time: each earlier column
+  // is read once for all four (they only need its final value), then the
+  // four finish among themselves in the order of a one-at-a-time loop.
+  auto project = [&](int i, int j) {
+    const T* qi = &C[std::size_t(i) * d];
+    T* qj = &C[std::size_t(j) * d];
+    const T dot = dot8(qi, qj, d);
+    for (int a = 0; a < d; ++a) qj[a] -= dot * qi[a];
+  };
+  auto norm_of = [&](int j) { return std::sqrt(dot8(&C[std::size_t(j) * d], &C[std::size_t(j) * d], d)); };
+  for (int j0 = 0; j0 < k; j0 += 4) {
+    const int j1 = std::min(j0 + 4, k);
+    T before[4];
+    for (int j = j0; j < j1; ++j) before[j - j0] = norm_of(j);
+    for (int i = 0; i < j0; ++i)
+      for (int j = j0; j < j1; ++j) project(i, j);
+    for (int j = j0; j < j1; ++j) {
+      for (int i = j0; i < j; ++i) project(i, j);
+      T norm = norm_of(j);
+      if (norm < before[j - j0] * T(0.70710678118654752)) {
+        for (int i = 0; i < j; ++i) project(i, j);
+        norm = norm_of(j);
       }
-      const T norm = std::sqrt(dot8(qj, qj, d));
       if (!(norm > T(0)) || !std::isfinite(norm))
         throw std::runtime_error("orthonormalize_columns: linearly dependent columns");
+      T* qj = &C[std::size_t(j) * d];
       for (int a = 0; a < d; ++a) qj[a] /= norm;
     }
+  }
   for (int a = 0; a < d; ++a)
     for (int j = 0; j < k; ++j) Q[std::size_t(a) * k + j] = C[std::size_t(j) * d + a];
 }

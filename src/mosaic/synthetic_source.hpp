@@ -252,9 +252,29 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
       const ReferenceState<Scalar>& st = states[std::size_t(b)];
       const SyntheticTruth& t = truths_[std::size_t(b)];
       const std::vector<double> V = t.basis_at(spec_, std::uint64_t(step));
-      // P = U^T V(t), each entry summed over i in increasing order, at unit stride.
+      // P = U^T V(t), each entry summed over i in increasing order, at unit
+      // stride; four rows i per pass over P, each added in its turn (the
+      // same sums, a quarter of the loads and stores of P).
       std::vector<double> P(std::size_t(rt) * rs, 0.0);
-      for (int i = 0; i < d; ++i)
+      int i = 0;
+      for (; i + 4 <= d; i += 4) {
+        const double* v0 = &V[std::size_t(i) * rs];
+        const double *v1 = v0 + rs, *v2 = v1 + rs, *v3 = v2 + rs;
+        for (int a = 0; a < rt; ++a) {
+          const double u0 = double(st.u(i, a)), u1 = double(st.u(i + 1, a)), u2 = double(st.u(i + 2, a)),
+                       u3 = double(st.u(i + 3, a));
+          double* pa = &P[std::size_t(a) * rs];
+          for (int c = 0; c < rs; ++c) {
+            double p = pa[c];
+            p += u0 * v0[c];
+            p += u1 * v1[c];
+            p += u2 * v2[c];
+            p += u3 * v3[c];
+            pa[c] = p;
+          }
+        }
+      }
+      for (; i < d; ++i)
         for (int a = 0; a < rt; ++a) {
           const double u = double(st.u(i, a));
           for (int c = 0; c < rs; ++c) P[std::size_t(a) * rs + c] += u * V[std::size_t(i) * rs + c];
