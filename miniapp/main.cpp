@@ -24,6 +24,7 @@
 #include "mosaic/environment.hpp"
 #include "mosaic/kokkos_flags.hpp"
 #include "mosaic/memory_check.hpp"
+#include "mosaic/node_comm.hpp"
 #include "mosaic/result_writer.hpp"
 #include "mosaic/run.hpp"
 #include "mosaic/stop_signal.hpp"
@@ -380,11 +381,8 @@ int main(int argc, char** argv) {
   kokkos_args.insert(kokkos_args.end(), cl.kokkos.arguments.begin(), cl.kokkos.arguments.end());
 #if defined(KOKKOS_ENABLE_CUDA)
   {
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    int local_rank = 0, devices = 0;
-    MPI_Comm_rank(node, &local_rank);
-    MPI_Comm_free(&node);
+    const int local_rank = mosaic::NodeComm(MPI_COMM_WORLD).rank();
+    int devices = 0;
     if (!cl.kokkos.device_chosen && cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {
       const int device = cl.kokkos.map_device_id_by == "random" ? int(std::random_device{}() % unsigned(devices))
                                                                 : local_rank % devices;

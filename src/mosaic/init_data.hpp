@@ -127,16 +127,25 @@ std::vector<std::string> init_data_batch(StreamBatch<Scalar, ExecSpace>& sb,
   const auto hlam = Kokkos::create_mirror_view(lam);
   const auto hs2 = Kokkos::create_mirror_view(s2);
   std::vector<std::string> errors(static_cast<std::size_t>(B));
-  host_parallel_for("mosaic::init_eigen", B, [&](const int b) {
-    try {
-      if (hsums(b, 1) > 0) {  // the reference's message, with the first bad index
-        const auto xb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(),
-                                                            Kokkos::subview(X, b, Kokkos::ALL(), Kokkos::ALL()));
-        std::vector<Scalar> flat(per_stream);
-        for (int k = 0; k < n0; ++k)
-          for (int i = 0; i < d; ++i) flat[std::size_t(k) * d + i] = xb(k, i);
+  // A stream with a non-finite sample: the reference's message, with the
+  // first bad index (its samples copied out here, not inside the host
+  // parallel region below, where a Kokkos copy must not run).
+  for (int b = 0; b < B; ++b)
+    if (hsums(b, 1) > 0) {
+      const auto xb =
+          Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(X, b, Kokkos::ALL(), Kokkos::ALL()));
+      std::vector<Scalar> flat(per_stream);
+      for (int k = 0; k < n0; ++k)
+        for (int i = 0; i < d; ++i) flat[std::size_t(k) * d + i] = xb(k, i);
+      try {
         detail::require_finite(flat.data(), int(per_stream), "init: data samples");
+      } catch (const std::invalid_argument& e) {
+        errors[std::size_t(b)] = e.what();
       }
+    }
+  host_parallel_for("mosaic::init_eigen", B, [&](const int b) {
+    if (!errors[std::size_t(b)].empty()) return;
+    try {
       // The gemm's two triangles need not round alike: the mean of both.
       std::vector<double> Kb(std::size_t(n0) * n0);
       for (int a = 0; a < n0; ++a)

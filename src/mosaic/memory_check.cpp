@@ -13,6 +13,7 @@
 #include "checkpoint.hpp"
 #include "decomposition.hpp"
 #include "memory_estimate.hpp"
+#include "node_comm.hpp"
 #include "npy.hpp"
 
 namespace mosaic {
@@ -174,12 +175,9 @@ std::string check_host_memory(const std::vector<SweepPoint>& points, const std::
   }
   const long long need = (long long)e.host_bytes(is_host_space<Exec>);
   // The ranks on this node share its memory.
-  MPI_Comm node;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
   int on_node = 1;
   long long sum = 0;
-  sum_over(node, 0, need, on_node, sum);
-  MPI_Comm_free(&node);
+  sum_over(NodeComm(comm).get(), 0, need, on_node, sum);
   const HostMemoryAvailable avail = host_memory_available();
   if (error.empty() && avail.bytes >= 0 && sum > avail.bytes)
     error = refusal(deck, "host", points[k].config, e, need, rank, on_node, sum, avail.bytes, avail.source);
@@ -200,12 +198,9 @@ std::string check_device_memory(const std::vector<SweepPoint>& points, const std
   cudaGetDevice(&device);
   const bool known = cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
   // The ranks of a node on the same device share its memory.
-  MPI_Comm node;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
   int sharing = 1;
   long long sum = 0;
-  sum_over(node, device, need, sharing, sum);
-  MPI_Comm_free(&node);
+  sum_over(NodeComm(comm).get(), device, need, sharing, sum);
   std::string error;
   if (known && sum > (long long)free_bytes)
     error = refusal(deck, "device", points[k].config, e, need, rank, sharing, sum, (long long)free_bytes,

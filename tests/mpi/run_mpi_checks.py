@@ -1297,7 +1297,11 @@ def check_memory_estimate(args):
          os.path.join(args.workdir, "limited.json")], cwd=args.workdir, capture_output=True, text=True,
         env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=300,
         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (2200 * 2**20, 2200 * 2**20)))
+    # (Kokkos 3.4 and 4.x word it differently: 'failed to allocate memory for
+    # label "L" ... Allocation of size N M' and 'failed to allocate N MiB
+    # (label="L")'.)
     named = re.search(r"failed to allocate memory for label \"[^\"]+\".*Allocation of size \S+ \S+|"
+                      r"failed to allocate \S+ \S+ \(label=\"[^\"]+\"\)|"
                       r"std::bad_alloc\) in the \w+ phase; the estimate for rank 0 was about", limited.stderr)
     if limited.returncode == 0 or not named:
         fail(f"an allocation failure under a 2200 MiB address-space limit exited {limited.returncode} "
