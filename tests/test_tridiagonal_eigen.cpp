@@ -113,6 +113,21 @@ TEST(TridiagonalEigen, NonFiniteMatrixIsReported) {
   EXPECT_FALSE(host::tridiagonal_eigen(A, 8, w, V));
 }
 
+// One matrix per thread on the execution space (a free function: Cuda's
+// extended lambdas cannot live in a test body), matrices < `with_vectors`
+// with eigenvectors.
+template <class Mat3, class Mat2, class Flags>
+void decompose_on_device(const Mat3& A, const Mat2& W, const Mat2& E, const Flags& ok, int n, int with_vectors) {
+  Kokkos::parallel_for(
+      "test::tridiagonal_eigen", Kokkos::RangePolicy<Kokkos::DefaultExecutionSpace>(0, int(A.extent(0))),
+      KOKKOS_LAMBDA(const int b) {
+        const auto a = Kokkos::subview(A, b, Kokkos::ALL(), Kokkos::ALL());
+        const auto w = Kokkos::subview(W, b, Kokkos::ALL());
+        const auto e = Kokkos::subview(E, b, Kokkos::ALL());
+        ok(b) = tridiagonal_ql_eigen(a, w, e, n, b < with_vectors) ? 1 : 0;
+      });
+}
+
 // The same routine in a kernel on the default execution space, one matrix
 // per thread, with and without vectors: the values match the host's.
 TEST(TridiagonalEigen, RunsOnTheExecutionSpace) {
@@ -129,13 +144,7 @@ TEST(TridiagonalEigen, RunsOnTheExecutionSpace) {
       for (int j = 0; j < n; ++j) hA(b, i, j) = M[i * n + j];
   }
   Kokkos::deep_copy(A, hA);
-  Kokkos::parallel_for(
-      "test::tridiagonal_eigen", Kokkos::RangePolicy<Exec>(0, 2 * batch), KOKKOS_LAMBDA(const int b) {
-        const auto a = Kokkos::subview(A, b, Kokkos::ALL(), Kokkos::ALL());
-        const auto w = Kokkos::subview(W, b, Kokkos::ALL());
-        const auto e = Kokkos::subview(E, b, Kokkos::ALL());
-        ok(b) = tridiagonal_ql_eigen(a, w, e, n, b < batch) ? 1 : 0;
-      });
+  decompose_on_device(A, W, E, ok, n, batch);
   auto hW = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), W);
   auto hok = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ok);
   auto hV = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), A);
