@@ -56,8 +56,8 @@ struct HostTuning {
   // library's threads.
   static constexpr bool vendor_gemm_over_streams = true;
   // Samples per pass of the synthetic generator (synthetic_source.hpp): its
-  // 4 rows x 32 accumulators stay in L1 and the loop over them vectorizes.
-  static constexpr int synthetic_samples_per_pass = 32;
+  // 4 rows x 8 accumulators are eight AVX2 registers of 4 doubles.
+  static constexpr int synthetic_samples_per_pass = 8;
   // Columns of D per GEMM of H = D^T D: panel j forms [U0 | D]^T D_j over
   // the columns up to j's, so about half of H's k^2 (plus one panel) is
   // computed instead of all of it, with each GEMM still k/panel_cols wide.

@@ -21,14 +21,17 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <Kokkos_Core.hpp>
 #include <KokkosBlas3_gemm.hpp>
 
+#include "backend.hpp"
 #include "kokkos_compat.hpp"
 #include "stream_batch.hpp"
 #include "tridiagonal_eigen.hpp"
+#include "vendor_blas.hpp"
 
 namespace mosaic {
 
@@ -76,6 +79,18 @@ enum DiagField : int {
   diag_checksum,
   diag_fields
 };
+
+// The eigenvalues of S's symmetric part (S itself when symmetric;
+// reference_invariants' definition), ascending, into w, by
+// tridiagonal_eigen.hpp without vectors; A (r x r) and e (r) are work. False
+// if QL did not converge.
+template <class SMatrix, class Work, class Vec>
+KOKKOS_INLINE_FUNCTION bool symmetric_part_eigenvalues(const SMatrix& S, const Work& A, const Vec& w, const Vec& e,
+                                                       const int r) {
+  for (int a = 0; a < r; ++a)
+    for (int c = 0; c < r; ++c) A(a, c) = 0.5 * (double(S(a, c)) + double(S(c, a)));
+  return tridiagonal_ql_eigen(A, w, e, r, false);
+}
 
 template <class Scalar, class ExecSpace>
 struct DiagFunctor {
@@ -139,19 +154,16 @@ struct DiagFunctor {
       out(b, diag_s2) = s2;
       out(b, diag_nonfinite) = double(bad);
       out(b, diag_checksum) = musum + 3.0 * s2 + trace + 0.5 * norm;
-      // Eigenvalues of S's symmetric part (reference_invariants' definition;
-      // S itself when symmetric), by tridiagonal_eigen.hpp without vectors
-      // (ascending).
+      // Eigenvalues of S's symmetric part.
       if (bad != 0) {
         out(b, diag_min_eig) = nan;
         out(b, diag_max_eig) = nan;
         return;
       }
-      for (int a = 0; a < r; ++a)
-        for (int c = 0; c < r; ++c) A(b, a, c) = 0.5 * (double(sb.S(b, a, c)) + double(sb.S(b, c, a)));
       const auto w = Kokkos::subview(eig, b, 0, Kokkos::ALL());
-      const bool converged = tridiagonal_ql_eigen(Kokkos::subview(A, b, Kokkos::ALL(), Kokkos::ALL()), w,
-                                                  Kokkos::subview(eig, b, 1, Kokkos::ALL()), r, false);
+      const bool converged = symmetric_part_eigenvalues(Kokkos::subview(sb.S, b, Kokkos::ALL(), Kokkos::ALL()),
+                                                        Kokkos::subview(A, b, Kokkos::ALL(), Kokkos::ALL()), w,
+                                                        Kokkos::subview(eig, b, 1, Kokkos::ALL()), r);
       const double lo = converged ? w(0) : nan, hi = converged ? w(r - 1) : nan;
       out(b, diag_min_eig) = lo;
       out(b, diag_max_eig) = hi;
@@ -163,32 +175,65 @@ struct DiagFunctor {
 
 namespace detail {
 
-// U^T U of every stream in double (B x r x r), by Kokkos Kernels' gemm (the
-// vendor library behind it) on chunks of basis_gram_rows rows of U widened
-// to double: the work stays small (B x 2048 x r doubles) whatever d.
+// Rows i0 .. i0 + n - 1 of every stream's basis widened to double: W(b, i, :)
+// = U(b, i0 + i, :), W B x (>= n) x r. Per stream the first n rows of W are
+// the column-major r x n matrix W^T that gemm_rows_per_stream reads.
+template <class Basis, class ExecSpace = typename Basis::execution_space>
+void widen_basis_rows(const Basis& U, const int i0, const int n,
+                      const Kokkos::View<double***, Kokkos::LayoutRight, typename Basis::memory_space>& W) {
+  const int B = int(W.extent(0)), r = int(W.extent(2));
+  Kokkos::parallel_for(
+      "mosaic::widen_basis_rows", Kokkos::RangePolicy<ExecSpace>(0, B * n), KOKKOS_LAMBDA(const int bi) {
+        const int b = bi / n, i = bi % n;
+        for (int j = 0; j < r; ++j) W(b, i, j) = double(U(b, i0 + i, j));
+      });
+}
+
+// C_b = X_b^T Y_b + beta C_b for every stream b by Kokkos Kernels' gemm (the
+// vendor library behind it), over the first n rows of X (B x rows x p) and Y
+// (B x rows x q), both as widen_basis_rows writes them; C is B x p x q,
+// column-major per stream.
+template <class ExecSpace, class MemorySpace>
+void gemm_rows_per_stream(const Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace>& X,
+                          const Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace>& Y, const int n,
+                          const double beta, const Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace>& C) {
+  using matrix = Kokkos::View<double**, Kokkos::LayoutLeft, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  const std::size_t rows = X.extent(1), p = X.extent(2), q = Y.extent(2);
+  const int B = int(X.extent(0));
+  auto product = [=](const int b) {
+    const matrix Xt(X.data() + std::size_t(b) * rows * p, p, n), Yt(Y.data() + std::size_t(b) * rows * q, q, n);
+    KokkosBlas::gemm("N", "T", 1.0, Xt, Yt, beta, matrix(C.data() + std::size_t(b) * p * q, p, q));
+  };
+  // Host spaces: one stream's GEMM per thread where the BLAS runs single-
+  // threaded inside a parallel region (as the blocked update's vendor path,
+  // batched_engine.hpp); these GEMMs are too small to spread one over the
+  // threads well.
+  if constexpr (Tuning<ExecSpace>::vendor_gemm_over_streams) {
+    if (B >= ExecSpace().concurrency() && vendor_blas::host_calls_nest_single_threaded()) {
+      Kokkos::parallel_for("mosaic::gemm_rows_per_stream", Kokkos::RangePolicy<ExecSpace>(0, B), product);
+      return;
+    }
+  }
+  for (int b = 0; b < B; ++b) product(b);
+}
+
+// U^T U of every stream in double (B x r x r), on chunks of basis_gram_rows
+// rows of U widened to double: the work stays small (B x 2048 x r doubles)
+// whatever d.
 constexpr int basis_gram_rows = 2048;
 
 template <class Scalar, class ExecSpace>
 Kokkos::View<double***, Kokkos::LayoutRight, typename ExecSpace::memory_space> basis_gram(
     const StreamBatch<Scalar, ExecSpace>& sb) {
   using memory_space = typename ExecSpace::memory_space;
-  using matrix = Kokkos::View<double**, Kokkos::LayoutLeft, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   const int B = sb.batch, d = sb.d, r = sb.r, rows = d < basis_gram_rows ? d : basis_gram_rows;
   Kokkos::View<double***, Kokkos::LayoutRight, memory_space> G("mosaic::diag_gram", B, r, r);
-  // W(b, i, :) is row i0 + i of U: per stream the column-major r x rows W^T.
-  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> W("mosaic::diag_basis_rows", B, rows, r);
-  const auto U = sb.U;
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> W(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::diag_basis_rows")), B, rows, r);
   for (int i0 = 0; i0 < d; i0 += rows) {
     const int n = d - i0 < rows ? d - i0 : rows;
-    Kokkos::parallel_for(
-        "mosaic::diag_widen", Kokkos::RangePolicy<ExecSpace>(0, B * n), KOKKOS_LAMBDA(const int bi) {
-          const int b = bi / n, i = bi % n;
-          for (int j = 0; j < r; ++j) W(b, i, j) = double(U(b, i0 + i, j));
-        });
-    for (int b = 0; b < B; ++b) {
-      const matrix Wt(W.data() + std::size_t(b) * rows * r, r, n);
-      KokkosBlas::gemm("N", "T", 1.0, Wt, Wt, i0 == 0 ? 0.0 : 1.0, matrix(G.data() + std::size_t(b) * r * r, r, r));
-    }
+    widen_basis_rows<decltype(sb.U), ExecSpace>(sb.U, i0, n, W);
+    gemm_rows_per_stream<ExecSpace>(W, W, n, i0 == 0 ? 0.0 : 1.0, G);
   }
   return G;
 }

@@ -163,7 +163,11 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
     // Blocks are at most k samples and no longer than a phase (warm-up, steps).
     const std::size_t kb = std::min<std::size_t>(
         k, std::size_t(std::max<std::int64_t>(1, std::max(c.run.warmup_steps, c.run.steps))));
-    add("sample block", true, B * kb * d * s + 8 * B * std::max(kb, n0) * rs, MemoryPhase::steps);
+    // The drift-scaled latents: 2r per sample, padded to the generator's pass.
+    constexpr std::size_t pass = Tuning<Exec>::synthetic_samples_per_pass;
+    const std::size_t latent_cols = (std::max(kb, n0) + pass - 1) / pass * pass;
+    add("sample block", true, B * kb * d * s + 8 * B * (2 * rs * latent_cols + 2 * std::max(kb, n0)),
+        MemoryPhase::steps);
   }
   if (n0 > 0) {
     add("init samples", true, B * n0 * d * s, MemoryPhase::init);
@@ -176,9 +180,17 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
     add("init work (host)", false, 8 * B * (n0 * n0 + n0 * r) + threads * 8 * 3 * n0 * n0, MemoryPhase::init);
   }
   // compute_diagnostics (batch_diagnostics.hpp): rows of U widened to double
-  // for its gemm, U^T U and the eigenvalue work.
-  add("diagnostics work", true, 8 * B * (std::min<std::size_t>(d, detail::basis_gram_rows) * r + 2 * r * r + 2 * r),
-      MemoryPhase::steps);
+  // for its gemm, U^T U and the eigenvalue work; after it, for a synthetic
+  // source, the accuracy against the truth (synthetic_source.hpp): the same
+  // rows of U, as many rows of V(t), U^T V(t) and its eigenvalue work. The
+  // larger of the two, as they do not overlap.
+  const std::size_t diag_rows = std::min<std::size_t>(d, detail::basis_gram_rows);
+  std::size_t diag_work = 8 * B * (diag_rows * r + 2 * r * r + 2 * r);
+  if (c.source.type != "npy") {
+    const std::size_t rs = std::size_t(c.source.synthetic.r);
+    diag_work = std::max(diag_work, 8 * B * (diag_rows * (r + rs) + r * rs + r * r + 2 * r) + 4 * B);
+  }
+  add("diagnostics work", true, diag_work, MemoryPhase::steps);
   add("state copies (host)", false, B * state, MemoryPhase::steps);
   if (rank0 && !c.output.state_dir.empty())
     add("state files (rank 0 gathers every stream)", false, std::size_t(total_streams) * (state + 3 * 8),

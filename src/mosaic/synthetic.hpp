@@ -70,17 +70,32 @@ KOKKOS_INLINE_FUNCTION double synthetic_noise(const SyntheticSpec& spec, std::ui
 }
 
 // Element i of x_t = m + V(t) (sqrt(lambda) .* a_t) + noise_t, given the mean
-// m_i, the rows V0_i and W0_i, the scaled latent sqrt(lambda_j) a_j (computed
-// once per sample), the noise std of coordinate i and cos/sin(omega t).
-template <class RowV, class RowW, class ScaledLatent>
+// m_i, the rows V0_i and W0_i, the drift-scaled latents (computed once per
+// sample by scaled_latents) and the noise std of coordinate i:
+// m_i + sum_j (V0_ij lc_j + W0_ij ls_j) + noise_std_i n_i, with
+// lc_j = cos(omega t) sqrt(lambda_j) a_j and ls_j = sin(omega t) sqrt(lambda_j) a_j,
+// summed in increasing j (the device generator's order: a product of
+// [V0 W0] with the latents, GEMM form).
+template <class RowV, class RowW, class Latents>
 KOKKOS_INLINE_FUNCTION double synthetic_element(const SyntheticSpec& spec, std::uint64_t stream,
                                                 std::uint64_t step, int i, double mean_i,
-                                                const RowV& v0_i, const RowW& w0_i,
-                                                const ScaledLatent& scaled_latent,
-                                                double noise_std_i, double cos_t, double sin_t) {
+                                                const RowV& v0_i, const RowW& w0_i, const Latents& lc,
+                                                const Latents& ls, double noise_std_i) {
   double x = mean_i;
-  for (int j = 0; j < spec.r; ++j) x += (cos_t * v0_i(j) + sin_t * w0_i(j)) * scaled_latent(j);
+  for (int j = 0; j < spec.r; ++j) {
+    x += v0_i(j) * lc(j);
+    x += w0_i(j) * ls(j);
+  }
   return x + noise_std_i * synthetic_noise(spec, stream, step, i);
+}
+
+// The drift-scaled latents of synthetic_element: lc_j = cos_t (sqrt_lambda_j a_j),
+// ls_j = sin_t (sqrt_lambda_j a_j), rounded in that order.
+KOKKOS_INLINE_FUNCTION void scaled_latents(double sqrt_lambda_j, double a_j, double cos_t, double sin_t,
+                                           double& lc_j, double& ls_j) {
+  const double scaled = sqrt_lambda_j * a_j;
+  lc_j = cos_t * scaled;
+  ls_j = sin_t * scaled;
 }
 
 // Closed-form truth of one stream, on the host (double).
@@ -155,12 +170,13 @@ void synthetic_sample(const SyntheticSpec& spec, const SyntheticTruth& truth, st
                       std::uint64_t step, T* x) {
   const int r = spec.r;
   const double c = std::cos(spec.drift * double(step)), s = std::sin(spec.drift * double(step));
-  std::vector<double> scaled(r);
-  for (int j = 0; j < r; ++j) scaled[j] = truth.sqrt_lambda[j] * synthetic_latent(spec, stream, step, j);
+  std::vector<double> lc(r), ls(r);
+  for (int j = 0; j < r; ++j)
+    scaled_latents(truth.sqrt_lambda[j], synthetic_latent(spec, stream, step, j), c, s, lc[j], ls[j]);
   for (int i = 0; i < spec.d; ++i) {
     const ArrayRow v0{truth.V0.data() + std::size_t(i) * r}, w0{truth.W0.data() + std::size_t(i) * r};
-    x[i] = T(synthetic_element(spec, stream, step, i, truth.mean[i], v0, w0, ArrayRow{scaled.data()},
-                               truth.noise_std[i], c, s));
+    x[i] = T(synthetic_element(spec, stream, step, i, truth.mean[i], v0, w0, ArrayRow{lc.data()},
+                               ArrayRow{ls.data()}, truth.noise_std[i]));
   }
 }
 

@@ -8,14 +8,15 @@
 // synthetic_element() (synthetic.hpp), the host generator synthetic_sample()
 // it is tested against, in the same order, with cos/sin(omega t) evaluated
 // on the host and passed in, so on a host backend generate() is bitwise
-// equal to synthetic_sample() (on a GPU the counter-based normals go through
-// the device's log/sin/cos and can differ in the last bits). Stream s's
+// equal to synthetic_sample() (a GPU compiler may fuse a multiply and an add
+// into one rounding, so there the last bits can differ). Stream s's
 // sample at step t depends only on (seed, s, t): not on the batch or block
 // it sits in.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -26,6 +27,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "backend.hpp"
+#include "batch_diagnostics.hpp"
 #include "host_linalg.hpp"
 #include "host_parallel.hpp"
 #include "stream_batch.hpp"
@@ -37,36 +39,110 @@ namespace mosaic {
 
 namespace detail {
 
-// The scaled latents of samples first_step .. first_step + n - 1 of every
-// stream: latent(b, j, k) = sqrt(lambda_j) a_j of sample k (B x r x n, so
-// that the generator's inner loop over samples is at unit stride).
+// The drift-scaled latents (scaled_latents, synthetic.hpp) of samples
+// first_step .. first_step + n - 1 of every stream: latent(b, 2j, k) = lc_j
+// and latent(b, 2j + 1, k) = ls_j of sample k (B x 2r x n_pad, so that the
+// generator's inner loop over samples is at unit stride); the padding
+// columns n .. n_pad - 1 are zero.
 template <class ExecSpace>
 struct SynthLatentFunctor {
   using memory_space = typename ExecSpace::memory_space;
   SyntheticSpec spec;
   Kokkos::View<double*, memory_space> sqrt_lambda;               // r
   Kokkos::View<std::uint64_t*, memory_space> ids;                // B
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> cs;  // 2 x (>= n): cos, sin (omega step)
   Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent;
   std::uint64_t first_step = 0;
-  int n = 1;
+  int n = 1, n_pad = 1;
 
   KOKKOS_INLINE_FUNCTION void operator()(const int item) const {
-    const int k = item % n, j = (item / n) % spec.r, b = item / (n * spec.r);
-    latent(b, j, k) = sqrt_lambda(j) * synthetic_latent(spec, ids(b), first_step + std::uint64_t(k), j);
+    const int k = item % n_pad, j = (item / n_pad) % spec.r, b = item / (n_pad * spec.r);
+    double lc = 0, ls = 0;
+    if (k < n)
+      scaled_latents(sqrt_lambda(j), synthetic_latent(spec, ids(b), first_step + std::uint64_t(k), j), cs(0, k),
+                     cs(1, k), lc, ls);
+    latent(b, 2 * j, k) = lc;
+    latent(b, 2 * j + 1, k) = ls;
   }
 };
 
+// The generator's micro-kernels, on raw pointers and fixed trip counts (with
+// the views' accessors inside, the compiler neither keeps the tile in
+// registers nor vectorizes the normals). A host compiler gets them as
+// functions of their own: inlined into the work item, g++ 12 spilled the
+// tile and ran the generator 2.6x slower (a 4-stream, 128-sample block at
+// d=8192, r=64 on one thread of this project's 2-core build machine).
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define MOSAIC_SYNTH_TILE_FUNCTION __attribute__((noinline)) KOKKOS_FUNCTION
+#else
+#define MOSAIC_SYNTH_TILE_FUNCTION KOKKOS_INLINE_FUNCTION
+#endif
+//
+// acc(q, kk) += sum_j (v_q[j] lc_j[kk] + w_q[j] ls_j[kk]), each product added
+// in its turn, increasing j: row q of V0 at v + q row_stride, its entries at
+// stride js (W0 alike), the latents
+// lc_j = lat[2j * lat_stride], ls_j = lat[(2j + 1) * lat_stride].
+template <int rows, int kc>
+MOSAIC_SYNTH_TILE_FUNCTION void synth_mix_tile(const int r, const double* v, const double* w,
+                                           const std::ptrdiff_t row_stride, const std::ptrdiff_t js,
+                                           const double* lat, const std::ptrdiff_t lat_stride,
+                                           double (&acc)[rows][kc]) {
+  // The tile, the latents and the rows' entries of each j in local arrays:
+  // with runtime strides the compiler otherwise pairs up j's (or keeps the
+  // tile in memory) instead of vectorizing over the samples.
+  double t[rows][kc];
+  for (int q = 0; q < rows; ++q)
+    for (int kk = 0; kk < kc; ++kk) t[q][kk] = acc[q][kk];
+  for (int j = 0; j < r; ++j) {
+    double lc[kc], ls[kc], vq[rows], wq[rows];
+    for (int kk = 0; kk < kc; ++kk) {
+      lc[kk] = lat[(2 * j) * lat_stride + kk];
+      ls[kk] = lat[(2 * j + 1) * lat_stride + kk];
+    }
+    for (int q = 0; q < rows; ++q) {
+      vq[q] = v[q * row_stride + j * js];
+      wq[q] = w[q * row_stride + j * js];
+    }
+    for (int q = 0; q < rows; ++q)
+      for (int kk = 0; kk < kc; ++kk) {
+        t[q][kk] += vq[q] * lc[kk];
+        t[q][kk] += wq[q] * ls[kk];
+      }
+  }
+  for (int q = 0; q < rows; ++q)
+    for (int kk = 0; kk < kc; ++kk) acc[q][kk] = t[q][kk];
+}
+
+// z(q, kk) = noise index 4 g + q of sample first_step + kk: the Philox words
+// of the kc samples, then their Box-Muller pairs, each loop over the samples.
+template <int kc>
+MOSAIC_SYNTH_TILE_FUNCTION void synth_noise_tile(const std::uint64_t seed, const std::uint64_t id,
+                                             const std::uint64_t first_step, const std::uint64_t g,
+                                             double (&z)[4][kc]) {
+  std::uint32_t words[4][kc];
+  for (int kk = 0; kk < kc; ++kk) {
+    const Philox4 p = counter_block(seed, RngDomain::noise, id, first_step + std::uint64_t(kk), 4 * g);
+    for (int q = 0; q < 4; ++q) words[q][kk] = p.v[q];
+  }
+  for (int pair = 0; pair < 2; ++pair)
+    for (int kk = 0; kk < kc; ++kk) {
+      const NormalPair p = box_muller(words[2 * pair][kk], words[2 * pair + 1][kk]);
+      z[2 * pair][kk] = p.even;
+      z[2 * pair + 1][kk] = p.odd;
+    }
+}
+
 // Writes samples first_step .. first_step + n - 1 of every stream: Out is
 // B x d (n == 1) or B x n x d. Work item (b, g) makes rows 4g .. 4g + 3 of
-// stream b for all n samples, kc samples per pass. Each element is
-// synthetic_element's formula with its operations in its order (the mean,
-// then + (cos V0_ij + sin W0_ij) sqrt(lambda_j) a_j for j = 0 .. r - 1, then
-// + noise std x noise), so the samples are bitwise those of the host
-// generator synthetic_sample (test SyntheticSource.DeviceEqualsHostBitwise-
-// InDouble); the loops are reordered so that a row of V0 and W0 is read once
-// per kc samples instead of once per sample, the innermost loop runs over
-// the samples at unit stride (it vectorizes), and one Philox call gives the
-// noise of the 4 rows (counter_normal4) instead of one each.
+// stream b, kc samples at a time: the 4 x kc tile of [V0 W0] (latents) in
+// registers (a GEMM micro-kernel; the loops have fixed trip counts, rows past
+// d read row d - 1 and samples past n the zero padding, neither stored), then
+// the tile's noise, one Philox call for the 4 rows of a sample
+// (counter_normal4), a loop over the kc samples that vectorizes on a CPU.
+// Each element is synthetic_element's formula with its operations in its
+// order, so the samples are bitwise those of the host generator
+// synthetic_sample (test SyntheticSource.DeviceEqualsHostBitwiseInDouble) on
+// a host backend.
 template <class Scalar, class ExecSpace, class OutView>
 struct SynthFunctor {
   using memory_space = typename ExecSpace::memory_space;
@@ -77,10 +153,9 @@ struct SynthFunctor {
 
   SyntheticSpec spec;
   basis_view V0, W0;
-  mat_view mean, noise_std;                                      // B x d
-  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent;  // B x r x (>= n)
-  mat_view cs;                                                   // 2 x (>= n): cos, sin (omega step)
-  Kokkos::View<std::uint64_t*, memory_space> ids;                // B
+  mat_view mean, noise_std;                                           // B x d
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent;  // B x 2r x n_pad
+  Kokkos::View<std::uint64_t*, memory_space> ids;                     // B
   OutView X;
   std::uint64_t first_step = 0;
   int n = 1, groups = 0;  // groups = ceil(d / 4)
@@ -97,27 +172,26 @@ struct SynthFunctor {
   KOKKOS_INLINE_FUNCTION void operator()(const int item) const {
     const int b = item / groups, g = item % groups;
     const int i0 = rows * g, nr = spec.d - i0 < rows ? spec.d - i0 : rows;
+    // The truth's arrays have ceil(d / 4) x 4 rows (zero past d): the tile
+    // reads 4 rows in every group and stores the first nr.
+    const std::ptrdiff_t row_stride = std::ptrdiff_t(V0.stride(1)), js = std::ptrdiff_t(V0.stride(2)),
+                         lat_stride = std::ptrdiff_t(latent.stride(1));
+    const double* v = &V0(b, i0, 0);
+    const double* w = &W0(b, i0, 0);
     const std::uint64_t id = ids(b);
     for (int k0 = 0; k0 < n; k0 += kc) {
-      const int nk = n - k0 < kc ? n - k0 : kc;
-      const double* c = &cs(0, k0);
-      const double* s = &cs(1, k0);
       double acc[rows][kc];
-      for (int q = 0; q < nr; ++q) {
+      for (int q = 0; q < rows; ++q) {
         const double m = mean(b, i0 + q);
-        for (int kk = 0; kk < nk; ++kk) acc[q][kk] = m;
+        for (int kk = 0; kk < kc; ++kk) acc[q][kk] = m;
       }
-      for (int j = 0; j < spec.r; ++j) {
-        const double* a = &latent(b, j, k0);
-        for (int q = 0; q < nr; ++q) {
-          const double v = V0(b, i0 + q, j), w = W0(b, i0 + q, j);
-          for (int kk = 0; kk < nk; ++kk) acc[q][kk] += (c[kk] * v + s[kk] * w) * a[kk];
-        }
-      }
-      for (int kk = 0; kk < nk; ++kk) {
-        double z[rows];
-        counter_normal4(spec.seed, RngDomain::noise, id, first_step + std::uint64_t(k0 + kk), std::uint64_t(g), z);
-        for (int q = 0; q < nr; ++q) store(b, k0 + kk, i0 + q, acc[q][kk] + noise_std(b, i0 + q) * z[q]);
+      synth_mix_tile<rows, kc>(spec.r, v, w, row_stride, js, &latent(b, 0, k0), lat_stride, acc);
+      double z[rows][kc];
+      synth_noise_tile<kc>(spec.seed, id, first_step + std::uint64_t(k0), std::uint64_t(g), z);
+      const int nk = n - k0 < kc ? n - k0 : kc;
+      for (int q = 0; q < nr; ++q) {
+        const double sd = noise_std(b, i0 + q);
+        for (int kk = 0; kk < nk; ++kk) store(b, k0 + kk, i0 + q, acc[q][kk] + sd * z[q][kk]);
       }
     }
   }
@@ -145,12 +219,14 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
     truths_.resize(ids_.size());
     host_parallel_for("mosaic::synthetic_truth", B,
                       [&](const int b) { truths_[std::size_t(b)] = make_synthetic_truth(spec_, ids_[std::size_t(b)]); });
+    // Rows padded to the generator's groups of 4 (zero past d).
+    const int d_pad = (d + 3) / 4 * 4;
     V0_ = basis_view(Kokkos::view_alloc(std::string("synthetic::V0")),
-                     BasisLayout<ExecSpace>::layout(B, d, r));
+                     BasisLayout<ExecSpace>::layout(B, d_pad, r));
     W0_ = basis_view(Kokkos::view_alloc(std::string("synthetic::W0")),
-                     BasisLayout<ExecSpace>::layout(B, d, r));
-    mean_ = mat_view("synthetic::mean", B, d);
-    noise_std_ = mat_view("synthetic::noise_std", B, d);
+                     BasisLayout<ExecSpace>::layout(B, d_pad, r));
+    mean_ = mat_view("synthetic::mean", B, d_pad);
+    noise_std_ = mat_view("synthetic::noise_std", B, d_pad);
     sqrt_lambda_ = Kokkos::View<double*, memory_space>("synthetic::sqrt_lambda", r);
     ids_d_ = Kokkos::View<std::uint64_t*, memory_space>("synthetic::ids", B);
     auto hV = Kokkos::create_mirror_view(V0_);
@@ -226,17 +302,53 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   }
 
   // Accuracy of the batch's states against the truth at `step` (the step
-  // index of the last sample consumed). Host-side: copies the states out,
-  // then one host thread per stream. A frozen (broken-down) stream is
-  // included with its frozen state.
+  // index of the last sample consumed), on the execution space: P = U^T V(t)
+  // by gemm over chunks of rows of U and of V(t) = cos(omega t) V0 +
+  // sin(omega t) W0 in double (batch_diagnostics.hpp's basis_gram_rows), the
+  // eigenvalues of S's symmetric part by QL per stream; the host gets P (B x
+  // r x r) and the eigenvalues. A frozen (broken-down) stream is included
+  // with its frozen state.
   TruthAccuracy truth_accuracy(const StreamBatch<Scalar, ExecSpace>& sb, std::int64_t step) const {
     if (sb.batch != batch() || sb.d != spec_.d)
       throw std::invalid_argument("SyntheticDriftSource::accuracy: batch has B=" +
                                   std::to_string(sb.batch) + ", d=" + std::to_string(sb.d) +
                                   ", source has B=" + std::to_string(batch()) +
                                   ", d=" + std::to_string(spec_.d));
-    const int d = spec_.d, rs = spec_.r, rt = sb.r, k = std::min(rs, rt);
-    TruthAccuracy acc;
+    using work_view = Kokkos::View<double***, Kokkos::LayoutRight, memory_space>;
+    const int B = batch(), d = spec_.d, rs = spec_.r, rt = sb.r, k = std::min(rs, rt);
+    const int rows = std::min(d, detail::basis_gram_rows);
+    const double c = std::cos(spec_.drift * double(step)), s = std::sin(spec_.drift * double(step));
+    const work_view W(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::truth_basis_rows")), B,
+                      rows, rt),
+        Vt(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::truth_rows")), B, rows, rs),
+        P("mosaic::truth_products", B, rt, rs);
+    const basis_view V0 = V0_, W0 = W0_;
+    for (int i0 = 0; i0 < d; i0 += rows) {
+      const int n = std::min(rows, d - i0);
+      detail::widen_basis_rows<decltype(sb.U), ExecSpace>(sb.U, i0, n, W);
+      Kokkos::parallel_for(
+          "mosaic::truth_basis_at", Kokkos::RangePolicy<ExecSpace>(0, B * n), KOKKOS_LAMBDA(const int bi) {
+            const int b = bi / n, i = bi % n;
+            for (int j = 0; j < rs; ++j) Vt(b, i, j) = c * V0(b, i0 + i, j) + s * W0(b, i0 + i, j);
+          });
+      detail::gemm_rows_per_stream<ExecSpace>(W, Vt, n, i0 == 0 ? 0.0 : 1.0, P);
+    }
+    const work_view A("mosaic::truth_eigen_work", B, rt, rt), eig("mosaic::truth_eigen", B, 2, rt);
+    Kokkos::View<int*, memory_space> converged("mosaic::truth_eigen_converged", B);
+    const auto S = sb.S;
+    Kokkos::parallel_for(
+        "mosaic::truth_spectrum", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const int b) {
+          converged(b) = detail::symmetric_part_eigenvalues(
+                             Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()),
+                             Kokkos::subview(A, b, Kokkos::ALL(), Kokkos::ALL()), Kokkos::subview(eig, b, 0, Kokkos::ALL()),
+                             Kokkos::subview(eig, b, 1, Kokkos::ALL()), rt)
+                             ? 1
+                             : 0;
+        });
+    const auto hP = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), P);
+    const auto hEig = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), eig);
+    const auto hConv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), converged);
+    const auto hs2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.s2);
     std::vector<double> lambda(k);
     double lnorm = 0;
     for (int j = 0; j < k; ++j) {
@@ -244,65 +356,31 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
       lnorm += lambda[j] * lambda[j];
     }
     lnorm = std::sqrt(lnorm);
-    std::vector<ReferenceState<Scalar>> states;
-    for (int b = 0; b < batch(); ++b) states.push_back(sb.to_host(b));
-    const std::size_t B = std::size_t(batch());
-    std::vector<double> projs(B), noises(B), spec_errs(B);
-    host_parallel_for("mosaic::truth_accuracy", batch(), [&](const int b) {
-      const ReferenceState<Scalar>& st = states[std::size_t(b)];
-      const SyntheticTruth& t = truths_[std::size_t(b)];
-      const std::vector<double> V = t.basis_at(spec_, std::uint64_t(step));
-      // P = U^T V(t), each entry summed over i in increasing order, at unit
-      // stride; four rows i per pass over P, each added in its turn (the
-      // same sums, a quarter of the loads and stores of P).
-      std::vector<double> P(std::size_t(rt) * rs, 0.0);
-      int i = 0;
-      for (; i + 4 <= d; i += 4) {
-        const double* v0 = &V[std::size_t(i) * rs];
-        const double *v1 = v0 + rs, *v2 = v1 + rs, *v3 = v2 + rs;
-        for (int a = 0; a < rt; ++a) {
-          const double u0 = double(st.u(i, a)), u1 = double(st.u(i + 1, a)), u2 = double(st.u(i + 2, a)),
-                       u3 = double(st.u(i + 3, a));
-          double* pa = &P[std::size_t(a) * rs];
-          for (int c = 0; c < rs; ++c) {
-            double p = pa[c];
-            p += u0 * v0[c];
-            p += u1 * v1[c];
-            p += u2 * v2[c];
-            p += u3 * v3[c];
-            pa[c] = p;
-          }
-        }
-      }
-      for (; i < d; ++i)
-        for (int a = 0; a < rt; ++a) {
-          const double u = double(st.u(i, a));
-          for (int c = 0; c < rs; ++c) P[std::size_t(a) * rs + c] += u * V[std::size_t(i) * rs + c];
-        }
+    TruthAccuracy acc;
+    for (int b = 0; b < B; ++b) {
       double pf = 0;
-      for (const double p : P) pf += p * p;
-      projs[std::size_t(b)] = 1.0 - pf / double(k);
-      noises[std::size_t(b)] = std::fabs(double(st.s2) - t.noise_variance) / t.noise_variance;
-      std::vector<double> ev, vec;
-      if (!host::tridiagonal_eigen(std::vector<double>(st.S.begin(), st.S.end()), rt, ev, vec)) {
-        spec_errs[std::size_t(b)] = std::numeric_limits<double>::quiet_NaN();  // a non-finite S
-        return;
+      for (int a = 0; a < rt; ++a)
+        for (int j = 0; j < rs; ++j) pf += hP(b, a, j) * hP(b, a, j);
+      const double proj = 1.0 - pf / double(k);
+      const double noise_variance = truths_[std::size_t(b)].noise_variance;
+      const double noise = std::fabs(double(hs2(b)) - noise_variance) / noise_variance;
+      // A non-finite S (the QL iteration does not converge) has no spectrum.
+      double spec_err = std::numeric_limits<double>::quiet_NaN();
+      if (hConv(b)) {
+        // eig(b, 0, :) ascending: the j-th largest is rt - 1 - j.
+        double diff = 0;
+        for (int j = 0; j < k; ++j) {
+          const double deb = std::max(hEig(b, 0, rt - 1 - j) - double(hs2(b)), 0.0);
+          diff += (deb - lambda[j]) * (deb - lambda[j]);
+        }
+        spec_err = std::sqrt(diff) / lnorm;
       }
-      double diff = 0;
-      for (int j = 0; j < k; ++j) {
-        const double deb = std::max(ev[j] - double(st.s2), 0.0);
-        diff += (deb - lambda[j]) * (deb - lambda[j]);
-      }
-      spec_errs[std::size_t(b)] = std::sqrt(diff) / lnorm;
-    });
-    for (int b = 0; b < batch(); ++b) {
-      const double proj = projs[std::size_t(b)], noise = noises[std::size_t(b)], spec_err = spec_errs[std::size_t(b)];
       acc.projector_distance_max = std::max(acc.projector_distance_max, proj);
       acc.noise_rel_error_max = std::max(acc.noise_rel_error_max, noise);
       acc.spectrum_rel_error_max = std::max(acc.spectrum_rel_error_max, spec_err);
-      acc.projector_distance_mean += proj / batch();
-      acc.noise_rel_error_mean += noise / batch();
-      acc.spectrum_rel_error_mean += spec_err / batch();
+      acc.projector_distance_mean += proj / B;
+      acc.noise_rel_error_mean += noise / B;
+      acc.spectrum_rel_error_mean += spec_err / B;
     }
     return acc;
   }
@@ -311,18 +389,23 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   using basis_view = Kokkos::View<double***, Kokkos::LayoutStride, memory_space>;
   using mat_view = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>;
 
+  // Samples per generator pass (its tile width): the latents are padded to a
+  // multiple of it.
+  static constexpr int samples_per_pass = Tuning<ExecSpace>::synthetic_samples_per_pass;
+  static int padded(int n) { return (n + samples_per_pass - 1) / samples_per_pass * samples_per_pass; }
+
   // The cos/sin and latent work arrays of generate_block for n samples.
   void reserve_block(int n) const {
     if (int(csb_.extent(1)) >= n) return;
     csb_ = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>("synthetic::cs_block", 2, n);
     csb_host_ = Kokkos::create_mirror_view(csb_);
     latentb_ = Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("synthetic::latent_block", batch(),
-                                                                           spec_.r, n);
+                                                                           2 * spec_.r, padded(n));
   }
 
   // Samples first_step .. first_step + n - 1 of every stream into X (n <= the
   // work arrays' capacity): cos/sin(omega t) evaluated on the host (see the
-  // file comment), the scaled latents, then the samples.
+  // file comment), the drift-scaled latents, then the samples.
   template <class OutView>
   void launch(std::uint64_t first_step, int n, const OutView& X, const char* label) const {
     for (int k = 0; k < n; ++k) {
@@ -331,12 +414,17 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
       csb_host_(1, k) = std::sin(a);
     }
     Kokkos::deep_copy(csb_, csb_host_);
-    Kokkos::parallel_for("mosaic::synthetic_latent", Kokkos::RangePolicy<ExecSpace>(0, batch() * spec_.r * n),
-                         detail::SynthLatentFunctor<ExecSpace>{spec_, sqrt_lambda_, ids_d_, latentb_, first_step, n});
+    const int n_pad = padded(n);
+    // A B x 2r x n_pad view over the work array's memory (LayoutRight).
+    const Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent(latentb_.data(), batch(), 2 * spec_.r,
+                                                                            n_pad);
+    Kokkos::parallel_for("mosaic::synthetic_latent", Kokkos::RangePolicy<ExecSpace>(0, batch() * spec_.r * n_pad),
+                         detail::SynthLatentFunctor<ExecSpace>{spec_, sqrt_lambda_, ids_d_, csb_, latent, first_step, n,
+                                                               n_pad});
     const int groups = (spec_.d + 3) / 4;
     Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(0, batch() * groups),
-                         detail::SynthFunctor<Scalar, ExecSpace, OutView>{spec_, V0_, W0_, mean_, noise_std_, latentb_,
-                                                                          csb_, ids_d_, X, first_step, n, groups});
+                         detail::SynthFunctor<Scalar, ExecSpace, OutView>{spec_, V0_, W0_, mean_, noise_std_, latent,
+                                                                          ids_d_, X, first_step, n, groups});
   }
 
   void check(std::size_t b, std::size_t d, const char* what) const {
