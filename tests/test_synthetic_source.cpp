@@ -220,12 +220,7 @@ void accuracy_matches_host_definition(const double tol) {
     const double spec_err = std::sqrt(diff) / lnorm;
     EXPECT_GT(proj, 0.05) << b;
     EXPECT_LT(proj, 0.999) << b;
-    want.projector_distance_max = std::max(want.projector_distance_max, proj);
-    want.noise_rel_error_max = std::max(want.noise_rel_error_max, noise);
-    want.spectrum_rel_error_max = std::max(want.spectrum_rel_error_max, spec_err);
-    want.projector_distance_mean += proj / B;
-    want.noise_rel_error_mean += noise / B;
-    want.spectrum_rel_error_mean += spec_err / B;
+    want.add_stream(proj, noise, spec_err, B);
   }
   EXPECT_NEAR(acc.projector_distance_max, want.projector_distance_max, tol);
   EXPECT_NEAR(acc.projector_distance_mean, want.projector_distance_mean, tol);

@@ -10,6 +10,8 @@
 // (its generation buffer, or the staged chunk of the files): no copy.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -72,6 +74,17 @@ struct TruthAccuracy {
   double projector_distance_max = 0, projector_distance_mean = 0;
   double noise_rel_error_max = 0, noise_rel_error_mean = 0;
   double spectrum_rel_error_max = 0, spectrum_rel_error_mean = 0;
+
+  // Adds one of `streams` streams' measures to the maxima and means (a NaN
+  // spectrum error, a stream without a spectrum, leaves the maximum alone).
+  void add_stream(double projector_distance, double noise_rel_error, double spectrum_rel_error, int streams) {
+    projector_distance_max = std::max(projector_distance_max, projector_distance);
+    noise_rel_error_max = std::max(noise_rel_error_max, noise_rel_error);
+    spectrum_rel_error_max = std::max(spectrum_rel_error_max, spectrum_rel_error);
+    projector_distance_mean += projector_distance / streams;
+    noise_rel_error_mean += noise_rel_error / streams;
+    spectrum_rel_error_mean += spectrum_rel_error / streams;
+  }
 };
 
 template <class Scalar, class ExecSpace>

@@ -375,12 +375,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
         }
         spec_err = std::sqrt(diff) / lnorm;
       }
-      acc.projector_distance_max = std::max(acc.projector_distance_max, proj);
-      acc.noise_rel_error_max = std::max(acc.noise_rel_error_max, noise);
-      acc.spectrum_rel_error_max = std::max(acc.spectrum_rel_error_max, spec_err);
-      acc.projector_distance_mean += proj / B;
-      acc.noise_rel_error_mean += noise / B;
-      acc.spectrum_rel_error_mean += spec_err / B;
+      acc.add_stream(proj, noise, spec_err, B);
     }
     return acc;
   }
