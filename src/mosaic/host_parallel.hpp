@@ -1,6 +1,5 @@
 // Independent host-side work per stream (the synthetic truths, init: data's
-// eigen-decompositions, the accuracy against the truth) on the host execution
-// space's threads.
+// eigen-decompositions) on the host execution space's threads.
 // An exception cannot leave an OpenMP parallel region: each index's is
 // caught and the one of the lowest index is rethrown after the loop, so the
 // caller sees what the serial loop would have thrown first.
