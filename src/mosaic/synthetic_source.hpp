@@ -70,29 +70,29 @@ struct SynthLatentFunctor {
 // the views' accessors inside, the compiler neither keeps the tile in
 // registers nor vectorizes the normals). A host compiler gets them as
 // functions of their own: inlined into the work item, g++ 12 spilled the
-// tile and ran the generator 2.6x slower (a 4-stream, 128-sample block at
-// d=8192, r=64 on one thread of this project's 2-core build machine).
+// tile to memory (seen in its assembly).
 #if defined(__GNUC__) && !defined(__CUDACC__)
 #define MOSAIC_SYNTH_TILE_FUNCTION __attribute__((noinline)) KOKKOS_FUNCTION
 #else
 #define MOSAIC_SYNTH_TILE_FUNCTION KOKKOS_INLINE_FUNCTION
 #endif
-//
-// acc(q, kk) += sum_j (v_q[j] lc_j[kk] + w_q[j] ls_j[kk]), each product added
-// in its turn, increasing j: row q of V0 at v + q row_stride, its entries at
-// stride js (W0 alike), the latents
-// lc_j = lat[2j * lat_stride], ls_j = lat[(2j + 1) * lat_stride].
+
+// acc(q, kk) = m[q] + sum_j (v_q[j] lc_j[kk] + w_q[j] ls_j[kk]), each product
+// added in its turn, increasing j: row q of V0 at v + q row_stride, its
+// entries at stride js (W0 alike), the latents lc_j = lat[2j * lat_stride],
+// ls_j = lat[(2j + 1) * lat_stride].
 template <int rows, int kc>
-MOSAIC_SYNTH_TILE_FUNCTION void synth_mix_tile(const int r, const double* v, const double* w,
-                                           const std::ptrdiff_t row_stride, const std::ptrdiff_t js,
-                                           const double* lat, const std::ptrdiff_t lat_stride,
-                                           double (&acc)[rows][kc]) {
+MOSAIC_SYNTH_TILE_FUNCTION void synth_mix_tile(const int r, const double* m, const double* v, const double* w,
+                                               const std::ptrdiff_t row_stride, const std::ptrdiff_t js,
+                                               const double* lat, const std::ptrdiff_t lat_stride,
+                                               double (&acc)[rows][kc]) {
   // The tile, the latents and the rows' entries of each j in local arrays:
   // with runtime strides the compiler otherwise pairs up j's (or keeps the
-  // tile in memory) instead of vectorizing over the samples.
+  // tile in memory: acc might alias the inputs) instead of vectorizing over
+  // the samples.
   double t[rows][kc];
   for (int q = 0; q < rows; ++q)
-    for (int kk = 0; kk < kc; ++kk) t[q][kk] = acc[q][kk];
+    for (int kk = 0; kk < kc; ++kk) t[q][kk] = m[q];
   for (int j = 0; j < r; ++j) {
     double lc[kc], ls[kc], vq[rows], wq[rows];
     for (int kk = 0; kk < kc; ++kk) {
@@ -117,8 +117,8 @@ MOSAIC_SYNTH_TILE_FUNCTION void synth_mix_tile(const int r, const double* v, con
 // of the kc samples, then their Box-Muller pairs, each loop over the samples.
 template <int kc>
 MOSAIC_SYNTH_TILE_FUNCTION void synth_noise_tile(const std::uint64_t seed, const std::uint64_t id,
-                                             const std::uint64_t first_step, const std::uint64_t g,
-                                             double (&z)[4][kc]) {
+                                                 const std::uint64_t first_step, const std::uint64_t g,
+                                                 double (&z)[4][kc]) {
   std::uint32_t words[4][kc];
   for (int kk = 0; kk < kc; ++kk) {
     const Philox4 p = counter_block(seed, RngDomain::noise, id, first_step + std::uint64_t(kk), 4 * g);
@@ -176,16 +176,13 @@ struct SynthFunctor {
     // reads 4 rows in every group and stores the first nr.
     const std::ptrdiff_t row_stride = std::ptrdiff_t(V0.stride(1)), js = std::ptrdiff_t(V0.stride(2)),
                          lat_stride = std::ptrdiff_t(latent.stride(1));
+    const double* m = &mean(b, i0);  // mean is LayoutRight: its 4 rows are adjacent
     const double* v = &V0(b, i0, 0);
     const double* w = &W0(b, i0, 0);
     const std::uint64_t id = ids(b);
     for (int k0 = 0; k0 < n; k0 += kc) {
       double acc[rows][kc];
-      for (int q = 0; q < rows; ++q) {
-        const double m = mean(b, i0 + q);
-        for (int kk = 0; kk < kc; ++kk) acc[q][kk] = m;
-      }
-      synth_mix_tile<rows, kc>(spec.r, v, w, row_stride, js, &latent(b, 0, k0), lat_stride, acc);
+      synth_mix_tile<rows, kc>(spec.r, m, v, w, row_stride, js, &latent(b, 0, k0), lat_stride, acc);
       double z[rows][kc];
       synth_noise_tile<kc>(spec.seed, id, first_step + std::uint64_t(k0), std::uint64_t(g), z);
       const int nk = n - k0 < kc ? n - k0 : kc;
