@@ -344,8 +344,9 @@ Row bench_point(const Options& o, int d, int r) {
   }
 
   // Host reference, one stream (id 0), its own fresh samples from the host
-  // generator (the same numbers the device generator gives that stream).
-  const mosaic::SyntheticTruth truth = mosaic::make_synthetic_truth(spec, ids[0]);
+  // generator on the source's truth (the same numbers the device generator
+  // gives that stream).
+  const mosaic::SyntheticTruth truth = src.truths_on_host()[0];
   std::vector<T> x(d);
   auto ref = mosaic::reference_init_random<T>(d, r, p, 1, ids[0]);
   double t_ref = 0;

@@ -54,10 +54,10 @@ SyntheticSpec test_spec() {
   return s;
 }
 
-// The synthetic samples [0, rows) of stream `id`, written as a float64 file.
-std::string write_synthetic_file(const TempDir& dir, const SyntheticSpec& spec, std::uint64_t id,
-                                 std::int64_t rows) {
-  const SyntheticTruth truth = make_synthetic_truth(spec, id);
+// The synthetic samples [0, rows) of stream `id` with the truth `truth`
+// (the synthetic source's, copied to the host), written as a float64 file.
+std::string write_synthetic_file(const TempDir& dir, const SyntheticSpec& spec, const SyntheticTruth& truth,
+                                 std::uint64_t id, std::int64_t rows) {
   std::vector<double> data(std::size_t(rows) * spec.d);
   for (std::int64_t t = 0; t < rows; ++t)
     synthetic_sample(spec, truth, id, std::uint64_t(t), data.data() + std::size_t(t) * spec.d);
@@ -120,10 +120,11 @@ void check_equivalence(int chunk_rows, double gpu_tol) {
   const std::int64_t steps = 500;
   const std::int64_t rows = p.resolved_init_samples(r) + steps;
   const std::vector<std::uint64_t> ids = {0, 3, 7};
-  std::vector<std::string> paths;
-  for (auto id : ids) paths.push_back(write_synthetic_file(dir, spec, id, rows));
-
   SyntheticDriftSource<Scalar, Exec> synth(spec, ids);
+  const std::vector<SyntheticTruth> truths = synth.truths_on_host();
+  std::vector<std::string> paths;
+  for (std::size_t b = 0; b < ids.size(); ++b) paths.push_back(write_synthetic_file(dir, spec, truths[b], ids[b], rows));
+
   const auto a = run_engine<Scalar>(synth, ids, spec.d, r, p, steps);
   NpyStreamSource<Scalar, Exec> npy(paths, ids, spec.d, chunk_rows);
   EXPECT_EQ(npy.end_row(), rows);
@@ -203,17 +204,18 @@ TEST(NpySource, NonFiniteRowFreezesOnlyItsStreamAndReportsTheRow) {
   const int n0 = p.resolved_init_samples(r);
   const std::int64_t steps = 300, bad_step = 123, rows = n0 + steps;
   const std::vector<std::uint64_t> ids = {0, 1, 2};
+  SyntheticDriftSource<double, Exec> synth(spec, ids);
+  const std::vector<SyntheticTruth> truths = synth.truths_on_host();
   std::vector<std::string> paths;
-  for (auto id : ids) paths.push_back(write_synthetic_file(dir, spec, id, rows));
+  for (std::size_t b = 0; b < ids.size(); ++b) paths.push_back(write_synthetic_file(dir, spec, truths[b], ids[b], rows));
   {  // stream 1: a NaN at row n0 + bad_step, column 5
-    const SyntheticTruth truth = make_synthetic_truth(spec, 1);
+    const SyntheticTruth& truth = truths[1];
     std::vector<double> data(std::size_t(rows) * spec.d);
     for (std::int64_t t = 0; t < rows; ++t)
       synthetic_sample(spec, truth, 1, std::uint64_t(t), data.data() + std::size_t(t) * spec.d);
     data[std::size_t(n0 + bad_step) * spec.d + 5] = std::numeric_limits<double>::quiet_NaN();
     write_npy<double>(paths[1], {rows, spec.d}, data.data());
   }
-  SyntheticDriftSource<double, Exec> synth(spec, ids);
   const auto a = run_engine<double>(synth, ids, spec.d, r, p, steps);
   NpyStreamSource<double, Exec> npy(paths, ids, spec.d, 50);
   const auto b = run_engine<double>(npy, ids, spec.d, r, p, steps);

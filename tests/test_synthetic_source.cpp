@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <tuple>
 #include <vector>
 
 #include "mosaic/batched_engine.hpp"
@@ -15,6 +18,11 @@
 namespace {
 
 using namespace mosaic;
+
+// Host backends compute the truth's pointwise parts bitwise as the host does;
+// a GPU's pow and log may differ in the last bits.
+constexpr bool kHostBackend =
+    Kokkos::SpaceAccessibility<Kokkos::HostSpace, Kokkos::DefaultExecutionSpace::memory_space>::accessible;
 
 SyntheticSpec test_spec(bool heterogeneous) {
   SyntheticSpec s;
@@ -40,17 +48,107 @@ TEST(SyntheticSource, DeviceEqualsHostBitwiseInDouble) {
     spec.d = d;
     const std::vector<std::uint64_t> ids = {0, 5, 17};
     SyntheticDriftSource<double> src(spec, ids);
+    const std::vector<SyntheticTruth> truths = src.truths_on_host();
     Kokkos::View<double**> X("X", ids.size(), spec.d);
     std::vector<double> host(spec.d);
     for (std::int64_t step : {0, 1, 2, 999, 123456789}) {
       src.generate(step, X);
       auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), X);
       for (std::size_t b = 0; b < ids.size(); ++b) {
-        synthetic_sample(spec, src.truths()[b], ids[b], std::uint64_t(step), host.data());
+        synthetic_sample(spec, truths[b], ids[b], std::uint64_t(step), host.data());
         for (int i = 0; i < spec.d; ++i)
           ASSERT_EQ(h(b, i), host[i]) << "het=" << het << " step=" << step << " b=" << b << " i=" << i;
       }
     }
+  }
+}
+
+// The execution space's truth (Cholesky-QR) against the host truth (modified
+// Gram-Schmidt) of the same streams: the pointwise parts bitwise (on a host
+// backend), [V0 W0] orthonormal to the construction's tolerance and equal to
+// the host's Q factor to rounding. d = 4500, 2r = 120: the shape of the
+// headline decks (one pass); d = 4, r = 2: square Gaussian matrices, among
+// 400 streams some ill-conditioned (more passes, or the shift). The errors
+// reached are printed with MOSAIC_TEST_GAPS=1.
+TEST(SyntheticSource, TruthMatchesTheHostTruth) {
+  for (const auto& [d, r, nstreams, tol] : {std::tuple{4500, 60, 3, 1e-13}, std::tuple{4, 2, 400, 1e-9}}) {
+    SyntheticSpec spec = test_spec(true);
+    spec.d = d;
+    spec.r = r;
+    std::vector<std::uint64_t> ids;
+    for (int b = 0; b < nstreams; ++b) ids.push_back(std::uint64_t(3 * b + 1));
+    SyntheticDriftSource<double> src(spec, ids);
+    const std::vector<SyntheticTruth> truths = src.truths_on_host();
+    double orth = 0, diff = 0;
+    for (int b = 0; b < nstreams; ++b) {
+      const SyntheticTruth host = make_synthetic_truth(spec, ids[b]);
+      const SyntheticTruth& dev = truths[b];
+      if (kHostBackend) {
+        ASSERT_EQ(dev.mean, host.mean) << "stream " << ids[b];
+        ASSERT_EQ(dev.noise_std, host.noise_std) << "stream " << ids[b];
+        ASSERT_EQ(dev.noise_variance, host.noise_variance) << "stream " << ids[b];
+      }
+      ASSERT_EQ(dev.sqrt_lambda, host.sqrt_lambda);
+      for (std::size_t e = 0; e < host.V0.size(); ++e) {
+        diff = std::max(diff, std::fabs(dev.V0[e] - host.V0[e]));
+        diff = std::max(diff, std::fabs(dev.W0[e] - host.W0[e]));
+      }
+      // [V0 W0]^T [V0 W0] - I, measured here in long double.
+      auto column = [&](int j, int i) { return j < r ? dev.V0[std::size_t(i) * r + j] : dev.W0[std::size_t(i) * r + j - r]; };
+      for (int a = 0; a < 2 * r; ++a)
+        for (int c = 0; c <= a; ++c) {
+          long double g = 0;
+          for (int i = 0; i < d; ++i) g += (long double)column(a, i) * column(c, i);
+          orth = std::max(orth, double(std::fabs(g - (a == c ? 1.0L : 0.0L))));
+        }
+      const double built = src.truth_orthonormality_error()[std::size_t(b)];
+      EXPECT_LE(built, detail::truth_orthonormality_tolerance) << "stream " << ids[b];
+    }
+    EXPECT_LE(orth, 4 * detail::truth_orthonormality_tolerance) << "d=" << d << " r=" << r;
+    EXPECT_LE(diff, tol) << "d=" << d << " r=" << r;
+    if (std::getenv("MOSAIC_TEST_GAPS"))
+      std::printf("truth d=%d r=%d streams=%d: max |Q^T Q - I| %.3e, max |Q - Q_host| %.3e\n", d, r, nstreams, orth,
+                  diff);
+  }
+}
+
+// cholesky_qr_per_stream on Gaussian 60 x 6 matrices, stream 1's last
+// column its first plus 1e-10 times noise (condition about 1e10, beyond what
+// one or two plain Cholesky-QR passes orthonormalize): both end orthonormal,
+// and their well-conditioned leading columns (all six of stream 0, five of
+// stream 1) equal the Q factor of modified Gram-Schmidt.
+TEST(SyntheticSource, CholeskyQrOrthonormalizesAnIllConditionedBasis) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  const int d = 60, k = 6, B = 2;
+  Kokkos::View<double***, Kokkos::LayoutStride, Exec::memory_space> Q("Q", BasisLayout<Exec>::layout(B, d, k));
+  const auto h = Kokkos::create_mirror_view(Q);
+  std::vector<std::vector<double>> X(B, std::vector<double>(std::size_t(d) * k));
+  for (int b = 0; b < B; ++b) {
+    for (int e = 0; e < d * k; ++e) X[b][std::size_t(e)] = counter_normal(7, RngDomain::basis, std::uint64_t(b), 0, std::uint64_t(e));
+    if (b == 1)
+      for (int i = 0; i < d; ++i) X[b][std::size_t(i) * k + k - 1] = X[b][std::size_t(i) * k] + 1e-10 * X[b][std::size_t(i) * k + k - 1];
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j < k; ++j) h(b, i, j) = X[b][std::size_t(i) * k + j];
+  }
+  Kokkos::deep_copy(Q, h);
+  const std::vector<double> error = detail::cholesky_qr_per_stream<Exec>(Q, d, {0, 1});
+  Kokkos::deep_copy(h, Q);
+  for (int b = 0; b < B; ++b) {
+    EXPECT_LE(error[std::size_t(b)], detail::truth_orthonormality_tolerance) << "stream " << b;
+    double orth = 0;
+    for (int a = 0; a < k; ++a)
+      for (int c = 0; c <= a; ++c) {
+        long double g = 0;
+        for (int i = 0; i < d; ++i) g += (long double)h(b, i, a) * h(b, i, c);
+        orth = std::max(orth, double(std::fabs(g - (a == c ? 1.0L : 0.0L))));
+      }
+    EXPECT_LE(orth, 4 * detail::truth_orthonormality_tolerance) << "stream " << b;
+    std::vector<double> mgs = X[b];
+    host::orthonormalize_columns(mgs, d, k);
+    double diff = 0;
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j < (b == 0 ? k : k - 1); ++j) diff = std::max(diff, std::fabs(h(b, i, j) - mgs[std::size_t(i) * k + j]));
+    EXPECT_LE(diff, 1e-13) << "stream " << b;
   }
 }
 
@@ -61,7 +159,7 @@ TEST(SyntheticSource, FloatIsRoundedDouble) {
   src.generate(77, X);
   auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), X);
   std::vector<float> host(spec.d);
-  synthetic_sample(spec, make_synthetic_truth(spec, 2), 2, 77, host.data());
+  synthetic_sample(spec, src.truths_on_host()[1], 2, 77, host.data());
   for (int i = 0; i < spec.d; ++i) EXPECT_EQ(h(1, i), host[i]);
 }
 
@@ -109,8 +207,9 @@ TEST(SyntheticSource, AccuracyOfTruthStateIsZero) {
   const int r = spec.r, d = spec.d;
   const std::int64_t step = 250;
   StreamBatch<double> sb(2, d, r, ids);
+  const std::vector<SyntheticTruth> truths = src.truths_on_host();
   for (int b = 0; b < 2; ++b) {
-    const auto& t = src.truths()[b];
+    const SyntheticTruth& t = truths[b];
     ReferenceState<double> st(d, r);
     const auto V = t.basis_at(spec, step);
     st.U = V;
@@ -194,9 +293,10 @@ void accuracy_matches_host_definition(const double tol) {
   for (int j = 0; j < k; ++j) lnorm += spec.lambda(j) * spec.lambda(j);
   lnorm = std::sqrt(lnorm);
   TruthAccuracy want;
+  const std::vector<SyntheticTruth> truths = src.truths_on_host();
   for (int b = 0; b < B; ++b) {
     const ReferenceState<T> st = sb.to_host(b);
-    const SyntheticTruth& truth = src.truths()[b];
+    const SyntheticTruth& truth = truths[b];
     const std::vector<double> V = truth.basis_at(spec, std::uint64_t(step));
     double pf = 0;
     for (int a = 0; a < rt; ++a)

@@ -58,6 +58,9 @@ struct HostTuning {
   // Samples per pass of the synthetic generator (synthetic_source.hpp): its
   // 4 rows x 8 accumulators are eight AVX2 registers of 4 doubles.
   static constexpr int synthetic_samples_per_pass = 8;
+  // Philox blocks per pass of the truth's Gaussian matrix: its Box-Muller
+  // transform vectorizes over them.
+  static constexpr int synthetic_basis_blocks_per_pass = 8;
   // Columns of D per GEMM of H = D^T D: panel j forms [U0 | D]^T D_j over
   // the columns up to j's, so about half of H's k^2 (plus one panel) is
   // computed instead of all of it, with each GEMM still k/panel_cols wide.
@@ -71,6 +74,7 @@ struct DeviceTuning {
   static constexpr int rotation_rows_per_thread = 1;
   static constexpr bool vendor_gemm_over_streams = false;  // one (cuBLAS) call at a time, each filling the GPU
   static constexpr int synthetic_samples_per_pass = 1;      // a GPU thread's accumulators are registers
+  static constexpr int synthetic_basis_blocks_per_pass = 1;  // one block per thread (a work item per row)
   static constexpr int vendor_panel_cols = 32;
 };
 

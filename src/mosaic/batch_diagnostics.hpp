@@ -182,11 +182,37 @@ template <class Basis, class ExecSpace = typename Basis::execution_space>
 void widen_basis_rows(const Basis& U, const int i0, const int n,
                       const Kokkos::View<double***, Kokkos::LayoutRight, typename Basis::memory_space>& W) {
   const int B = int(W.extent(0)), r = int(W.extent(2));
+  const std::ptrdiff_t js = std::ptrdiff_t(U.stride(2));
   Kokkos::parallel_for(
       "mosaic::widen_basis_rows", Kokkos::RangePolicy<ExecSpace>(0, B * n), KOKKOS_LAMBDA(const int bi) {
         const int b = bi / n, i = bi % n;
-        for (int j = 0; j < r; ++j) W(b, i, j) = double(U(b, i0 + i, j));
+        const auto* u = &U(b, i0 + i, 0);
+        double* w = &W(b, i, 0);
+        // A row at unit stride (the host layout) as its own loop: through
+        // the view's run-time strides the compiler kept it scalar.
+        if (js == 1)
+          for (int j = 0; j < r; ++j) w[j] = double(u[j]);
+        else
+          for (int j = 0; j < r; ++j) w[j] = double(u[j * js]);
       });
+}
+
+// f(b) for every stream b of a batch of B, where f makes one stream's
+// vendor BLAS calls (Kokkos Kernels' gemm or trsm on that stream's
+// matrices). On host spaces one stream's calls per thread where the BLAS runs
+// single-threaded inside a parallel region (as the blocked update's vendor
+// path, batched_engine.hpp): these per-stream calls are too small to spread
+// one over the threads well. Elsewhere one stream after another, each call
+// spread over the device (or the BLAS's own threads).
+template <class ExecSpace, class F>
+void for_each_stream_blas(const int B, const F& f) {
+  if constexpr (Tuning<ExecSpace>::vendor_gemm_over_streams) {
+    if (B >= ExecSpace().concurrency() && vendor_blas::host_calls_nest_single_threaded()) {
+      Kokkos::parallel_for("mosaic::for_each_stream_blas", Kokkos::RangePolicy<ExecSpace>(0, B), f);
+      return;
+    }
+  }
+  for (int b = 0; b < B; ++b) f(b);
 }
 
 // C_b = X_b^T Y_b + beta C_b for every stream b by Kokkos Kernels' gemm (the
@@ -199,22 +225,10 @@ void gemm_rows_per_stream(const Kokkos::View<double***, Kokkos::LayoutRight, Mem
                           const double beta, const Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace>& C) {
   using matrix = Kokkos::View<double**, Kokkos::LayoutLeft, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   const std::size_t rows = X.extent(1), p = X.extent(2), q = Y.extent(2);
-  const int B = int(X.extent(0));
-  auto product = [=](const int b) {
+  for_each_stream_blas<ExecSpace>(int(X.extent(0)), [=](const int b) {
     const matrix Xt(X.data() + std::size_t(b) * rows * p, p, n), Yt(Y.data() + std::size_t(b) * rows * q, q, n);
     KokkosBlas::gemm("N", "T", 1.0, Xt, Yt, beta, matrix(C.data() + std::size_t(b) * p * q, p, q));
-  };
-  // Host spaces: one stream's GEMM per thread where the BLAS runs single-
-  // threaded inside a parallel region (as the blocked update's vendor path,
-  // batched_engine.hpp); these GEMMs are too small to spread one over the
-  // threads well.
-  if constexpr (Tuning<ExecSpace>::vendor_gemm_over_streams) {
-    if (B >= ExecSpace().concurrency() && vendor_blas::host_calls_nest_single_threaded()) {
-      Kokkos::parallel_for("mosaic::gemm_rows_per_stream", Kokkos::RangePolicy<ExecSpace>(0, B), product);
-      return;
-    }
-  }
-  for (int b = 0; b < B; ++b) product(b);
+  });
 }
 
 // U^T U of every stream in double (B x r x r), on chunks of basis_gram_rows
@@ -222,34 +236,63 @@ void gemm_rows_per_stream(const Kokkos::View<double***, Kokkos::LayoutRight, Mem
 // whatever d.
 constexpr int basis_gram_rows = 2048;
 
+}  // namespace detail
+
+// compute_diagnostics' work arrays, kept by a caller that diagnoses a batch
+// repeatedly (the run): allocated afresh at every point, their few MB were
+// first touched page by page each time, a fifth of a point's time at
+// d = 8192 on 2 threads (docs/PERFORMANCE.md, "Setup, init and diagnostics
+// on the execution space").
+template <class ExecSpace>
+struct DiagnosticsWork {
+  using view3 = Kokkos::View<double***, Kokkos::LayoutRight, typename ExecSpace::memory_space>;
+  view3 basis_rows;  // B x min(d, basis_gram_rows) x r: rows of U widened (widen_basis_rows)
+  view3 gram;        // B x r x r: U^T U
+  view3 eigen_work;  // B x r x r
+  view3 eigen;       // B x 2 x r: eigenvalues, work
+  Kokkos::View<double**, Kokkos::LayoutRight, typename ExecSpace::memory_space> out;  // B x diag_fields
+
+  // Sized for a batch of B streams of d x r (a no-op when already so).
+  void reserve(const int B, const int d, const int r) {
+    const int rows = d < detail::basis_gram_rows ? d : detail::basis_gram_rows;
+    if (int(basis_rows.extent(0)) == B && int(basis_rows.extent(1)) == rows && int(basis_rows.extent(2)) == r) return;
+    basis_rows = view3(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::diag_basis_rows")), B,
+                       rows, r);
+    gram = view3(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::diag_gram")), B, r, r);
+    eigen_work = view3(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::diag_work")), B, r, r);
+    eigen = view3(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::diag_eigen")), B, 2, r);
+    out = Kokkos::View<double**, Kokkos::LayoutRight, typename ExecSpace::memory_space>(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::diag_out")), B, int(detail::diag_fields));
+  }
+};
+
+namespace detail {
+
+// work.gram = U^T U of every stream (work reserved for the batch).
 template <class Scalar, class ExecSpace>
-Kokkos::View<double***, Kokkos::LayoutRight, typename ExecSpace::memory_space> basis_gram(
-    const StreamBatch<Scalar, ExecSpace>& sb) {
-  using memory_space = typename ExecSpace::memory_space;
-  const int B = sb.batch, d = sb.d, r = sb.r, rows = d < basis_gram_rows ? d : basis_gram_rows;
-  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> G("mosaic::diag_gram", B, r, r);
-  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> W(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::diag_basis_rows")), B, rows, r);
+void basis_gram(const StreamBatch<Scalar, ExecSpace>& sb, const DiagnosticsWork<ExecSpace>& work) {
+  const int d = sb.d, rows = int(work.basis_rows.extent(1));
   for (int i0 = 0; i0 < d; i0 += rows) {
     const int n = d - i0 < rows ? d - i0 : rows;
-    widen_basis_rows<decltype(sb.U), ExecSpace>(sb.U, i0, n, W);
-    gemm_rows_per_stream<ExecSpace>(W, W, n, i0 == 0 ? 0.0 : 1.0, G);
+    widen_basis_rows<decltype(sb.U), ExecSpace>(sb.U, i0, n, work.basis_rows);
+    gemm_rows_per_stream<ExecSpace>(work.basis_rows, work.basis_rows, n, i0 == 0 ? 0.0 : 1.0, work.gram);
   }
-  return G;
 }
 
 }  // namespace detail
 
 template <class Scalar, class ExecSpace>
-BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb) {
-  using memory_space = typename ExecSpace::memory_space;
-  const int B = sb.batch, r = sb.r;
-  detail::DiagFunctor<Scalar, ExecSpace> f{
-      {sb.d, sb.r, sb.mu, sb.U, sb.S, sb.s2}, detail::basis_gram(sb), Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("mosaic::diag_work", B, r, r),
-      Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("mosaic::diag_eigen", B, 2, r),
-      Kokkos::View<double**, Kokkos::LayoutRight, memory_space>("mosaic::diag_out", B,
-                                                                 int(detail::diag_fields)),
-      std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::epsilon()};
+BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb, DiagnosticsWork<ExecSpace>& work) {
+  const int B = sb.batch;
+  work.reserve(B, sb.d, sb.r);
+  detail::basis_gram(sb, work);
+  detail::DiagFunctor<Scalar, ExecSpace> f{{sb.d, sb.r, sb.mu, sb.U, sb.S, sb.s2},
+                                           work.gram,
+                                           work.eigen_work,
+                                           work.eigen,
+                                           work.out,
+                                           std::numeric_limits<double>::quiet_NaN(),
+                                           std::numeric_limits<double>::epsilon()};
   Kokkos::parallel_for("mosaic::diagnostics", Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), B, Kokkos::AUTO), f);
   auto out = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), f.out);
   auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.status);
@@ -296,6 +339,13 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb) {
   }
   if (!any_eig) diag.s_min_eig_min = diag.s_max_eig_max = diag.s_condition_max = 0;
   return diag;
+}
+
+// The same with work arrays of its own (a single diagnosis: the tests).
+template <class Scalar, class ExecSpace>
+BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb) {
+  DiagnosticsWork<ExecSpace> work;
+  return compute_diagnostics(sb, work);
 }
 
 }  // namespace mosaic

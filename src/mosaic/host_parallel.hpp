@@ -1,5 +1,6 @@
-// Independent host-side work per stream (the synthetic truths, init: data's
-// eigen-decompositions) on the host execution space's threads.
+// Independent host-side work per stream (the small Cholesky factors of the
+// synthetic truth's construction, synthetic_source.hpp) on the host
+// execution space's threads.
 // An exception cannot leave an OpenMP parallel region: each index's is
 // caught and the one of the lowest index is rethrown after the loop, so the
 // caller sees what the serial loop would have thrown first.

@@ -3,15 +3,17 @@
 // tests compare it with (tests/test_engine.cpp, basis-free).
 //
 // Everything is in double whatever the run's dtype, as the section says:
-//  1. one team per stream: mu = the mean of the n0 samples (the sum first,
-//     then one division: the reference's mu, bitwise), the centred samples
-//     Y, the mean squared norm of the uncentred samples and the count of
-//     non-finite ones;
+//  1. one team per stream, one pass over the samples: mu = the mean of the
+//     n0 samples (the sum first, then one division: the reference's mu,
+//     bitwise), the centred samples Y, the mean squared norm of the
+//     uncentred samples; the count of non-finite ones where that norm is
+//     not finite;
 //  2. the Gram matrices Y^T Y / n0 by Kokkos Kernels' gemm (the vendor
 //     library behind it: OpenBLAS on the host, cuBLAS on Cuda);
-//  3. on the host, per stream, the n0 x n0 eigen-decomposition (n0 = 2r by
-//     default: tridiagonal_eigen.hpp) and the reference's own checks and
-//     s2 (detail::require_init_spectrum, init_noise_variance,
+//  3. per stream, the n0 x n0 eigen-decomposition (n0 = 2r by default:
+//     tridiagonal_eigen.hpp, one thread per stream), then on the host the
+//     reference's own checks on the eigenvalues and s2
+//     (detail::require_init_spectrum, init_noise_variance,
 //     require_start_in_range);
 //  4. U = Y v_j / sqrt(n0 lambda_j) by gemm, then the state rounded to the
 //     run's dtype on the execution space.
@@ -28,7 +30,6 @@
 #include <Kokkos_Core.hpp>
 #include <KokkosBlas3_gemm.hpp>
 
-#include "host_parallel.hpp"
 #include "kokkos_compat.hpp"
 #include "reference.hpp"
 #include "stream_batch.hpp"
@@ -51,27 +52,35 @@ struct InitMomentsFunctor {
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
     const int b = m.league_rank();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
-      double s = 0;
-      for (int k = 0; k < n0; ++k) s += double(X(b, k, i));
-      const double mean = s / double(n0);
-      mu(b, i) = mean;
-      for (int k = 0; k < n0; ++k) Y(b, k, i) = double(X(b, k, i)) - mean;
-    });
-    double raw = 0, bad = 0, outside = 0;
+    // One pass over the samples: the mean, the centred samples and the sum
+    // of squares of each coordinate.
+    double raw = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(m, d),
         [&](const int i, double& acc) {
-          for (int k = 0; k < n0; ++k) acc += double(X(b, k, i)) * double(X(b, k, i));
+          double s = 0;
+          for (int k = 0; k < n0; ++k) s += double(X(b, k, i));
+          const double mean = s / double(n0);
+          mu(b, i) = mean;
+          for (int k = 0; k < n0; ++k) {
+            const double x = double(X(b, k, i));
+            Y(b, k, i) = x - mean;
+            acc += x * x;
+          }
         },
         raw);
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(m, d),
-        [&](const int i, double& acc) {
-          for (int k = 0; k < n0; ++k)
-            if (!kmath::isfinite(X(b, k, i))) acc += 1;
-        },
-        bad);
+    // A non-finite sample makes the sum of squares non-finite: only then are
+    // they counted (so are samples whose squares overflow double, of which
+    // the count finds none).
+    double bad = 0, outside = 0;
+    if (!kmath::isfinite(raw))
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(m, d),
+          [&](const int i, double& acc) {
+            for (int k = 0; k < n0; ++k)
+              if (!kmath::isfinite(X(b, k, i))) acc += 1;
+          },
+          bad);
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(m, d),
         [&](const int i, double& acc) {
@@ -105,75 +114,91 @@ std::vector<std::string> init_data_batch(StreamBatch<Scalar, ExecSpace>& sb,
   const std::size_t per_stream = std::size_t(n0) * d;
   // Y(b, k, :) is sample k centred; per stream the same memory is the
   // column-major d x n0 matrix Y of the section.
-  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Y("mosaic::init_Y", B, n0, d);
+  // Y, K and U are written whole (the moments kernel, gemms with beta = 0):
+  // not zeroed first (tens of MB at d = 8192).
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Y(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::init_Y")), B, n0, d);
   Kokkos::View<double**, Kokkos::LayoutRight, memory_space> mu("mosaic::init_mu", B, d);
   Kokkos::View<double**, Kokkos::LayoutRight, memory_space> sums("mosaic::init_sums", B, 3);
   Kokkos::parallel_for("mosaic::init_moments", Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), B, Kokkos::AUTO),
                        detail::InitMomentsFunctor<Scalar, ExecSpace>{X, Y, mu, sums, n0, d});
-  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> K("mosaic::init_gram", B, n0, n0);
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> K(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::init_gram")), B, n0, n0);
   for (int b = 0; b < B; ++b) {
     const matrix Yb(Y.data() + std::size_t(b) * per_stream, d, n0);
     KokkosBlas::gemm("T", "N", 1.0 / double(n0), Yb, Yb, 0.0,
                      matrix(K.data() + std::size_t(b) * n0 * n0, n0, n0));
   }
-  const auto hK = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), K);
+  // Step 3 on the execution space, one thread per stream: K's symmetric
+  // part (the mean of both triangles, which the gemm need not round alike)
+  // decomposed in place, eigenvalues ascending in w, eigenvectors the
+  // columns of K.
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> w("mosaic::init_eigenvalues", B, n0),
+      ework("mosaic::init_eigen_work", B, n0);
+  Kokkos::View<int*, memory_space> converged("mosaic::init_eigen_converged", B);
+  Kokkos::parallel_for(
+      "mosaic::init_eigen", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const int b) {
+        const auto Kb = Kokkos::subview(K, b, Kokkos::ALL(), Kokkos::ALL());
+        for (int a = 0; a < n0; ++a)
+          for (int c = a + 1; c < n0; ++c) Kb(a, c) = Kb(c, a) = 0.5 * (Kb(a, c) + Kb(c, a));
+        converged(b) = tridiagonal_ql_eigen(Kb, Kokkos::subview(w, b, Kokkos::ALL()),
+                                            Kokkos::subview(ework, b, Kokkos::ALL()), n0, true)
+                           ? 1
+                           : 0;
+      });
+  const auto hw = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w);
+  const auto hconv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), converged);
   const auto hsums = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sums);
 
-  // Per stream: V_r / sqrt(n0 lambda) as a column-major n0 x r matrix (Vs(b, j, :) is column j), lambda_1..r, s2.
-  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Vs("mosaic::init_vectors", B, r, n0);
+  // Per stream: lambda_1..r and s2 (the host checks the reference's
+  // conditions on the n0 eigenvalues: O(n0) per stream).
   Kokkos::View<double**, Kokkos::LayoutRight, memory_space> lam("mosaic::init_lambda", B, r);
   Kokkos::View<double*, memory_space> s2("mosaic::init_s2", B);
-  const auto hVs = Kokkos::create_mirror_view(Vs);
   const auto hlam = Kokkos::create_mirror_view(lam);
   const auto hs2 = Kokkos::create_mirror_view(s2);
   std::vector<std::string> errors(static_cast<std::size_t>(B));
-  // A stream with a non-finite sample: the reference's message, with the
-  // first bad index (its samples copied out here, not inside the host
-  // parallel region below, where a Kokkos copy must not run).
-  for (int b = 0; b < B; ++b)
-    if (hsums(b, 1) > 0) {
-      const auto xb =
-          Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(X, b, Kokkos::ALL(), Kokkos::ALL()));
-      std::vector<Scalar> flat(per_stream);
-      for (int k = 0; k < n0; ++k)
-        for (int i = 0; i < d; ++i) flat[std::size_t(k) * d + i] = xb(k, i);
-      try {
-        detail::require_finite(flat.data(), int(per_stream), "init: data samples");
-      } catch (const std::invalid_argument& e) {
-        errors[std::size_t(b)] = e.what();
-      }
-    }
-  host_parallel_for("mosaic::init_eigen", B, [&](const int b) {
-    if (!errors[std::size_t(b)].empty()) return;
+  for (int b = 0; b < B; ++b) {
     try {
-      // The gemm's two triangles need not round alike: the mean of both.
-      std::vector<double> Kb(std::size_t(n0) * n0);
-      for (int a = 0; a < n0; ++a)
-        for (int c = 0; c < n0; ++c) Kb[std::size_t(a) * n0 + c] = 0.5 * (hK(b, a, c) + hK(b, c, a));
-      std::vector<double> lambda, V;  // descending
-      if (!host::tridiagonal_eigen(std::move(Kb), n0, lambda, V))
-        throw std::invalid_argument("init: data: the samples' second moments overflow double");
+      // A stream with a non-finite sample: the reference's message, with
+      // the first bad index.
+      if (hsums(b, 1) > 0) {
+        const auto xb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(),
+                                                            Kokkos::subview(X, b, Kokkos::ALL(), Kokkos::ALL()));
+        std::vector<Scalar> flat(per_stream);
+        for (int k = 0; k < n0; ++k)
+          for (int i = 0; i < d; ++i) flat[std::size_t(k) * d + i] = xb(k, i);
+        detail::require_finite(flat.data(), int(per_stream), "init: data samples");
+      }
+      if (!hconv(b)) throw std::invalid_argument("init: data: the samples' second moments overflow double");
+      std::vector<double> lambda(static_cast<std::size_t>(n0));  // descending
+      for (int j = 0; j < n0; ++j) lambda[std::size_t(j)] = hw(b, n0 - 1 - j);
       detail::require_init_spectrum<Scalar>(lambda, n0, r, hsums(b, 0));
       const double noise = detail::init_noise_variance(lambda, n0, d, r);
       if constexpr (!std::is_same_v<Scalar, double>)
         detail::require_start_in_range<Scalar>(lambda, r, noise, hsums(b, 2) == 0);
-      for (int j = 0; j < r; ++j) {
-        const double scale = 1.0 / std::sqrt(double(n0) * lambda[std::size_t(j)]);
-        for (int k = 0; k < n0; ++k) hVs(b, j, k) = V[std::size_t(k) * n0 + j] * scale;
-        hlam(b, j) = lambda[std::size_t(j)];
-      }
+      for (int j = 0; j < r; ++j) hlam(b, j) = lambda[std::size_t(j)];
       hs2(b) = noise;
     } catch (const std::invalid_argument& e) {
       errors[std::size_t(b)] = e.what();
     }
-  });
+  }
   for (const std::string& e : errors)
     if (!e.empty()) return errors;
-  Kokkos::deep_copy(Vs, hVs);
   Kokkos::deep_copy(lam, hlam);
   Kokkos::deep_copy(s2, hs2);
+  // Vs(b, j, :) = eigenvector j / sqrt(n0 lambda_j), the descending j-th:
+  // per stream the column-major n0 x r matrix V_r / sqrt(n0 lambda).
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Vs(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::init_vectors")), B, r, n0);
+  Kokkos::parallel_for(
+      "mosaic::init_vectors", Kokkos::RangePolicy<ExecSpace>(0, B * r), KOKKOS_LAMBDA(const int bj) {
+        const int b = bj / r, j = bj % r;
+        const double scale = 1.0 / kmath::sqrt(double(n0) * lam(b, j));
+        for (int k = 0; k < n0; ++k) Vs(b, j, k) = K(b, k, n0 - 1 - j) * scale;
+      });
   // Ud(b, j, :) is column j of U in double: the column-major d x r U = Y Vs.
-  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Ud("mosaic::init_U", B, r, d);
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Ud(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::init_U")), B, r, d);
   for (int b = 0; b < B; ++b)
     KokkosBlas::gemm("N", "N", 1.0, matrix(Y.data() + std::size_t(b) * per_stream, d, n0),
                      matrix(Vs.data() + std::size_t(b) * n0 * r, n0, r), 0.0,

@@ -23,6 +23,7 @@ using Kokkos::expm1;
 using Kokkos::fabs;
 using Kokkos::isfinite;
 using Kokkos::log;
+using Kokkos::pow;
 using Kokkos::sin;
 using Kokkos::sqrt;
 #else
@@ -33,6 +34,7 @@ using Kokkos::Experimental::expm1;
 using Kokkos::Experimental::fabs;
 using Kokkos::Experimental::isfinite;
 using Kokkos::Experimental::log;
+using Kokkos::Experimental::pow;
 using Kokkos::Experimental::sin;
 using Kokkos::Experimental::sqrt;
 #endif

@@ -11,8 +11,9 @@
 //    vendor [U0 | D] (d x (r + k)) and its Gram matrix, kokkos_batched D,
 //    G, H and a new basis, tiled the padded Gram tiles;
 //  - the source: synthetic V0, W0, mean, noise std in double on the
-//    execution space plus the host truths they are copied from, the block
-//    buffer and its latent work (synthetic_source.hpp); npy two host
+//    execution space (built there: its Cholesky-QR's Gram matrices and
+//    factors are left out, 2r x 2r per stream), the block buffer and its
+//    latent work (synthetic_source.hpp); npy two host
 //    staging chunks and (on a device) one device chunk of
 //    min(chunk_rows, rows read) rows (npy_source.hpp);
 //  - init: data: the B x n0 x d init samples and init_data's double work
@@ -34,7 +35,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <Kokkos_Core.hpp>
@@ -159,7 +159,6 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
   } else {
     const std::size_t rs = std::size_t(c.source.synthetic.r);
     add("synthetic truth", true, 8 * B * (2 * d * rs + 2 * d) + 8 * rs);
-    add("synthetic truth (host copy)", false, 8 * B * (2 * d * rs + 2 * d + rs));
     // Blocks are at most k samples and no longer than a phase (warm-up, steps).
     const std::size_t kb = std::min<std::size_t>(
         k, std::size_t(std::max<std::int64_t>(1, std::max(c.run.warmup_steps, c.run.steps))));
@@ -172,23 +171,22 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
   if (n0 > 0) {
     add("init samples", true, B * n0 * d * s, MemoryPhase::init);
     // init_data.hpp: on the execution space the centred samples, the mean,
-    // the Gram matrices, the scaled eigenvectors and U in double; on the
-    // host the Gram matrices' copy and the scaled eigenvectors, and per
-    // host thread one Gram matrix with its eigenvectors.
-    add("init work", true, 8 * B * (n0 * d + d + n0 * n0 + n0 * r + d * r), MemoryPhase::init);
-    const std::size_t threads = std::min<std::size_t>(B, std::max(1u, std::thread::hardware_concurrency()));
-    add("init work (host)", false, 8 * B * (n0 * n0 + n0 * r) + threads * 8 * 3 * n0 * n0, MemoryPhase::init);
+    // the Gram matrices (their eigenvectors in place), the eigenvalues and
+    // their work, the scaled eigenvectors and U in double (the host gets
+    // the eigenvalues only).
+    add("init work", true, 8 * B * (n0 * d + d + n0 * n0 + 2 * n0 + n0 * r + d * r), MemoryPhase::init);
   }
   // compute_diagnostics (batch_diagnostics.hpp): rows of U widened to double
-  // for its gemm, U^T U and the eigenvalue work; after it, for a synthetic
-  // source, the accuracy against the truth (synthetic_source.hpp): the same
-  // rows of U, as many rows of V(t), U^T V(t) and its eigenvalue work. The
-  // larger of the two, as they do not overlap.
+  // for its gemm, U^T U and the eigenvalue work; for a synthetic source also
+  // the accuracy against the truth (synthetic_source.hpp): work of the same
+  // kind, as many rows of V(t) and U^T V(t). Both are kept from one
+  // diagnostic point to the next.
   const std::size_t diag_rows = std::min<std::size_t>(d, detail::basis_gram_rows);
-  std::size_t diag_work = 8 * B * (diag_rows * r + 2 * r * r + 2 * r);
+  const std::size_t diag_kind = 8 * B * (diag_rows * r + 2 * r * r + 2 * r + detail::diag_fields);
+  std::size_t diag_work = diag_kind;
   if (c.source.type != "npy") {
     const std::size_t rs = std::size_t(c.source.synthetic.r);
-    diag_work = std::max(diag_work, 8 * B * (diag_rows * (r + rs) + r * rs + r * r + 2 * r) + 4 * B);
+    diag_work += diag_kind + 8 * B * (diag_rows * rs + r * rs) + 4 * B;
   }
   add("diagnostics work", true, diag_work, MemoryPhase::steps);
   add("state copies (host)", false, B * state, MemoryPhase::steps);

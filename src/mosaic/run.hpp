@@ -561,11 +561,12 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
   };
   if (stop && policy.enabled()) write_checkpoint();
 
+  DiagnosticsWork<Exec> diagnostics_work;  // kept from one point to the next
   auto diagnose = [&](std::int64_t steps_done) {
     BatchDiagnostics diag;
     std::optional<TruthAccuracy> acc;  // against the truth: synthetic data only
     timers.time("diagnostics", [&] {
-      diag = compute_diagnostics(batch);
+      diag = compute_diagnostics(batch, diagnostics_work);
       acc = source.accuracy(batch, t - 1);
     });
     nlohmann::json entry;

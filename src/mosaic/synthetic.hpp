@@ -30,7 +30,7 @@ struct SyntheticSpec {
   double mean_scale = 1.0;   // per-stream mean m_s ~ mean_scale * N(0, I)
   std::uint64_t seed = 1;
 
-  bool heterogeneous() const { return noise_max > 0.0; }
+  KOKKOS_INLINE_FUNCTION bool heterogeneous() const { return noise_max > 0.0; }
 
   void validate() const {
     auto fail = [](const std::string& m) { throw std::invalid_argument("synthetic source: " + m); };
@@ -67,6 +67,23 @@ KOKKOS_INLINE_FUNCTION double synthetic_latent(const SyntheticSpec& spec, std::u
 KOKKOS_INLINE_FUNCTION double synthetic_noise(const SyntheticSpec& spec, std::uint64_t stream,
                                               std::uint64_t step, int i) {
   return counter_normal(spec.seed, RngDomain::noise, stream, step, std::uint64_t(i));
+}
+
+// The truth's pointwise parts, shared by the host truth (make_synthetic_truth)
+// and the execution space's (synthetic_source.hpp): entry i of the mean m_s,
+// the noise std of coordinate i, and entries 4g .. 4g + 3 (flat, row-major)
+// of the d x 2r Gaussian matrix whose orthonormalized columns are [V0 W0].
+KOKKOS_INLINE_FUNCTION double synthetic_mean(const SyntheticSpec& spec, std::uint64_t stream, int i) {
+  return spec.mean_scale * counter_normal(spec.seed, RngDomain::mean, stream, 0, std::uint64_t(i));
+}
+KOKKOS_INLINE_FUNCTION double synthetic_noise_std(const SyntheticSpec& spec, std::uint64_t stream, int i) {
+  if (!spec.heterogeneous()) return spec.noise;
+  const double u = counter_uniform(spec.seed, RngDomain::noise_std, stream, 0, std::uint64_t(i));
+  return spec.noise_min * kmath::pow(spec.noise_max / spec.noise_min, u);
+}
+KOKKOS_INLINE_FUNCTION void synthetic_basis_normals(const SyntheticSpec& spec, std::uint64_t stream,
+                                                    std::uint64_t g, double (&z)[4]) {
+  counter_normal4(spec.seed, RngDomain::basis, stream, 0, g, z);
 }
 
 // Element i of x_t = m + V(t) (sqrt(lambda) .* a_t) + noise_t, given the mean
@@ -116,17 +133,28 @@ struct SyntheticTruth {
   }
 };
 
+// The mean of noise_std^2 over the d coordinates, summed in increasing i.
+inline double synthetic_noise_variance(const double* noise_std, int d) {
+  double var_sum = 0;
+  for (int i = 0; i < d; ++i) var_sum += noise_std[i] * noise_std[i];
+  return var_sum / d;
+}
+
+// The host truth, the oracle of the execution space's (synthetic_source.hpp):
+// the same pointwise parts bitwise; [V0 W0] the Q factor of the same Gaussian
+// matrix by modified Gram-Schmidt (host::orthonormalize_columns) where the
+// execution space's is by Cholesky-QR, so the two agree to rounding (eps
+// times the matrix's condition number).
 inline SyntheticTruth make_synthetic_truth(const SyntheticSpec& spec, std::uint64_t stream) {
   spec.validate();
   const int d = spec.d, r = spec.r;
   SyntheticTruth t;
   t.d = d;
   t.r = r;
-  // Q[k] = counter_normal(seed, basis, stream, 0, k), four per Philox call.
   std::vector<double> Q(std::size_t(d) * 2 * r);
   for (std::size_t g = 0; 4 * g < Q.size(); ++g) {
     double z[4];
-    counter_normal4(spec.seed, RngDomain::basis, stream, 0, g, z);
+    synthetic_basis_normals(spec, stream, g, z);
     for (std::size_t q = 0; q < 4 && 4 * g + q < Q.size(); ++q) Q[4 * g + q] = z[q];
   }
   host::orthonormalize_columns(Q, d, 2 * r);
@@ -141,18 +169,11 @@ inline SyntheticTruth make_synthetic_truth(const SyntheticSpec& spec, std::uint6
   for (int j = 0; j < r; ++j) t.sqrt_lambda[j] = std::sqrt(spec.lambda(j));
   t.mean.resize(d);
   t.noise_std.resize(d);
-  double var_sum = 0;
   for (int i = 0; i < d; ++i) {
-    t.mean[i] = spec.mean_scale * counter_normal(spec.seed, RngDomain::mean, stream, 0, i);
-    if (spec.heterogeneous()) {
-      const double u = counter_uniform(spec.seed, RngDomain::noise_std, stream, 0, i);
-      t.noise_std[i] = spec.noise_min * std::pow(spec.noise_max / spec.noise_min, u);
-    } else {
-      t.noise_std[i] = spec.noise;
-    }
-    var_sum += t.noise_std[i] * t.noise_std[i];
+    t.mean[i] = synthetic_mean(spec, stream, i);
+    t.noise_std[i] = synthetic_noise_std(spec, stream, i);
   }
-  t.noise_variance = var_sum / d;
+  t.noise_variance = synthetic_noise_variance(t.noise_std.data(), d);
   return t;
 }
 

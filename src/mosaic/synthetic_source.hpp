@@ -2,16 +2,21 @@
 // whole batch, generated on the device, and the accuracy of a batch of states
 // against its closed-form truth.
 //
-// Each stream's truth (V0, W0, mean, noise std) is built once on the host by
-// make_synthetic_truth and copied to the device. The device generator
-// (SynthFunctor) computes each element with the operations of
-// synthetic_element() (synthetic.hpp), the host generator synthetic_sample()
-// it is tested against, in the same order, with cos/sin(omega t) evaluated
-// on the host and passed in, so on a host backend generate() is bitwise
-// equal to synthetic_sample() (a GPU compiler may fuse a multiply and an add
-// into one rounding, so there the last bits can differ). Stream s's
-// sample at step t depends only on (seed, s, t): not on the batch or block
-// it sits in.
+// Each stream's truth (V0, W0, mean, noise std) is built on the execution
+// space (build_truth): its pointwise parts by synthetic.hpp's functions, the
+// ones the host truth make_synthetic_truth calls, and [V0 W0] as the Q
+// factor of the same Gaussian matrix by Cholesky-QR (gemm and trsm, the
+// vendor library's), where the host truth uses modified Gram-Schmidt: the two
+// agree to rounding (test SyntheticSource.TruthMatchesTheHostTruth), and
+// truths_on_host() copies this one back. The device generator (SynthFunctor)
+// computes each element with the operations of synthetic_element()
+// (synthetic.hpp), the host generator synthetic_sample() it is tested
+// against, in the same order, with cos/sin(omega t) evaluated on the host and
+// passed in, so on a host backend generate() is bitwise equal to
+// synthetic_sample() on truths_on_host() (a GPU compiler may fuse a multiply
+// and an add into one rounding, so there the last bits can differ). Stream
+// s's sample at step t depends only on (seed, s, t): not on the batch or
+// block it sits in.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +30,8 @@
 #include <vector>
 
 #include <Kokkos_Core.hpp>
+#include <KokkosBlas3_gemm.hpp>
+#include <KokkosBlas3_trsm.hpp>
 
 #include "backend.hpp"
 #include "batch_diagnostics.hpp"
@@ -113,8 +120,21 @@ MOSAIC_SYNTH_TILE_FUNCTION void synth_mix_tile(const int r, const double* m, con
     for (int kk = 0; kk < kc; ++kk) acc[q][kk] = t[q][kk];
 }
 
+// z(2p, kk), z(2p + 1, kk) = the Box-Muller pair of words(2p, kk),
+// words(2p + 1, kk) (counter_normal4's transform of a Philox block), a loop
+// over the kc blocks that vectorizes on a CPU.
+template <int kc>
+MOSAIC_SYNTH_TILE_FUNCTION void box_muller_tile(const std::uint32_t (&words)[4][kc], double (&z)[4][kc]) {
+  for (int pair = 0; pair < 2; ++pair)
+    for (int kk = 0; kk < kc; ++kk) {
+      const NormalPair p = box_muller(words[2 * pair][kk], words[2 * pair + 1][kk]);
+      z[2 * pair][kk] = p.even;
+      z[2 * pair + 1][kk] = p.odd;
+    }
+}
+
 // z(q, kk) = noise index 4 g + q of sample first_step + kk: the Philox words
-// of the kc samples, then their Box-Muller pairs, each loop over the samples.
+// of the kc samples, then their Box-Muller pairs.
 template <int kc>
 MOSAIC_SYNTH_TILE_FUNCTION void synth_noise_tile(const std::uint64_t seed, const std::uint64_t id,
                                                  const std::uint64_t first_step, const std::uint64_t g,
@@ -124,12 +144,20 @@ MOSAIC_SYNTH_TILE_FUNCTION void synth_noise_tile(const std::uint64_t seed, const
     const Philox4 p = counter_block(seed, RngDomain::noise, id, first_step + std::uint64_t(kk), 4 * g);
     for (int q = 0; q < 4; ++q) words[q][kk] = p.v[q];
   }
-  for (int pair = 0; pair < 2; ++pair)
-    for (int kk = 0; kk < kc; ++kk) {
-      const NormalPair p = box_muller(words[2 * pair][kk], words[2 * pair + 1][kk]);
-      z[2 * pair][kk] = p.even;
-      z[2 * pair + 1][kk] = p.odd;
-    }
+  box_muller_tile<kc>(words, z);
+}
+
+// z(q, kk) = basis normal 4 (g + kk) + q (synthetic_basis_normals of group
+// g + kk), kc groups at a time.
+template <int kc>
+MOSAIC_SYNTH_TILE_FUNCTION void synth_basis_tile(const std::uint64_t seed, const std::uint64_t id,
+                                                 const std::uint64_t g, double (&z)[4][kc]) {
+  std::uint32_t words[4][kc];
+  for (int kk = 0; kk < kc; ++kk) {
+    const Philox4 p = counter_block(seed, RngDomain::basis, id, 0, 4 * (g + std::uint64_t(kk)));
+    for (int q = 0; q < 4; ++q) words[q][kk] = p.v[q];
+  }
+  box_muller_tile<kc>(words, z);
 }
 
 // Writes samples first_step .. first_step + n - 1 of every stream: Out is
@@ -194,6 +222,152 @@ struct SynthFunctor {
   }
 };
 
+// The truth's entries on the execution space, before the orthonormalization:
+// Q (B x d_pad x k, rows past d zero) the Gaussian matrix, and the mean and
+// noise std (B x >= d) of every stream (ids).
+template <class ExecSpace>
+void fill_truth_entries(const SyntheticSpec& spec,
+                        const Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space>& ids,
+                        const Kokkos::View<double***, Kokkos::LayoutStride, typename ExecSpace::memory_space>& Q,
+                        const Kokkos::View<double**, Kokkos::LayoutRight, typename ExecSpace::memory_space>& mean,
+                        const Kokkos::View<double**, Kokkos::LayoutRight, typename ExecSpace::memory_space>& noise_std) {
+  const int B = int(Q.extent(0)), d_pad = int(Q.extent(1)), k = int(Q.extent(2)), d = spec.d;
+  // Row i of Q holds the entries i k .. i k + k - 1 of the flat Gaussian
+  // sequence, four per Philox block, kc blocks per pass: a work item per
+  // row (a block shared by two rows, when k is not a multiple of 4, is
+  // drawn by both).
+  constexpr int kc = Tuning<ExecSpace>::synthetic_basis_blocks_per_pass;
+  Kokkos::parallel_for(
+      "mosaic::synthetic_truth_normals", Kokkos::RangePolicy<ExecSpace>(0, B * d_pad), KOKKOS_LAMBDA(const int bi) {
+        const int b = bi / d_pad, i = bi % d_pad;
+        if (i >= d) {
+          for (int j = 0; j < k; ++j) Q(b, i, j) = 0.0;
+          return;
+        }
+        const std::int64_t e0 = std::int64_t(i) * k, e1 = e0 + k;
+        for (std::int64_t g0 = e0 / 4; 4 * g0 < e1; g0 += kc) {
+          double z[4][kc];
+          synth_basis_tile<kc>(spec.seed, ids(b), std::uint64_t(g0), z);
+          for (int kk = 0; kk < kc; ++kk)
+            for (int q = 0; q < 4; ++q) {
+              const std::int64_t e = 4 * (g0 + kk) + q;
+              if (e >= e0 && e < e1) Q(b, i, int(e - e0)) = z[q][kk];
+            }
+        }
+      });
+  Kokkos::parallel_for(
+      "mosaic::synthetic_truth_mean", Kokkos::RangePolicy<ExecSpace>(0, B * d), KOKKOS_LAMBDA(const int bi) {
+        const int b = bi / d, i = bi % d;
+        mean(b, i) = synthetic_mean(spec, ids(b), i);
+        noise_std(b, i) = synthetic_noise_std(spec, ids(b), i);
+      });
+}
+
+// Cholesky-QR passes of a stream stop once max |Q^T Q - I| <= this: far
+// below what the accuracy against the truth resolves, and above the error a
+// pass leaves on a well-conditioned Q, which grows about as sqrt(d) eps (test
+// SyntheticSource.TruthMatchesTheHostTruth prints it: 1.7e-15 at d = 4500,
+// 2r = 120, after one pass).
+constexpr double truth_orthonormality_tolerance = 1e-13;
+constexpr int truth_cholesky_qr_passes_max = 6;
+
+// Orthonormalizes the columns of every stream's Q (B x d_pad x k, BasisLayout
+// order within a stream, rows past d zero) in place: the Q factor of the QR
+// decomposition with R's diagonal positive, as Gram-Schmidt's. Per stream
+// Cholesky-QR passes, G = Q^T Q (gemm), G = L L^T (host::cholesky on the
+// host: k x k), Q <- Q L^-T (trsm), until G (measured after each pass) is the
+// identity to truth_orthonormality_tolerance. A G that does not factor (Q
+// too ill-conditioned, which a Gaussian matrix with k <= d is only rarely)
+// gets the shift of shifted Cholesky-QR (Fukaya, Kannan, Nakatsukasa,
+// Yamamoto and Yanagisawa, SIAM J. Sci. Comput. 42 (2020)), 11 (d k +
+// k (k + 1)) eps trace(G), and factors. Each stream's passes depend on its
+// own Q only, so its truth does not depend on the batch. Returns the error
+// max |Q^T Q - I| reached per stream, measured on the last G.
+template <class ExecSpace>
+std::vector<double> cholesky_qr_per_stream(
+    const Kokkos::View<double***, Kokkos::LayoutStride, typename ExecSpace::memory_space>& Q, const int d,
+    const std::vector<std::uint64_t>& ids) {
+  using memory_space = typename ExecSpace::memory_space;
+  using matrix = Kokkos::View<double**, Kokkos::LayoutLeft, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  constexpr bool column_major = BasisLayout<ExecSpace>::column_major;
+  const int B = int(Q.extent(0)), rows = int(Q.extent(1)), k = int(Q.extent(2));
+  const std::size_t per = Q.stride(0);
+  double* const q0 = Q.data();
+  // Stream b's Q as a LayoutLeft matrix: d_pad x k (column-major order), or
+  // its transpose, k x d_pad (row-major order).
+  auto stream_q = [=](const int b) {
+    return column_major ? matrix(q0 + std::size_t(b) * per, rows, k) : matrix(q0 + std::size_t(b) * per, k, rows);
+  };
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> G("mosaic::truth_gram", B, k, k),
+      L("mosaic::truth_cholesky", B, k, k);
+  const auto hG = Kokkos::create_mirror_view(G);
+  const auto hL = Kokkos::create_mirror_view(L);
+  auto gram = [&](const std::vector<int>& streams) {
+    const int n = int(streams.size());
+    Kokkos::View<int*, Kokkos::HostSpace> list("mosaic::truth_streams", n);
+    for (int i = 0; i < n; ++i) list(i) = streams[std::size_t(i)];
+    for_each_stream_blas<ExecSpace>(n, [=](const int i) {
+      const int b = list(i);
+      const matrix g(G.data() + std::size_t(b) * k * k, k, k);
+      KokkosBlas::gemm(column_major ? "T" : "N", column_major ? "N" : "T", 1.0, stream_q(b), stream_q(b), 0.0, g);
+    });
+    Kokkos::deep_copy(hG, G);
+  };
+  std::vector<double> error(std::size_t(B), 0.0);
+  std::vector<int> todo(static_cast<std::size_t>(B));
+  for (int b = 0; b < B; ++b) todo[std::size_t(b)] = b;
+  gram(todo);
+  for (int pass = 0; !todo.empty(); ++pass) {
+    std::vector<char> factor(std::size_t(B), 0);
+    host_parallel_for("mosaic::truth_cholesky", int(todo.size()), [&](const int i) {
+      const int b = todo[std::size_t(i)];
+      std::vector<double> g(std::size_t(k) * k), l;
+      double off = 0, trace = 0;
+      for (int a = 0; a < k; ++a)
+        for (int c = 0; c < k; ++c) {
+          g[std::size_t(a) * k + c] = hG(b, a, c);
+          off = std::max(off, std::fabs(hG(b, a, c) - (a == c ? 1.0 : 0.0)));
+        }
+      error[std::size_t(b)] = off;
+      if (pass > 0 && off <= truth_orthonormality_tolerance) return;
+      if (pass == truth_cholesky_qr_passes_max)
+        throw std::runtime_error("synthetic source: the basis of stream " + std::to_string(ids[std::size_t(b)]) +
+                                 " did not orthonormalize: max |Q^T Q - I| = " + std::to_string(off) + " after " +
+                                 std::to_string(pass) + " Cholesky-QR passes");
+      if (!host::cholesky(g, k, l)) {
+        for (int a = 0; a < k; ++a) trace += g[std::size_t(a) * k + a];
+        const double shift =
+            11.0 * (double(d) * k + double(k) * (k + 1)) * std::numeric_limits<double>::epsilon() * trace;
+        for (int a = 0; a < k; ++a) g[std::size_t(a) * k + a] += shift;
+        if (!host::cholesky(g, k, l))
+          throw std::runtime_error("synthetic source: the Gaussian basis matrix of stream " +
+                                   std::to_string(ids[std::size_t(b)]) + " is numerically rank-deficient");
+      }
+      // L row-major is L^T column-major: the upper factor the trsm reads.
+      for (int a = 0; a < k; ++a)
+        for (int c = 0; c < k; ++c) hL(b, a, c) = l[std::size_t(a) * k + c];
+      factor[std::size_t(b)] = 1;
+    });
+    std::vector<int> next;
+    for (const int b : todo)
+      if (factor[std::size_t(b)]) next.push_back(b);
+    if (next.empty()) break;
+    Kokkos::deep_copy(L, hL);
+    Kokkos::View<int*, Kokkos::HostSpace> list("mosaic::truth_streams", next.size());
+    for (std::size_t i = 0; i < next.size(); ++i) list(i) = next[i];
+    // Q <- Q L^-T: column-major, Q U^-1 with U = L^T; row-major, the
+    // transpose L^-1 Q^T = U^-T Q^T.
+    for_each_stream_blas<ExecSpace>(int(next.size()), [=](const int i) {
+      const int b = list(i);
+      const matrix u(L.data() + std::size_t(b) * k * k, k, k);
+      KokkosBlas::trsm(column_major ? "R" : "L", "U", column_major ? "N" : "T", "N", 1.0, u, stream_q(b));
+    });
+    gram(next);
+    todo = std::move(next);
+  }
+  return error;
+}
+
 }  // namespace detail
 
 template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
@@ -210,47 +384,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
       : spec_(spec), ids_(std::move(stream_ids)) {
     spec_.validate();
     if (ids_.empty()) throw std::invalid_argument("SyntheticDriftSource: no streams");
-    const int B = int(ids_.size()), d = spec_.d, r = spec_.r;
-    // The truths are independent pure functions of (spec, id): built on the
-    // host's threads, one stream each.
-    truths_.resize(ids_.size());
-    host_parallel_for("mosaic::synthetic_truth", B,
-                      [&](const int b) { truths_[std::size_t(b)] = make_synthetic_truth(spec_, ids_[std::size_t(b)]); });
-    // Rows padded to the generator's groups of 4 (zero past d).
-    const int d_pad = (d + 3) / 4 * 4;
-    V0_ = basis_view(Kokkos::view_alloc(std::string("synthetic::V0")),
-                     BasisLayout<ExecSpace>::layout(B, d_pad, r));
-    W0_ = basis_view(Kokkos::view_alloc(std::string("synthetic::W0")),
-                     BasisLayout<ExecSpace>::layout(B, d_pad, r));
-    mean_ = mat_view("synthetic::mean", B, d_pad);
-    noise_std_ = mat_view("synthetic::noise_std", B, d_pad);
-    sqrt_lambda_ = Kokkos::View<double*, memory_space>("synthetic::sqrt_lambda", r);
-    ids_d_ = Kokkos::View<std::uint64_t*, memory_space>("synthetic::ids", B);
-    auto hV = Kokkos::create_mirror_view(V0_);
-    auto hW = Kokkos::create_mirror_view(W0_);
-    auto hm = Kokkos::create_mirror_view(mean_);
-    auto hn = Kokkos::create_mirror_view(noise_std_);
-    auto hl = Kokkos::create_mirror_view(sqrt_lambda_);
-    auto hi = Kokkos::create_mirror_view(ids_d_);
-    for (int b = 0; b < B; ++b) {
-      const SyntheticTruth& t = truths_[b];
-      for (int i = 0; i < d; ++i) {
-        for (int j = 0; j < r; ++j) {
-          hV(b, i, j) = t.V0[std::size_t(i) * r + j];
-          hW(b, i, j) = t.W0[std::size_t(i) * r + j];
-        }
-        hm(b, i) = t.mean[i];
-        hn(b, i) = t.noise_std[i];
-      }
-      hi(b) = ids_[b];
-    }
-    for (int j = 0; j < r; ++j) hl(j) = truths_[0].sqrt_lambda[j];
-    Kokkos::deep_copy(V0_, hV);
-    Kokkos::deep_copy(W0_, hW);
-    Kokkos::deep_copy(mean_, hm);
-    Kokkos::deep_copy(noise_std_, hn);
-    Kokkos::deep_copy(sqrt_lambda_, hl);
-    Kokkos::deep_copy(ids_d_, hi);
+    build_truth();
     reserve_block(1);  // generate() allocates nothing
   }
 
@@ -258,7 +392,40 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   int batch() const override { return int(ids_.size()); }
   std::string describe(int b) const override { return "stream " + std::to_string(ids_.at(std::size_t(b))); }
   const std::vector<std::uint64_t>& stream_ids() const { return ids_; }
-  const std::vector<SyntheticTruth>& truths() const { return truths_; }
+  // max |[V0 W0]^T [V0 W0] - I| of each stream's truth, as its construction
+  // measured it.
+  const std::vector<double>& truth_orthonormality_error() const { return truth_orth_error_; }
+
+  // Every stream's truth copied to the host (checks and tests; the run never
+  // needs it there).
+  std::vector<SyntheticTruth> truths_on_host() const {
+    const int B = batch(), d = spec_.d, r = spec_.r;
+    const auto hV = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), V0_);
+    const auto hW = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), W0_);
+    const auto hm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), mean_);
+    const auto hn = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), noise_std_);
+    const auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sqrt_lambda_);
+    std::vector<SyntheticTruth> out(static_cast<std::size_t>(B));
+    for (int b = 0; b < B; ++b) {
+      SyntheticTruth& t = out[std::size_t(b)];
+      t.d = d;
+      t.r = r;
+      t.V0.resize(std::size_t(d) * r);
+      t.W0.resize(std::size_t(d) * r);
+      for (int i = 0; i < d; ++i)
+        for (int j = 0; j < r; ++j) {
+          t.V0[std::size_t(i) * r + j] = hV(b, i, j);
+          t.W0[std::size_t(i) * r + j] = hW(b, i, j);
+        }
+      t.sqrt_lambda.assign(hl.data(), hl.data() + r);
+      for (int i = 0; i < d; ++i) {
+        t.mean.push_back(hm(b, i));
+        t.noise_std.push_back(hn(b, i));
+      }
+      t.noise_variance = noise_variance_[std::size_t(b)];
+    }
+    return out;
+  }
 
   // X(b, :) = x_step of stream b. No allocation (one 2-double host-to-device
   // copy of cos/sin(omega step)).
@@ -315,23 +482,38 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
     const int B = batch(), d = spec_.d, rs = spec_.r, rt = sb.r, k = std::min(rs, rt);
     const int rows = std::min(d, detail::basis_gram_rows);
     const double c = std::cos(spec_.drift * double(step)), s = std::sin(spec_.drift * double(step));
-    const work_view W(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::truth_basis_rows")), B,
-                      rows, rt),
-        Vt(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::truth_rows")), B, rows, rs),
-        P("mosaic::truth_products", B, rt, rs);
+    // Work arrays kept between calls (as the diagnostics' DiagnosticsWork).
+    accuracy_work_.reserve(B, d, rt);
+    if (int(truth_rows_.extent(1)) != rows || int(products_.extent(1)) != rt) {
+      truth_rows_ = work_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::truth_rows")), B,
+                              rows, rs);
+      products_ =
+          work_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::truth_products")), B, rt, rs);
+      converged_ = Kokkos::View<int*, memory_space>("mosaic::truth_eigen_converged", B);
+    }
+    const work_view W = accuracy_work_.basis_rows, Vt = truth_rows_, P = products_;
     const basis_view V0 = V0_, W0 = W0_;
+    const std::ptrdiff_t js = std::ptrdiff_t(V0.stride(2));
     for (int i0 = 0; i0 < d; i0 += rows) {
       const int n = std::min(rows, d - i0);
       detail::widen_basis_rows<decltype(sb.U), ExecSpace>(sb.U, i0, n, W);
       Kokkos::parallel_for(
           "mosaic::truth_basis_at", Kokkos::RangePolicy<ExecSpace>(0, B * n), KOKKOS_LAMBDA(const int bi) {
             const int b = bi / n, i = bi % n;
-            for (int j = 0; j < rs; ++j) Vt(b, i, j) = c * V0(b, i0 + i, j) + s * W0(b, i0 + i, j);
+            const double* v = &V0(b, i0 + i, 0);
+            const double* w = &W0(b, i0 + i, 0);
+            double* out = &Vt(b, i, 0);
+            // Unit stride (the host layout) as its own loop, as in
+            // widen_basis_rows.
+            if (js == 1)
+              for (int j = 0; j < rs; ++j) out[j] = c * v[j] + s * w[j];
+            else
+              for (int j = 0; j < rs; ++j) out[j] = c * v[j * js] + s * w[j * js];
           });
       detail::gemm_rows_per_stream<ExecSpace>(W, Vt, n, i0 == 0 ? 0.0 : 1.0, P);
     }
-    const work_view A("mosaic::truth_eigen_work", B, rt, rt), eig("mosaic::truth_eigen", B, 2, rt);
-    Kokkos::View<int*, memory_space> converged("mosaic::truth_eigen_converged", B);
+    const work_view A = accuracy_work_.eigen_work, eig = accuracy_work_.eigen;
+    const Kokkos::View<int*, memory_space> converged = converged_;
     const auto S = sb.S;
     Kokkos::parallel_for(
         "mosaic::truth_spectrum", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const int b) {
@@ -359,7 +541,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
       for (int a = 0; a < rt; ++a)
         for (int j = 0; j < rs; ++j) pf += hP(b, a, j) * hP(b, a, j);
       const double proj = 1.0 - pf / double(k);
-      const double noise_variance = truths_[std::size_t(b)].noise_variance;
+      const double noise_variance = noise_variance_[std::size_t(b)];
       const double noise = std::fabs(double(hs2(b)) - noise_variance) / noise_variance;
       // A non-finite S (the QL iteration does not converge) has no spectrum.
       double spec_err = std::numeric_limits<double>::quiet_NaN();
@@ -380,6 +562,36 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
  private:
   using basis_view = Kokkos::View<double***, Kokkos::LayoutStride, memory_space>;
   using mat_view = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>;
+
+  // The truth on the execution space (file comment): Q = the Gaussian
+  // matrix, rows padded to the generator's groups of 4 (zero past d), its
+  // columns orthonormalized in place; V0 and W0 are its first and last r
+  // columns.
+  void build_truth() {
+    const int B = batch(), d = spec_.d, r = spec_.r, k = 2 * r;
+    const int d_pad = (d + 3) / 4 * 4;
+    const basis_view Q(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("synthetic::V0_W0")),
+                       BasisLayout<ExecSpace>::layout(B, d_pad, k));
+    mean_ = mat_view("synthetic::mean", B, d_pad);
+    noise_std_ = mat_view("synthetic::noise_std", B, d_pad);
+    sqrt_lambda_ = Kokkos::View<double*, memory_space>("synthetic::sqrt_lambda", r);
+    ids_d_ = Kokkos::View<std::uint64_t*, memory_space>("synthetic::ids", B);
+    {
+      auto hl = Kokkos::create_mirror_view(sqrt_lambda_);
+      auto hi = Kokkos::create_mirror_view(ids_d_);
+      for (int j = 0; j < r; ++j) hl(j) = std::sqrt(spec_.lambda(j));
+      for (int b = 0; b < B; ++b) hi(b) = ids_[std::size_t(b)];
+      Kokkos::deep_copy(sqrt_lambda_, hl);
+      Kokkos::deep_copy(ids_d_, hi);
+    }
+    detail::fill_truth_entries<ExecSpace>(spec_, ids_d_, Q, mean_, noise_std_);
+    truth_orth_error_ = detail::cholesky_qr_per_stream<ExecSpace>(Q, d, ids_);
+    V0_ = Kokkos::subview(Q, Kokkos::ALL(), Kokkos::ALL(), Kokkos::pair<int, int>(0, r));
+    W0_ = Kokkos::subview(Q, Kokkos::ALL(), Kokkos::ALL(), Kokkos::pair<int, int>(r, k));
+    const auto hn = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), noise_std_);
+    noise_variance_.resize(std::size_t(B));
+    for (int b = 0; b < B; ++b) noise_variance_[std::size_t(b)] = synthetic_noise_variance(&hn(b, 0), d);
+  }
 
   // Samples per generator pass (its tile width): the latents are padded to a
   // multiple of it.
@@ -429,8 +641,9 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
 
   SyntheticSpec spec_;
   std::vector<std::uint64_t> ids_;
-  std::vector<SyntheticTruth> truths_;
-  basis_view V0_, W0_;
+  basis_view V0_, W0_;  // the first and last r columns of one B x d_pad x 2r array
+  std::vector<double> noise_variance_;    // per stream: what s2 should estimate
+  std::vector<double> truth_orth_error_;  // per stream: max |[V0 W0]^T [V0 W0] - I|
   mat_view mean_, noise_std_;
   Kokkos::View<double*, memory_space> sqrt_lambda_;
   Kokkos::View<std::uint64_t*, memory_space> ids_d_;
@@ -440,6 +653,11 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   mutable typename Kokkos::View<double**, Kokkos::LayoutRight, memory_space>::host_mirror_type csb_host_;
   mutable Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latentb_;
   out_block_view block_;
+  // truth_accuracy's work arrays: the rows of U widened and their eigenvalue
+  // work (the diagnostics' kind), the rows of V(t), U^T V(t).
+  mutable DiagnosticsWork<ExecSpace> accuracy_work_;
+  mutable Kokkos::View<double***, Kokkos::LayoutRight, memory_space> truth_rows_, products_;
+  mutable Kokkos::View<int*, memory_space> converged_;
 };
 
 }  // namespace mosaic

@@ -9,8 +9,10 @@
 // stable, so their eigenvalues agree to a few ulps of ||A|| and their
 // eigenvectors span the same invariant subspaces up to eps ||A|| / gap
 // (tests/test_reference_api.cpp compares them). It serves init: data's
-// n0 x n0 Gram matrix in the engine (batched_engine.hpp) and the eigenvalues
-// of S in the diagnostics; the reference keeps Jacobi.
+// n0 x n0 Gram matrices (init_data.hpp) and the eigenvalues of S in the
+// diagnostics, one thread per matrix on the execution space; the reference
+// keeps Jacobi. host::tridiagonal_eigen is its host form in
+// host::symmetric_eigen's layout, for the tests.
 #pragma once
 
 #include <vector>
