@@ -94,8 +94,11 @@ TEST(SyntheticSource, TruthMatchesTheHostTruth) {
         diff = std::max(diff, std::fabs(dev.W0[e] - host.W0[e]));
       }
       // [V0 W0]^T [V0 W0] - I, measured here in long double.
-      auto column = [&](int j, int i) { return j < r ? dev.V0[std::size_t(i) * r + j] : dev.W0[std::size_t(i) * r + j - r]; };
-      for (int a = 0; a < 2 * r; ++a)
+      const int rank = r;  // (a lambda may capture a structured binding only from C++20 on)
+      auto column = [&](int j, int i) {
+        return j < rank ? dev.V0[std::size_t(i) * rank + j] : dev.W0[std::size_t(i) * rank + j - rank];
+      };
+      for (int a = 0; a < 2 * rank; ++a)
         for (int c = 0; c <= a; ++c) {
           long double g = 0;
           for (int i = 0; i < d; ++i) g += (long double)column(a, i) * column(c, i);
