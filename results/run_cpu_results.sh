@@ -12,7 +12,10 @@ source scripts/common.sh   # bootstrap + build the openmp preset; sets mpi_flags
 app="$build_dir/miniapp/mosaic_miniapp"
 out=results/cpu
 mkdir -p "$out" results/plots
-rm -f "$out"/*.json results/plots/*.png
+# Only this script's own files: the other result files in results/cpu come
+# from the bench scripts named in results/README.md.
+rm -f "$out"/{smoke_cpu,single_gpu_steps300,rank_sweep_steps200,weak_perrank4_steps200_omp1,strong_total8_steps200_omp1,sustained_steps2000,accuracy_drift,ablation}_np*.json \
+  results/plots/{scaling,stability,sweep}_*.png
 
 # run NRANKS THREADS DECK OUTPUT [--set ...]. Single-rank decks use both
 # cores (1 rank x 2 OpenMP threads). The weak and strong series use 1 thread

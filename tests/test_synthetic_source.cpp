@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -152,6 +155,38 @@ TEST(SyntheticSource, CholeskyQrOrthonormalizesAnIllConditionedBasis) {
     for (int i = 0; i < d; ++i)
       for (int j = 0; j < (b == 0 ? k : k - 1); ++j) diff = std::max(diff, std::fabs(h(b, i, j) - mgs[std::size_t(i) * k + j]));
     EXPECT_LE(diff, 1e-13) << "stream " << b;
+  }
+}
+
+// The two ways cholesky_qr_per_stream gives up, each naming the stream: a
+// zero column (G singular: the shift factors it, but the column stays zero,
+// so Q^T Q - I never shrinks) and a non-finite entry (G does not factor even
+// shifted).
+TEST(SyntheticSource, CholeskyQrReportsABasisItCannotOrthonormalize) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  const int d = 40, k = 4, B = 2;
+  const std::vector<std::uint64_t> ids = {11, 23};
+  for (const double bad : {0.0, std::numeric_limits<double>::quiet_NaN()}) {
+    Kokkos::View<double***, Kokkos::LayoutStride, Exec::memory_space> Q("Q", BasisLayout<Exec>::layout(B, d, k));
+    const auto h = Kokkos::create_mirror_view(Q);
+    for (int b = 0; b < B; ++b)
+      for (int i = 0; i < d; ++i)
+        for (int j = 0; j < k; ++j)
+          h(b, i, j) = counter_normal(9, RngDomain::basis, std::uint64_t(b), 0, std::uint64_t(i * k + j));
+    if (bad == 0.0)
+      for (int i = 0; i < d; ++i) h(1, i, 2) = 0.0;
+    else
+      h(1, 5, 2) = bad;
+    Kokkos::deep_copy(Q, h);
+    try {
+      detail::cholesky_qr_per_stream<Exec>(Q, d, ids);
+      ADD_FAILURE() << "no error for a basis with " << (bad == 0.0 ? "a zero column" : "a NaN");
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("stream 23"), std::string::npos) << what;
+      EXPECT_NE(what.find(bad == 0.0 ? "did not orthonormalize" : "does not factor even shifted"), std::string::npos)
+          << what;
+    }
   }
 }
 

@@ -302,11 +302,15 @@ std::vector<double> cholesky_qr_per_stream(
       L("mosaic::truth_cholesky", B, k, k);
   const auto hG = Kokkos::create_mirror_view(G);
   const auto hL = Kokkos::create_mirror_view(L);
+  // The streams a step works on, as a view the per-stream BLAS calls read.
+  auto host_list = [](const std::vector<int>& streams) {
+    Kokkos::View<int*, Kokkos::HostSpace> list("mosaic::truth_streams", streams.size());
+    for (std::size_t i = 0; i < streams.size(); ++i) list(i) = streams[i];
+    return list;
+  };
   auto gram = [&](const std::vector<int>& streams) {
-    const int n = int(streams.size());
-    Kokkos::View<int*, Kokkos::HostSpace> list("mosaic::truth_streams", n);
-    for (int i = 0; i < n; ++i) list(i) = streams[std::size_t(i)];
-    for_each_stream_blas<ExecSpace>(n, [=](const int i) {
+    const auto list = host_list(streams);
+    for_each_stream_blas<ExecSpace>(int(streams.size()), [=](const int i) {
       const int b = list(i);
       const matrix g(G.data() + std::size_t(b) * k * k, k, k);
       KokkosBlas::gemm(column_major ? "T" : "N", column_major ? "N" : "T", 1.0, stream_q(b), stream_q(b), 0.0, g);
@@ -340,8 +344,10 @@ std::vector<double> cholesky_qr_per_stream(
             11.0 * (double(d) * k + double(k) * (k + 1)) * std::numeric_limits<double>::epsilon() * trace;
         for (int a = 0; a < k; ++a) g[std::size_t(a) * k + a] += shift;
         if (!host::cholesky(g, k, l))
-          throw std::runtime_error("synthetic source: the Gaussian basis matrix of stream " +
-                                   std::to_string(ids[std::size_t(b)]) + " is numerically rank-deficient");
+          throw std::runtime_error("synthetic source: the Gram matrix of stream " +
+                                   std::to_string(ids[std::size_t(b)]) +
+                                   "'s basis does not factor even shifted (non-finite entries, or a basis "
+                                   "numerically rank-deficient)");
       }
       // L row-major is L^T column-major: the upper factor the trsm reads.
       for (int a = 0; a < k; ++a)
@@ -353,8 +359,7 @@ std::vector<double> cholesky_qr_per_stream(
       if (factor[std::size_t(b)]) next.push_back(b);
     if (next.empty()) break;
     Kokkos::deep_copy(L, hL);
-    Kokkos::View<int*, Kokkos::HostSpace> list("mosaic::truth_streams", next.size());
-    for (std::size_t i = 0; i < next.size(); ++i) list(i) = next[i];
+    const auto list = host_list(next);
     // Q <- Q L^-T: column-major, Q U^-1 with U = L^T; row-major, the
     // transpose L^-1 Q^T = U^-T Q^T.
     for_each_stream_blas<ExecSpace>(int(next.size()), [=](const int i) {

@@ -8,14 +8,11 @@
 // per sweep over ~10 sweeps, and its loops run along rows. Both are backward
 // stable, so their eigenvalues agree to a few ulps of ||A|| and their
 // eigenvectors span the same invariant subspaces up to eps ||A|| / gap
-// (tests/test_reference_api.cpp compares them). It serves init: data's
+// (tests/test_tridiagonal_eigen.cpp compares them). It serves init: data's
 // n0 x n0 Gram matrices (init_data.hpp) and the eigenvalues of S in the
 // diagnostics, one thread per matrix on the execution space; the reference
-// keeps Jacobi. host::tridiagonal_eigen is its host form in
-// host::symmetric_eigen's layout, for the tests.
+// keeps Jacobi.
 #pragma once
-
-#include <vector>
 
 #include <Kokkos_Core.hpp>
 
@@ -184,27 +181,4 @@ KOKKOS_INLINE_FUNCTION bool tridiagonal_ql_eigen(const Mat& a, const Vec& w, con
   return true;
 }
 
-namespace host {
-
-// The layout of host::symmetric_eigen: eigenvalues in descending order,
-// column j of `vectors` (row-major n x n) the eigenvector of values[j].
-// Returns false as tridiagonal_ql_eigen does.
-inline bool tridiagonal_eigen(std::vector<double> A, int n, std::vector<double>& values,
-                              std::vector<double>& vectors) {
-  using matrix = Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
-  using vector_view = Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
-  std::vector<double> w(static_cast<std::size_t>(n)), e(static_cast<std::size_t>(n));
-  const matrix a(A.data(), n, n);
-  if (!tridiagonal_ql_eigen(a, vector_view(w.data(), n), vector_view(e.data(), n), n, true)) return false;
-  values.resize(std::size_t(n));
-  vectors.assign(std::size_t(n) * n, 0.0);
-  for (int j = 0; j < n; ++j) {
-    const int src = n - 1 - j;
-    values[std::size_t(j)] = w[std::size_t(src)];
-    for (int i = 0; i < n; ++i) vectors[std::size_t(i) * n + j] = a(i, src);
-  }
-  return true;
-}
-
-}  // namespace host
 }  // namespace mosaic
