@@ -14,7 +14,12 @@ per eta_U, then the best eta_U, its distance, the random baseline and
 whether the best point tracks (distance <= --threshold, default 0.3, the
 default of run.tracking_threshold); a least-squares fit of log(best eta_U)
 against log(d) per (r, drift) where at least three d have an interior best
-eta_U; and one PNG figure (a panel per (r, drift)).
+eta_U; and two PNG figures with a panel per (r, drift, dtype):
+accuracy_map.png, the distance against eta_U with a line per d, and
+accuracy_vs_d.png, the best distance of each d (lowest over eta_U, the
+table's "best eta_U" and "its distance") against d, each point labelled
+with its eta_U, with the random baseline 1 - r/d dashed and the threshold
+dotted. --no-plots: the tables only.
 
     python3 -m analysis.accuracy results/cpu/accuracy_map_np1.json --out figures/
 """
@@ -86,6 +91,26 @@ def best_eta(by_eta):
     return eta, median(by_eta[eta])
 
 
+class Best:
+    """The best eta_U of one d of a panel (lowest median steady-state distance):
+    the report's table and the figure accuracy_vs_d.png show these."""
+
+    def __init__(self, r, d, by_eta):
+        self.d = d
+        self.eta, self.distance = best_eta(by_eta)
+        self.random = 1.0 - float(r) / d
+        self.interior = self.eta not in (min(by_eta), max(by_eta))
+
+    @property
+    def eta_text(self):
+        return C.compact(self.eta) + ("" if self.interior else " (edge)")
+
+
+def best_points(r, by_d):
+    """[Best] of a panel's {d: {eta_U: [distances]}}, by d."""
+    return [Best(r, d, by_eta) for d, by_eta in by_d.items()]
+
+
 def fit_rule(rows):
     """Least squares log(eta) = a + b log(d) over (d, eta) with an interior
     best eta (not at either end of the swept range); None below 3 points."""
@@ -111,17 +136,13 @@ def report(points, threshold):
         lines.append("\n### r = %d, drift = %s rad/step, %s\n" % (r, C.compact(drift), dtype))
         headers = ["d"] + ["eta_U=%s" % C.compact(e) for e in etas] + ["best eta_U", "its distance",
                                                                         "random 1-r/d", "tracks"]
-        rows, fit_rows = [], []
-        for d, by_eta in by_d.items():
-            eta, dist = best_eta(by_eta)
-            random = 1.0 - float(r) / d
-            interior = eta not in (min(by_eta), max(by_eta))
-            fit_rows.append((d, eta, interior))
-            rows.append([d] + [C.fmt_sci(median(by_eta[e])) if e in by_eta else "" for e in etas] +
-                        [C.compact(eta) + ("" if interior else " (edge)"), C.fmt_sci(dist), "%.4f" % random,
-                         "yes" if dist <= threshold else "no"])
+        rows, best = [], best_points(r, by_d)
+        for b, by_eta in zip(best, by_d.values()):
+            rows.append([b.d] + [C.fmt_sci(median(by_eta[e])) if e in by_eta else "" for e in etas] +
+                        [b.eta_text, C.fmt_sci(b.distance), "%.4f" % b.random,
+                         "yes" if b.distance <= threshold else "no"])
         lines.append(C.md_table(headers, rows))
-        fit = fit_rule(fit_rows)
+        fit = fit_rule([(b.d, b.eta, b.interior) for b in best])
         if fit:
             c, b, spread = fit
             lines.append("\nfit of the best eta_U: eta_U ~ %.3g * d^%.3f (worst point off the fit by a factor %.2f)" %
@@ -131,13 +152,24 @@ def report(points, threshold):
     return "\n".join(lines)
 
 
-def plot(points, out_dir, threshold):
-    plt = C.pyplot()
-    groups = panels(points)
-    n = len(groups)
+def _panel_grid(plt, n):
+    """A figure with n panels, two per row."""
     cols = min(2, n)
     rows = (n + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, 4.2 * rows), squeeze=False)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    return fig, axes
+
+
+def panel_title(r, drift, dtype):
+    return "r=%d, drift %s rad/step, %s (dashed: random subspace 1-r/d)" % (r, C.compact(drift), dtype)
+
+
+def plot(points, out_dir, threshold):
+    plt = C.pyplot()
+    groups = panels(points)
+    fig, axes = _panel_grid(plt, len(groups))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, ((r, drift, dtype), by_d) in zip(axes.flat, groups.items()):
         for i, (d, by_eta) in enumerate(by_d.items()):
@@ -150,14 +182,53 @@ def plot(points, out_dir, threshold):
         ax.set_ylim(0, 1.05)
         ax.set_xlabel("eta_U (subspace learning rate) [dimensionless]")
         ax.set_ylabel("steady-state projector distance [dimensionless]")
-        ax.set_title("r=%d, drift %s rad/step, %s (dashed: random subspace 1-r/d)" % (r, C.compact(drift), dtype),
-                     fontsize=9)
+        ax.set_title(panel_title(r, drift, dtype), fontsize=9)
         ax.legend(fontsize=7)
-    for ax in list(axes.flat)[n:]:
-        ax.axis("off")
     path = os.path.join(out_dir, "accuracy_map.png")
     return C.save_figure(fig, path, "MOSAIC: where it tracks (low) and where it fails (near the dashed lines)",
                          [p.rec for p in points])
+
+
+def plot_vs_d(points, out_dir, threshold):
+    """accuracy_vs_d.png: per panel, the best steady-state distance of each d
+    (best_points, as in the report), labelled with its eta_U. Returns (path,
+    {(r, drift, dtype): [Best]})."""
+    plt = C.pyplot()
+    ticker = C.matplotlib_module("matplotlib.ticker")
+    groups = panels(points)
+    fig, axes = _panel_grid(plt, len(groups))
+    shown = OrderedDict()
+    for ax, ((r, drift, dtype), by_d) in zip(axes.flat, groups.items()):
+        best = shown[(r, drift, dtype)] = best_points(r, by_d)
+        ds = [b.d for b in best]
+        ax.plot(ds, [b.distance for b in best], "o-", color="tab:blue", label="best over eta_U (label: its eta_U)")
+        for b in best:
+            ax.annotate(b.eta_text, (b.d, b.distance), textcoords="offset points", xytext=(0, 7), ha="center",
+                        fontsize=7)
+        ax.plot(ds, [b.random for b in best], "--", color="tab:blue", lw=0.8, label="random subspace 1-r/d")
+        ax.axhline(threshold, color="k", ls=":", lw=0.8, label="threshold %.2g" % threshold)
+        ax.set_xscale("log", base=2)
+        if len(ds) <= 12:
+            ax.set_xticks(ds)
+            ax.set_xticklabels([str(d) for d in ds])
+            ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+        ax.margins(x=0.1)
+        # A log axis when the values are positive and span at least a decade (as in analysis.stability).
+        values = [b.distance for b in best] + [b.random for b in best] + [threshold]
+        if min(values) > 0 and max(values) / min(values) >= 10:
+            ax.set_yscale("log")
+            ax.set_ylim(min(values) / 1.6, 1.6)
+            ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: "%.3g" % v))
+            ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+        else:
+            ax.set_ylim(0, 1.05)
+        ax.set_xlabel("ambient dimension d [coordinates]")
+        ax.set_ylabel("best steady-state projector distance [dimensionless]", fontsize=8)
+        ax.set_title(panel_title(r, drift, dtype), fontsize=9)
+        ax.legend(fontsize=7)
+    path = os.path.join(out_dir, "accuracy_vs_d.png")
+    return C.save_figure(fig, path, "MOSAIC: the best accuracy over eta_U vs d (labels: the best eta_U)",
+                         [p.rec for p in points]), shown
 
 
 def main(argv=None):
@@ -166,6 +237,7 @@ def main(argv=None):
     C.add_common_arguments(parser)
     parser.add_argument("--threshold", type=float, default=0.3,
                         help="the distance that counts as tracking (default %(default)s: run.tracking_threshold's default)")
+    parser.add_argument("--no-plots", action="store_true", help="tables only")
     args = parser.parse_args(argv)
     records = C.load_records(args.inputs, validate=args.validate)
     points, skipped = collect_points(records)
@@ -175,7 +247,9 @@ def main(argv=None):
     print(report(points, args.threshold))
     for s in skipped:
         print("\nleft out: " + s)
-    print("\nfigure: " + plot(points, args.out, args.threshold))
+    if not args.no_plots:
+        print("\nfigure: " + plot(points, args.out, args.threshold))
+        print("figure: " + plot_vs_d(points, args.out, args.threshold)[0])
     return 0
 
 

@@ -149,6 +149,12 @@ class Record:
         concurrency = env.get("kokkos_default_concurrency")
         self.concurrency = None if concurrency is None else int(concurrency)
 
+        # Seconds per phase, {phase: {"max_s", "min_s", "mean_s"}} over the
+        # ranks (analysis.breakdown); older files lack some phases.
+        self.timers = dict(run.get("timers") or {})
+        coverage = (run.get("timer_coverage") or {}).get("accounted_fraction")
+        self.timer_coverage = None if coverage is None else float(coverage)
+
         self.fom = _num(run["figure_of_merit"]["value"])
         self.end_to_end = _num(run["throughput"]["end_to_end_samples_per_second"])
 
@@ -530,12 +536,41 @@ def csv_text(headers, rows):
 # Figures
 
 
+# How to run the current command ("-m analysis.sweep", set by main_wrapper),
+# for missing_module().
+_command = None
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def missing_module(module, figures=True):
+    """The AnalysisError for a module (numpy, matplotlib) that this interpreter
+    lacks: which interpreter, the Debian package, the interpreter that has it
+    and, for the figures, --no-plots (every command that draws has it)."""
+    text = "%s is not installed for this interpreter (%s): install Debian's python3-%s" % (
+        module, sys.executable, module)
+    if os.path.realpath(sys.executable or "") != os.path.realpath(SYSTEM_PYTHON):
+        text += ", or run %s %s" % (SYSTEM_PYTHON, _command or "instead")
+    if figures:
+        text += "; --no-plots skips the figures"
+    return AnalysisError(text)
+
+
+def matplotlib_module(name):
+    """import matplotlib.<...> (e.g. "matplotlib.ticker"); a missing
+    matplotlib is an AnalysisError (missing_module), so tables never need it."""
+    import importlib
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise missing_module("matplotlib") from None
+
+
 def pyplot():
-    """matplotlib.pyplot on the Agg backend (no display needed)."""
-    import matplotlib
+    """matplotlib.pyplot on the Agg backend (no display needed); imported
+    here, when a figure is drawn, so that tables work without matplotlib."""
+    matplotlib = matplotlib_module("matplotlib")
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+    return matplotlib_module("matplotlib.pyplot")
 
 
 def provenance(records, max_items=3):
@@ -571,7 +606,8 @@ def save_figure(fig, path, title, records):
 def plain_log_labels(ax, axis="y"):
     """Plain numbers (1,000 rather than 10^3) on a log axis; minor ticks are
     labelled too when the axis spans less than a decade."""
-    from matplotlib.ticker import FuncFormatter, NullFormatter
+    ticker = matplotlib_module("matplotlib.ticker")
+    FuncFormatter, NullFormatter = ticker.FuncFormatter, ticker.NullFormatter
     a = ax.yaxis if axis == "y" else ax.xaxis
     lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
     fmt = FuncFormatter(lambda v, _pos: fmt_rate(v))
@@ -591,6 +627,8 @@ def add_common_arguments(parser, out=True):
 
 
 def main_wrapper(name, fn, argv):
+    global _command
+    _command = "-m " + name
     try:
         return fn(argv)
     except AnalysisError as e:

@@ -31,12 +31,19 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if __package__ in (None, ""):
     sys.path.insert(0, ROOT)
+from analysis import common as C
 from analysis.states import StateSetError, load_states
+
+try:
+    import numpy as np
+except ImportError:
+    C._command = "analysis/npy_example.py"
+    print("npy_example: error: %s" % C.missing_module("numpy", figures=False), file=sys.stderr)
+    sys.exit(2)
+
 D, RANK, STREAMS = 64, 4, 4
 LAMBDA = np.array([4.0, 2.0, 1.0, 0.5])
 SIGMA = 0.1

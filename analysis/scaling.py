@@ -91,7 +91,7 @@ def file_stem(g, shown=()):
 
 def plot_group(g, out_dir, name, shown=()):
     plt = C.pyplot()
-    from matplotlib.ticker import NullFormatter
+    NullFormatter = C.matplotlib_module("matplotlib.ticker").NullFormatter
     ranks = [p.ranks for p in g.points]
     what = "Strong" if g.mode == "strong" else "Weak"
     subtitle = describe(g, shown)

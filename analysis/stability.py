@@ -90,7 +90,8 @@ def _series(rec, get, null_is_nonfinite):
 
 def plot_group(group, path, title):
     plt = C.pyplot()
-    from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+    ticker = C.matplotlib_module("matplotlib.ticker")
+    FuncFormatter, MaxNLocator, NullFormatter = ticker.FuncFormatter, ticker.MaxNLocator, ticker.NullFormatter
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.2))
     for ax, (get, ylabel, log, ptitle, null_nonfinite) in zip(axes.flat, PANELS):
         any_data, nonfinite, values = False, 0, []

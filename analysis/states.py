@@ -10,6 +10,8 @@ files are not those the manifest records (size, CRC-32, shape).
 
     from analysis.states import load_states
     states, manifest = load_states("run/states")   # states["U"]: (streams, d, r)
+
+numpy is imported by load_states (a missing numpy: analysis.common.AnalysisError).
 """
 
 import json
@@ -59,7 +61,11 @@ def load_states(state_dir):
     """Every array of the state set in state_dir, keyed by name without
     ".npy" (mu, U, S, s2, stream_ids, steps, status), and the manifest.
     Raises StateSetError naming the file at fault."""
-    import numpy as np
+    try:
+        import numpy as np
+    except ImportError:
+        from analysis import common
+        raise common.missing_module("numpy", figures=False) from None
 
     manifest = read_manifest(state_dir)
     states = {}

@@ -10,6 +10,12 @@ that has at least two values of it. Repeats at one value: the median FOM.
 Headings and legends name the stream mode and configuration fields only where
 they differ between a section's curves; the others are said once per section.
 
+Blocked vs sequential: where a d or r section holds a blocked and a
+sequential curve whose keys agree on everything but the kernel (update
+kernel, block size, block GEMM), a table of the blocked / sequential FOM
+ratio at each d or r they share and sweep_blocked_vs_sequential_vs_<d|r>.png
+(both FOM curves, and the ratio below). Nothing when there is no such pair.
+
     python3 -m analysis.sweep results/single_gpu.json results/rank_sweep.json --out figures/
 """
 
@@ -108,7 +114,7 @@ def table(curve, xname, saturation=False):
 
 def plot(curve_list, path, title, xlabel, ylog=True, ylabel="update throughput, all ranks [samples/s]"):
     plt = C.pyplot()
-    from matplotlib.ticker import NullFormatter
+    ticker = C.matplotlib_module("matplotlib.ticker")
     fig, ax = plt.subplots(figsize=(6.8, 4.8))
     constant = C.constant_fields([c.key for c in curve_list], SHOWN_WHEN_VARYING)
     for c in curve_list:
@@ -123,17 +129,112 @@ def plot(curve_list, path, title, xlabel, ylog=True, ylabel="update throughput, 
     if len(ticks) <= 12:
         ax.set_xticks(ticks)
         ax.set_xticklabels([C.fmt_count(t) for t in ticks])
-        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if ylog:
         C.plain_log_labels(ax)
     else:
-        from matplotlib.ticker import FuncFormatter
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: C.fmt_rate(v)))
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: C.fmt_rate(v)))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=6)
     return C.save_figure(fig, path, title, [r for c in curve_list for r in c.records])
+
+
+# The key fields of the update kernel: blocked and sequential curves may
+# differ in these (the sequential kernel has block size 1 and no block GEMM)
+# and in nothing else to be compared (kernel_pairs).
+# What the update kernel is: a blocked and a sequential curve pair when they
+# differ in these only. The re-orthonormalization is part of it:
+# reorthonormalize_every: auto resolves to every block end for a float
+# blocked run and to never for a sequential one, so the deck defaults of the
+# two kernels differ in it.
+KERNEL_FIELDS = ("kernel", "block size", "block GEMM", "reorthonormalize")
+
+
+def kernel_pairs(curve_list):
+    """(blocked curve, sequential curve, [(x, blocked point, sequential point)])
+    for every blocked and sequential curve whose keys agree on every field but
+    KERNEL_FIELDS and that share an x. Each curve keeps its own medians; a
+    curve with two points at one x (block_size: auto resolved to two k) gives
+    a row for each."""
+    def rest(c):
+        return tuple(kv for kv in c.key if kv[0] not in KERNEL_FIELDS)
+    pairs = []
+    for b in curve_list:
+        if dict(b.key)["kernel"] != "blocked":
+            continue
+        for q in curve_list:
+            if dict(q.key)["kernel"] != "sequential" or rest(q) != rest(b):
+                continue
+            rows = [(x, pb, pq) for pb in b.points for pq in q.points for x in [pb[0]] if pq[0] == x]
+            if rows:
+                pairs.append((b, q, rows))
+    return pairs
+
+
+def pair_label(pairs, i):
+    """What tells pair i from the other pairs (key fields beyond the kernel); '' for one pair."""
+    rests = [tuple(kv for kv in b.key if kv[0] not in KERNEL_FIELDS) for b, _q, _r in pairs]
+    return C.key_text(rests[i], skip=C.constant_fields(rests, [k for k, _v in rests[0]]))
+
+
+def kernel_text(curve):
+    k = dict(curve.key)
+    if k["kernel"] != "blocked":
+        return k["kernel"]
+    return "blocked, k=%s%s, re-orthonormalize %s" % (k["block size"], "" if k["block GEMM"] == "n/a" else
+                                                       ", GEMM " + k["block GEMM"], k["reorthonormalize"])
+
+
+def ratio_table(pair, xname):
+    b, _q, rows = pair
+    block_header = ["block size"] if b.block_size_auto else []
+    headers = [xname] + block_header + ["blocked FOM (update samples/s)", "sequential FOM (update samples/s)",
+                                        "blocked / sequential"]
+    return C.md_table(headers, [
+        [x] + ([pb[2][0].block_size] if b.block_size_auto else []) + [
+            C.fmt_rate(pb[1]), C.fmt_rate(pq[1]), "%.3f" % (pb[1] / pq[1]) if pq[1] > 0 else "n/a"]
+        for x, pb, pq in rows])
+
+
+def plot_kernel_pairs(pairs, path, title, xlabel):
+    """The blocked (solid) and sequential (dashed) FOM curves of each pair on
+    one axis, their ratio on a second."""
+    plt = C.pyplot()
+    ticker = C.matplotlib_module("matplotlib.ticker")
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(6.8, 6.8), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (b, q, rows) in enumerate(pairs):
+        col = colors[i % len(colors)]
+        label = pair_label(pairs, i)
+        label = label + ": " if label else ""
+        for c, style in ((b, "o-"), (q, "s--")):
+            ax.plot([x for x, _f, _r in c.points], [f for _x, f, _r in c.points], style, color=col,
+                    label=label + kernel_text(c))
+        ax2.plot([x for x, _pb, _pq in rows], [pb[1] / pq[1] for _x, pb, pq in rows], "o-", color=col,
+                 label=label + kernel_text(b) + " / sequential")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_ylabel("update throughput, all ranks [samples/s]")
+    C.plain_log_labels(ax)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6)
+    ax2.axhline(1.0, color="k", ls=":", lw=0.8)
+    ax2.set_ylim(bottom=0)
+    ax2.set_ylabel("blocked / sequential FOM [ratio]")
+    ax2.set_xlabel(xlabel)
+    ax2.grid(True, which="both", alpha=0.3)
+    ax2.legend(fontsize=6)
+    ticks = sorted({x for b, q, _r in pairs for c in (b, q) for x, _f, _r in c.points})
+    if len(ticks) <= 12:
+        ax2.set_xticks(ticks)
+        ax2.set_xticklabels([C.fmt_count(t) for t in ticks])
+        ax2.xaxis.set_minor_formatter(ticker.NullFormatter())
+    rests = [tuple(kv for kv in b.key if kv[0] not in KERNEL_FIELDS + ("device",)) for b, _q, _r in pairs]
+    shared = C.shared_text(rests, [k for k, _v in rests[0]])
+    return C.save_figure(fig, path, title + ("\n" + shared if shared else ""),
+                         [r for b, q, _r in pairs for c in (b, q) for r in c.records])
 
 
 SECTIONS = [
@@ -174,6 +275,21 @@ def analyse(records, out_dir, plots=True):
             path = plot(cs, os.path.join(out_dir, fname), title, xlabel, ylog=not sat)
             figures.append(path)
             lines += ["Figure: " + path, ""]
+        pairs = [] if sat else kernel_pairs(cs)
+        if pairs:
+            lines += ["## Blocked vs sequential update kernel (vs %s)" % xhead, "",
+                      "Curves that differ only in the kernel (%s); each kernel's FOM is its own curve's median." %
+                      ", ".join(KERNEL_FIELDS), ""]
+            for i, pair in enumerate(pairs):
+                label = pair_label(pairs, i)
+                text = kernel_text(pair[0])
+                lines += ["%s / sequential%s:" % (text[0].upper() + text[1:], " (%s)" % label if label else ""),
+                          "", ratio_table(pair, xhead), ""]
+            if plots:
+                path = plot_kernel_pairs(pairs, os.path.join(out_dir, "sweep_blocked_vs_sequential_vs_%s.png" % xhead),
+                                         "Blocked vs sequential update kernel: throughput vs %s" % xhead, xlabel)
+                figures.append(path)
+                lines += ["Figure: " + path, ""]
     return "\n".join(lines), found, figures
 
 

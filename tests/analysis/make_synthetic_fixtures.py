@@ -90,7 +90,13 @@ def default_series(steps, scale=1.0):
 
 def run_entry(*, deck, overrides, d, r, dtype, mode, ranks, per_rank=1, total=None, steps=1000, fom, e2e=None,
               series=None, checksums=None, passed=True, sweep_point=None, sweep_index=0, sweep_count=1,
-              result="mosaic_result.json"):
+              result="mosaic_result.json", timers=None, kernel=None):
+    """timers: None for the six phases every file has (as before issue 15:
+    no setup, verify, checkpoint, output, total, no timer_coverage), or
+    {phase: mean seconds} with "total": every phase, written as a 2-rank run
+    writes them (max 1.25 x, min 0.75 x the mean; the total, synchronized at
+    the end, 1.1 x and 0.9 x), with timer_coverage; the update max must give
+    the FOM. kernel: the runs[].kernel object (None: not recorded)."""
     total_streams = per_rank * ranks if mode == "weak" else total
     spr_min, spr_max = total_streams // ranks, -(-total_streams // ranks)
     series = series if series is not None else default_series(steps)
@@ -118,7 +124,18 @@ def run_entry(*, deck, overrides, d, r, dtype, mode, ranks, per_rank=1, total=No
 
     def timer(mx):
         return {"max_s": mx, "min_s": 0.9 * mx, "mean_s": 0.95 * mx}
-    return {
+    if timers is None:
+        timer_stats = {"init": timer(0.01), "warmup": timer(0.0), "generate": timer(0.1 * update_max),
+                       "update": timer(update_max), "diagnostics": timer(0.001), "reduce": timer(0.0005)}
+        coverage = None
+    else:
+        spread = {"total": (1.1, 0.9)}
+        timer_stats = {p: {"max_s": spread.get(p, (1.25, 0.75))[0] * s, "min_s": spread.get(p, (1.25, 0.75))[1] * s,
+                           "mean_s": s} for p, s in timers.items()}
+        assert timer_stats["update"]["max_s"] == update_max
+        coverage = {"accounted_fraction": sum(s for p, s in timers.items() if p != "total") / timers["total"],
+                    "definition": "sum over the phases of their mean seconds over the ranks, over the mean total"}
+    entry = {
         "sweep_point": sweep_point or {},
         "resolved_deck": resolved_deck(deck, overrides, d, r, dtype, mode, per_rank, total, steps,
                                        series[0]["step"] if len(series) > 1 else 0, result, sweep),
@@ -128,9 +145,14 @@ def run_entry(*, deck, overrides, d, r, dtype, mode, ranks, per_rank=1, total=No
             "streams_per_rank_max": spr_max, "imbalance": spr_max / (total_streams / ranks) - 1.0,
             "policy": "each stream is owned whole by one rank; stream states are never split, exchanged or "
                       "averaged; only statistics cross ranks"},
-        "steps": {"timed": steps, "warmup": 0, "init_samples": 2 * r},
-        "timers": {"init": timer(0.01), "warmup": timer(0.0), "generate": timer(0.1 * update_max),
-                   "update": timer(update_max), "diagnostics": timer(0.001), "reduce": timer(0.0005)},
+    }
+    if kernel is not None:
+        entry["kernel"] = kernel
+    entry["steps"] = {"timed": steps, "warmup": 0, "init_samples": 2 * r}
+    entry["timers"] = timer_stats
+    if coverage is not None:
+        entry["timer_coverage"] = coverage
+    entry.update({
         "figure_of_merit": {"name": "update_samples_per_second", "value": fom,
                             "definition": "timed steps x total streams / max over ranks of the update-only time"},
         "throughput": {"update_samples_per_second": fom, "end_to_end_samples_per_second": e2e,
@@ -143,7 +165,8 @@ def run_entry(*, deck, overrides, d, r, dtype, mode, ranks, per_rank=1, total=No
         "counts": {"clamped_steps": final["clamped_steps"], "breakdown_streams": 0, "breakdowns": []},
         "verification": {"passed": passed, "checks": checks,
                          "per_stream_checksums": [{"stream_id": s, "checksum": c} for s, c in enumerate(checksums)]},
-    }
+    })
+    return entry
 
 
 def document(name, env, deck, overrides, ranks, runs):
@@ -242,6 +265,28 @@ def fixtures():
     out["synthetic_failed.json"] = document("synthetic_failed.json", "cpu", "inputs/smoke_cpu.yaml", [], 1, [run_entry(
         deck="inputs/smoke_cpu.yaml", overrides=[], d=64, r=4, dtype="double", mode="weak", ranks=1, per_rank=2,
         steps=1000, fom=12345.678, e2e=9876.5, series=series, passed=False)])
+
+    # Every timer (as the mini-app writes them since issue 15) and the kernel
+    # object: a d sweep on the CPU host, 2 ranks, 2 streams each, 2000 steps
+    # (8000 samples). d=128: the phases' means add up to 8.5 s of a 10 s
+    # total (accounted 0.85); update max 5 s -> FOM 1600. d=256: twice the
+    # times and a 1 s checkpoint: 18 s of 20 s (0.9); FOM 800.
+    phases = {"setup": 0.5, "init": 0.25, "warmup": 0.25, "generate": 2.0, "update": 4.0, "verify": 0.5,
+              "diagnostics": 0.5, "checkpoint": 0.0, "reduce": 0.25, "output": 0.25, "total": 10.0}
+    blocked = {"update": "blocked", "block_size": 16, "block_size_from": "deck", "block_gemm": "tiled",
+               "reorthonormalize": "never"}
+    ov = ["streams.per_rank=2", "run.steps=2000", "sweep.problem.d=[128,256]"]
+    runs = []
+    for k, (d, scale, checkpoint, fom, e2e) in enumerate(((128, 1.0, 0.0, 1600.0, 1000.0),
+                                                         (256, 2.0, 1.0, 800.0, 500.0))):
+        times = {p: scale * s for p, s in phases.items()}
+        times["checkpoint"] = checkpoint
+        runs.append(run_entry(deck="inputs/smoke_cpu.yaml", overrides=ov, d=d, r=8, dtype="double", mode="weak",
+                              ranks=2, per_rank=2, steps=2000, fom=fom, e2e=e2e, sweep_point={"problem.d": d},
+                              sweep_index=k, sweep_count=2, result="synthetic_breakdown.json", timers=times,
+                              kernel=blocked))
+    out["synthetic_breakdown.json"] = document("synthetic_breakdown.json", "cpu", "inputs/smoke_cpu.yaml", ov, 2,
+                                               runs)
     return out
 
 

@@ -10,6 +10,7 @@ import unittest
 from analysis_test_support import TempDirTest, load_fixture, md_row_starting, run_main
 
 from analysis import accuracy
+from analysis import common as C
 
 ETAS = [0.001, 0.004, 0.016, 0.064, 0.256]
 # The best eta_U of each d, on the grid and inside it for d <= 4096:
@@ -64,6 +65,34 @@ class AccuracyMap(TempDirTest):
         # Three interior best points on eta* = 16.384 / d: exponent -1.
         self.assertIn("eta_U ~ 16.4 * d^-1.000", out)
         self.assertPng(os.path.join(self.tmp, "accuracy_map.png"))
+
+    def test_accuracy_vs_d_figure_shows_the_reports_best_eta(self):
+        path = self.write_map()
+        rc, out, err = run_main(accuracy, [path, "--out", self.tmp])
+        self.assertEqual(rc, 0, err)
+        png = os.path.join(self.tmp, "accuracy_vs_d.png")
+        self.assertIn("figure: " + png, out)
+        meta = self.assertPng(png, ["Synthetic CPU Model 9000 (test fixture) on synthetic-cpu-host"])
+        self.assertIn("best accuracy over eta_U vs d", meta["Title"])
+        points, _skipped = accuracy.collect_points(C.load_records([path]))
+        _path, shown = accuracy.plot_vs_d(points, os.path.join(self.tmp, "again"), 0.3)
+        self.assertEqual(list(shown), [(8, 1e-4, "double")])
+        best = shown[(8, 1e-4, "double")]
+        self.assertEqual([b.d for b in best], [256, 1024, 4096, 8192])
+        for b in best:
+            row = md_row_starting(out, str(b.d))
+            self.assertEqual((b.eta_text, C.fmt_sci(b.distance), "%.4f" % b.random), (row[6], row[7], row[8]))
+            self.assertEqual(b.eta, BEST.get(b.d, 0.256))
+        self.assertEqual(best[-1].eta_text, "0.256 (edge)")
+
+    def test_no_plots(self):
+        path = self.write_map()
+        out_dir = os.path.join(self.tmp, "figures")
+        rc, out, err = run_main(accuracy, [path, "--out", out_dir, "--no-plots"])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("| 1024 |", out)
+        self.assertNotIn("figure:", out)
+        self.assertFalse(os.path.exists(out_dir))
 
     def test_short_runs_are_left_out_and_said(self):
         path = self.write_map([lambda t: run_entry(t, 512, 0.016, steps=1500, every=1000)])

@@ -25,7 +25,7 @@ class CollectTest(S.TempDirTest):
         header = S.md_rows(out)[0]
         self.assertEqual(header[:10], ["file", "d", "r", "dtype", "mode", "ranks", "streams total", "streams/rank",
                                        "steps", "sweep point"])
-        self.assertEqual(len(S.md_rows(out)), 1 + 21)  # header + every run of the 14 files
+        self.assertEqual(len(S.md_rows(out)), 1 + 23)  # header + every run of the 15 files
         col = {h: k for k, h in enumerate(header)}
 
         row = S.md_row_starting(out, "synthetic_weak_np2.json")
@@ -59,7 +59,7 @@ class CollectTest(S.TempDirTest):
         row = S.md_row_starting(out, "synthetic_failed.json")
         self.assertEqual(row[col["FOM (update samples/s)"]], "12,346")
         self.assertEqual(row[col["verification"]], "FAILED")
-        self.assertIn("21 run(s) from 14 file(s); 20 PASSED, 1 FAILED.", out)
+        self.assertIn("23 run(s) from 15 file(s); 22 PASSED, 1 FAILED.", out)
         self.assertIn("FAILED: synthetic_failed.json: orthonormality_error_max", out)
 
     def test_csv_full_precision(self):

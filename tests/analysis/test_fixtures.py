@@ -20,7 +20,7 @@ FILES = sorted(glob.glob(os.path.join(S.FIXTURES, "*.json")))
 
 class FixtureTest(unittest.TestCase):
     def test_fixtures_present_and_named_synthetic(self):
-        self.assertEqual(len(FILES), 14)
+        self.assertEqual(len(FILES), 15)
         for f in FILES:
             self.assertTrue(os.path.basename(f).startswith("synthetic_"), f)
 

@@ -264,8 +264,9 @@ class OldFilesTest(S.TempDirTest):
         self.assertEqual(dict(r.configuration)["concurrency"], "n/a")
 
     def test_fixtures_group_as_before(self):
-        # Every fixture lacks the new fields: the scaling groups over all of them
-        # are those the analysis made before it keyed on the configuration.
+        # Every fixture but synthetic_breakdown.json lacks the new fields: the
+        # scaling groups over all of them are those the analysis made before it
+        # keyed on the configuration, and the two d of synthetic_breakdown.json.
         groups = C.scaling_groups(C.load_records([S.FIXTURES]))
         self.assertEqual(sorted((dict(g.key)["mode"], dict(g.key)["d"], dict(g.key)["r"],
                                  [(p.ranks, len(p.records)) for p in g.points]) for g in groups), sorted([
@@ -278,6 +279,7 @@ class OldFilesTest(S.TempDirTest):
             ("weak", "256", "16", [(1, 1)]), ("weak", "512", "16", [(1, 1)]), ("weak", "1024", "16", [(1, 1)]),
             ("weak", "4096", "8", [(1, 1)]), ("weak", "4096", "32", [(1, 1)]), ("weak", "4096", "64", [(1, 1)]),
             ("weak", "512", "16", [(1, 1), (2, 1), (4, 1)]),
+            ("weak", "128", "8", [(2, 1)]), ("weak", "256", "8", [(2, 1)]),
         ]))
 
     def test_collect_csv_has_the_configuration_columns(self):

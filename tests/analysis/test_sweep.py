@@ -1,5 +1,6 @@
 """analysis.sweep: curves vs d, vs r and vs streams per rank, their tables and figures."""
 
+import json
 import os
 import unittest
 
@@ -67,6 +68,77 @@ class SweepTest(S.TempDirTest):
                               ["Synthetic GPU X2 on synthetic-gpu-node-2", "git " + M.COMMIT_GPU])
         self.assertNotIn("X1", meta["Description"])
         self.assertIn("Figure: " + os.path.join(self.tmp, "sweep_saturation.png"), out)
+
+
+def kernel_edit(update, block_size, foms, concurrency=None, reorthonormalize="never"):
+    """Every run gets a runs[].kernel object and the FOMs; optionally another concurrency."""
+    def edit(doc):
+        for run, value in zip(doc["runs"], foms):
+            run["kernel"] = {"update": update, "block_size": block_size, "block_size_from": "deck",
+                             "block_gemm": "tiled" if update == "blocked" else None,
+                             "reorthonormalize": reorthonormalize}
+            run["figure_of_merit"]["value"] = value
+            run["throughput"]["update_samples_per_second"] = value
+        if concurrency is not None:
+            doc["environment"]["kokkos_default_concurrency"] = concurrency
+    return edit
+
+
+def foms(path):
+    """{d: FOM} of a result file, read directly from the JSON."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    return {run["resolved_deck"]["problem"]["d"]: run["figure_of_merit"]["value"] for run in doc["runs"]}
+
+
+class BlockedVsSequentialTest(S.TempDirTest):
+    def files(self):
+        seq = self.variant("synthetic_sweep_d.json", "seq.json", kernel_edit("sequential", 1, (4000.0, 2000.0, 1000.0)))
+        # The blocked kernel's float default re-orthonormalizes at every block
+        # end, the sequential one's never: part of the kernel, still a pair.
+        blk = self.variant("synthetic_sweep_d.json", "blk.json",
+                           kernel_edit("blocked", 64, (6000.0, 5000.0, 4500.0), reorthonormalize="every block end"))
+        # Blocked at another concurrency: it differs from the sequential curve
+        # in more than the kernel and pairs with nothing.
+        other = self.variant("synthetic_sweep_d.json", "blk_conc4.json",
+                             kernel_edit("blocked", 64, (9000.0, 9000.0, 9000.0), concurrency=4))
+        return seq, blk, other
+
+    def test_ratio_is_the_fom_ratio_of_the_matching_curves_only(self):
+        seq, blk, other = self.files()
+        rc, out, err = S.run_main(sweep, [seq, blk, other, "--no-plots"])
+        self.assertEqual(rc, 0, err)
+        part = S.section(out, "## Blocked vs sequential update kernel (vs d)")
+        rows = [r for r in S.md_rows(part) if r[0] != "d"]
+        b, q = foms(blk), foms(seq)
+        self.assertEqual(rows, [[str(d), C.fmt_rate(b[d]), C.fmt_rate(q[d]), "%.3f" % (b[d] / q[d])]
+                                for d in (256, 512, 1024)])
+        self.assertEqual([r[3] for r in rows], ["1.500", "2.500", "4.500"])
+        self.assertIn("Blocked, k=64, GEMM tiled, re-orthonormalize every block end / sequential:", part)
+        self.assertEqual(part.count("blocked / sequential |"), 1)  # one pair: one table
+        recs = C.load_records([seq, blk, other])
+        pairs = sweep.kernel_pairs(sweep.curves(recs, "d", ("d",)))
+        self.assertEqual([(p[0].records[0].file, p[1].records[0].file) for p in pairs], [("blk.json", "seq.json")])
+
+    def test_no_pair_no_section_no_figure(self):
+        seq, _blk, other = self.files()
+        out_dir = os.path.join(self.tmp, "out")
+        rc, out, err = S.run_main(sweep, [seq, other, "--out", out_dir])
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("Blocked vs sequential", out)
+        self.assertEqual(os.listdir(out_dir), ["sweep_throughput_vs_d.png"])
+
+    def test_png(self):
+        seq, blk, _other = self.files()
+        out_dir = os.path.join(self.tmp, "out")
+        rc, out, err = S.run_main(sweep, [seq, blk, "--out", out_dir])
+        self.assertEqual(rc, 0, err)
+        path = os.path.join(out_dir, "sweep_blocked_vs_sequential_vs_d.png")
+        self.assertIn("Figure: " + path, out)
+        meta = self.assertPng(path, ["Synthetic GPU X1 on synthetic-gpu-node-1", "git " + M.COMMIT_GPU])
+        self.assertIn("Blocked vs sequential update kernel: throughput vs d", meta["Title"])
+        self.assertEqual(sorted(os.listdir(out_dir)), ["sweep_blocked_vs_sequential_vs_d.png",
+                                                      "sweep_throughput_vs_d.png"])
 
 
 if __name__ == "__main__":
