@@ -1,9 +1,10 @@
 #!/bin/bash
-# The runs behind docs/ACCURACY.md (issue 15): the timer accounting of the
-# headline deck at d=8192 (inputs/single_gpu.yaml, 2,048 steps, diagnostics
-# every 512; and the point issue 15 item 1 names, 10,000 steps with
-# diagnostics every 1,000: setup_init_diagnostics_10k), the accuracy map (inputs/accuracy_map.yaml, 80 points) and its
-# extension to a smaller eta_U (2.5e-4, 20,000 steps, diagnostics every
+# The runs behind docs/ACCURACY.md and docs/PERFORMANCE.md's timer table
+# (issue 15): the headline deck at the point issue 15 item 1 names
+# (inputs/single_gpu.yaml at d=8192, 10,000 steps with diagnostics every
+# 1,000: setup_init_diagnostics_10k), the accuracy map
+# (inputs/accuracy_map.yaml, 80 points) and its extension to a smaller eta_U
+# (2.5e-4, 20,000 steps, diagnostics every
 # 2,000: the map's best eta_U was its smallest everywhere). Writes
 # results/cpu/<run>_<commit>.json and the printed output with the commit and
 # uptime around each run (results/cpu/accuracy_runs_<only>_<commit>.txt).
@@ -32,8 +33,6 @@ run() {
 }
 {
   echo "# binary $M, built from $commit; checkout $(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- src miniapp inputs || echo ' (modified)')"
-  run timer_accounting inputs/single_gpu.yaml --set 'sweep.problem.d=[8192]' --set run.steps=2048 \
-    --set run.diagnostics_every=512
   run setup_init_diagnostics_10k inputs/single_gpu.yaml --set 'sweep.problem.d=[8192]' \
     --set run.diagnostics_every=1000
   run accuracy_map inputs/accuracy_map.yaml

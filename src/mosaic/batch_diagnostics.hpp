@@ -240,8 +240,8 @@ constexpr int basis_gram_rows = 2048;
 
 // compute_diagnostics' work arrays, kept by a caller that diagnoses a batch
 // repeatedly (the run): allocated afresh at every point, their few MB were
-// first touched page by page each time (docs/PERFORMANCE.md, "Setup, init
-// and diagnostics on the execution space").
+// first touched page by page each time (page faults and page clearing in a
+// perf profile of many-point runs).
 template <class ExecSpace>
 struct DiagnosticsWork {
   using view3 = Kokkos::View<double***, Kokkos::LayoutRight, typename ExecSpace::memory_space>;

@@ -18,15 +18,17 @@
 // mosaic_bench's sgemm reference (docs/PERFORMANCE.md). A remainder narrower
 // than NR columns runs as NR_MID tiles, then NR_TAIL tiles over zero-padded
 // columns (with 32-byte tiles only, k = 32 and 96 at r = 64 ran markedly
-// slower than k = 64: results/cpu/blocked_bench_28a4182_run*.txt).
+// slower than k = 64: results/cpu/blocked_bench_28a4182_run*.txt, in git
+// at commit 08b1dfb).
 // Without AVX-512 the widths are counted in elements, not bytes: g++ 12
 // -O3 -march=native on an AVX2 machine (AMD EPYC without AVX-512, the
 // project's CI machine kind) compiles a 16-element tile row badly, for float
 // and double alike (it keeps the accumulators in memory): mosaic_bench's
-// sgemm reference ran at 2.7 GFLOP/s on one core with the 64-byte (16-float)
-// rows this file used to choose for AVX2, while a naive triple loop ran at
-// 23.6 (docs/PERFORMANCE.md, "Tile widths on AVX2"). Rows of 32 elements,
-// a 12-element middle tile and 4-element tails avoid the 16-element shape.
+// sgemm reference ran at 2.66 GFLOP/s on one core with the 64-byte (16-float)
+// rows this file used to choose for AVX2, and at 46.78 with rows of 32
+// elements, a 12-element middle tile and 4-element tails, the shapes below
+// (results/cpu/block_size_rule_dbf5cdc133df.txt; docs/PERFORMANCE.md,
+// "tile widths on AVX2").
 #pragma once
 
 #include <Kokkos_Core.hpp>

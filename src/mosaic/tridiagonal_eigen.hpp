@@ -20,6 +20,20 @@
 
 namespace mosaic {
 
+namespace detail {
+
+template <class Mat>
+KOKKOS_INLINE_FUNCTION void transpose_in_place(const Mat& a, const int n) {
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) {
+      const double t = a(i, j);
+      a(i, j) = a(j, i);
+      a(j, i) = t;
+    }
+}
+
+}  // namespace detail
+
 // On entry `a` (an n x n accessor, a(i, j)) holds a symmetric matrix, of
 // which every entry is read. On return `w` (length n) holds its eigenvalues
 // in ascending order and, with `vectors`, column j of `a` the unit
@@ -82,23 +96,29 @@ KOKKOS_INLINE_FUNCTION bool tridiagonal_ql_eigen(const Mat& a, const Vec& w, con
     w(i) = h;
   }
   if (vectors) {
+    // The transformation is accumulated, the QL rotations applied and the
+    // sort done on V^T (a(j, k) = V(k, j)): every inner loop then runs
+    // along a row, unit-stride on the host layout (they vectorize). The
+    // same operations on the same values in the same order as on V: the
+    // results do not change.
+    detail::transpose_in_place(a, n);
     for (int i = 0; i < n - 1; ++i) {
-      a(n - 1, i) = a(i, i);
+      a(i, n - 1) = a(i, i);
       a(i, i) = 1;
       const double h = w(i + 1);
       if (h != 0.0) {
-        for (int k = 0; k <= i; ++k) w(k) = a(k, i + 1) / h;
+        for (int k = 0; k <= i; ++k) w(k) = a(i + 1, k) / h;
         for (int j = 0; j <= i; ++j) {
           double g = 0;
-          for (int k = 0; k <= i; ++k) g += a(k, i + 1) * a(k, j);
-          for (int k = 0; k <= i; ++k) a(k, j) -= g * w(k);
+          for (int k = 0; k <= i; ++k) g += a(i + 1, k) * a(j, k);
+          for (int k = 0; k <= i; ++k) a(j, k) -= g * w(k);
         }
       }
-      for (int k = 0; k <= i; ++k) a(k, i + 1) = 0;
+      for (int k = 0; k <= i; ++k) a(i + 1, k) = 0;
     }
     for (int j = 0; j < n; ++j) {
-      w(j) = a(n - 1, j);
-      a(n - 1, j) = 0;
+      w(j) = a(j, n - 1);
+      a(j, n - 1) = 0;
     }
     a(n - 1, n - 1) = 1;
   } else {
@@ -145,10 +165,10 @@ KOKKOS_INLINE_FUNCTION bool tridiagonal_ql_eigen(const Mat& a, const Vec& w, con
           p = c * w(i) - s * g;
           w(i + 1) = h + s * (c * g + s * w(i));
           if (vectors)
-            for (int k = 0; k < n; ++k) {
-              h = a(k, i + 1);
-              a(k, i + 1) = s * a(k, i) + c * h;
-              a(k, i) = c * a(k, i) - s * h;
+            for (int k = 0; k < n; ++k) {  // columns i, i + 1 of V: rows of V^T
+              const double vi = a(i, k), vi1 = a(i + 1, k);
+              a(i + 1, k) = s * vi + c * vi1;
+              a(i, k) = c * vi - s * vi1;
             }
         }
         p = -s * s2 * c3 * el1 * e(l) / dl1;
@@ -170,12 +190,13 @@ KOKKOS_INLINE_FUNCTION bool tridiagonal_ql_eigen(const Mat& a, const Vec& w, con
       w(i) = t;
       if (vectors)
         for (int j = 0; j < n; ++j) {
-          const double v = a(j, i);
-          a(j, i) = a(j, k);
-          a(j, k) = v;
+          const double v = a(i, j);
+          a(i, j) = a(k, j);
+          a(k, j) = v;
         }
     }
   }
+  if (vectors) detail::transpose_in_place(a, n);
   for (int j = 0; j < n; ++j)
     if (!kmath::isfinite(w(j))) return false;
   return true;
