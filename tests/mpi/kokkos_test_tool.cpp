@@ -8,10 +8,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 
 namespace {
+// Kokkos calls the tool from whichever thread allocates or pushes a region:
+// views made inside a host parallel region (Kokkos Kernels' calls on one
+// stream per thread, say) reach it from several threads at once.
+std::mutex lock;
 std::set<std::string> regions;
 struct SpaceBytes {
   std::uint64_t now = 0, peak = 0;
@@ -25,12 +30,14 @@ struct SpaceHandle {
 };
 
 extern "C" void kokkosp_allocate_data(SpaceHandle space, const char*, const void*, std::uint64_t size) {
+  const std::lock_guard<std::mutex> guard(lock);
   SpaceBytes& b = allocated[space.name];
   b.now += size;
   b.peak = std::max(b.peak, b.now);
 }
 
 extern "C" void kokkosp_deallocate_data(SpaceHandle space, const char*, const void*, std::uint64_t size) {
+  const std::lock_guard<std::mutex> guard(lock);
   allocated[space.name].now -= size;
 }
 
@@ -40,9 +47,13 @@ extern "C" void kokkosp_init_library(int, std::uint64_t, std::uint32_t, void*) {
 
 extern "C" void kokkosp_print_help(char*) { std::fprintf(stderr, "kokkos test tool: help\n"); }
 
-extern "C" void kokkosp_push_profile_region(const char* name) { regions.insert(name); }
+extern "C" void kokkosp_push_profile_region(const char* name) {
+  const std::lock_guard<std::mutex> guard(lock);
+  regions.insert(name);
+}
 
 extern "C" void kokkosp_finalize_library() {
+  const std::lock_guard<std::mutex> guard(lock);
   std::string names;
   for (const auto& r : regions) names += (names.empty() ? "" : ",") + r;
   std::fprintf(stderr, "kokkos test tool: regions [%s]\n", names.c_str());

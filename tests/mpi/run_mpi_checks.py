@@ -1019,7 +1019,7 @@ def check_verification(args):
     # ms between two timed regions is several percent of it (0.85 was seen
     # once under a parallel build), hence 0.9 here; a phase left out (the
     # update is about a third of this run) still fails it. The d=8192
-    # measurement in docs/PERFORMANCE.md is 99.998%.
+    # measurements in docs/PERFORMANCE.md are 99.98%.
     if not all(p in run["timers"] for p in TIMER_PHASES + ["total"]):
         fail(f"timers {list(run['timers'])}, expected {TIMER_PHASES} and total")
     cover = run["timer_coverage"]["accounted_fraction"]
