@@ -1,6 +1,7 @@
 #include "vendor_blas.hpp"
 
 #include <KokkosKernels_config.h>
+#include <Kokkos_Core.hpp>
 
 #if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
 // OpenBLAS's own queries; weak, so that another BLAS links too (then they are null).
@@ -28,6 +29,14 @@ std::string host_library() {
 
 bool host_calls_nest_single_threaded() {
 #if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
+#if KOKKOS_VERSION >= 40000
+  // Kokkos Kernels 4.x opens a profiling region in every gemm and trsm, and
+  // with a Kokkos Tools library loaded Kokkos 4.x fences every execution
+  // space when a region opens: called inside a parallel region of the same
+  // OpenMP instance, that fence waits on the region's own lock (seen as a
+  // deadlock with Kokkos 4.6.01 in the truth's Cholesky-QR).
+  if (Kokkos::Profiling::profileLibraryLoaded()) return false;
+#endif
   if (!openblas_get_parallel) return false;
   const int p = openblas_get_parallel();
   return p == 0 || p == 2;

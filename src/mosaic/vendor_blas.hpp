@@ -17,8 +17,10 @@ std::string host_library();
 // own streams' GEMMs: OpenBLAS built for OpenMP (it then sees the enclosing
 // region) or sequential. False for a pthreads OpenBLAS (its own thread pool
 // would put twice as many threads as cores to work), for a library this
-// cannot identify, and without a BLAS TPL (Kokkos Kernels' native GEMM
-// launches its own kernels).
+// cannot identify, without a BLAS TPL (Kokkos Kernels' native GEMM
+// launches its own kernels), and with Kokkos 4.x or later while a Kokkos
+// Tools library is loaded (vendor_blas.cpp: the nested calls would
+// deadlock). Decided once per engine or call, after Kokkos::initialize.
 bool host_calls_nest_single_threaded();
 
 }  // namespace mosaic::vendor_blas

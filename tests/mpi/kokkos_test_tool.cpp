@@ -13,9 +13,9 @@
 #include <string>
 
 namespace {
-// Kokkos calls the tool from whichever thread allocates or pushes a region:
-// views made inside a host parallel region (Kokkos Kernels' calls on one
-// stream per thread, say) reach it from several threads at once.
+// Kokkos calls the tool from whichever thread allocates or opens a region;
+// the maps are guarded so that the tool stays correct if two threads do so
+// at once.
 std::mutex lock;
 std::set<std::string> regions;
 struct SpaceBytes {
