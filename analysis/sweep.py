@@ -12,7 +12,7 @@ they differ between a section's curves; the others are said once per section.
 
 Blocked vs sequential: where a d or r section holds a blocked and a
 sequential curve whose keys agree on everything but the kernel (update
-kernel, block size, block GEMM), a table of the blocked / sequential FOM
+kernel, block size, block GEMM, re-orthonormalization), a table of the blocked / sequential FOM
 ratio at each d or r they share and sweep_blocked_vs_sequential_vs_<d|r>.png
 (both FOM curves, and the ratio below). Nothing when there is no such pair.
 
@@ -141,9 +141,6 @@ def plot(curve_list, path, title, xlabel, ylog=True, ylabel="update throughput, 
     return C.save_figure(fig, path, title, [r for c in curve_list for r in c.records])
 
 
-# The key fields of the update kernel: blocked and sequential curves may
-# differ in these (the sequential kernel has block size 1 and no block GEMM)
-# and in nothing else to be compared (kernel_pairs).
 # What the update kernel is: a blocked and a sequential curve pair when they
 # differ in these only. The re-orthonormalization is part of it:
 # reorthonormalize_every: auto resolves to every block end for a float

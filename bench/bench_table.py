@@ -9,7 +9,8 @@ One row per (run, d, r): the run's number in the log, dtype, GEMM kernel and
 precision solve of its blocked rows, the sequential kernel's samples/s, the
 blocked samples/s at every k it ran (the best in bold), best / sequential,
 the phases of the blocked update at the best k (wall microseconds per sample,
-all streams), and the run's vendor GEMM rate at n = 1104. Every number is
+all streams), and the run's vendor GEMM rate at n = 1104 in its precision
+(sgemm or dgemm). Every number is
 copied from the log as printed; nothing is recomputed but the best k.
 """
 
@@ -26,7 +27,7 @@ def parse(lines):
     in_phases = False
     for line in lines:
         if line.startswith("### "):
-            run = {"command": line[4:].strip(), "dtype": "", "gemm": "", "solve": "", "vendor": "",
+            run = {"command": line[4:].strip(), "dtype": "", "gemm": "", "solve": "",
                    "blocked": {}, "phases": {}}
             if "mosaic_bench" in line:
                 runs.append(run)
@@ -37,9 +38,9 @@ def parse(lines):
         m = re.match(r"# mosaic_bench: .*concurrency \d+, (\w+), \d+ streams", line)
         if m:
             run["dtype"] = m.group(1)
-        m = re.match(r"# roofline: vendor [sd]gemm ([\d.]+) GFLOP/s", line)
+        m = re.match(r"# roofline: vendor ([sd])gemm ([\d.]+) GFLOP/s", line)
         if m:
-            run["vendor"] = m.group(1)
+            run["vendor_" + m.group(1)] = m.group(2)
         m = re.match(r"# blocked update .*gemm (\w+), precision_solve (\w+)", line)
         if m:
             run["gemm"], run["solve"] = m.group(1), m.group(2)
@@ -65,7 +66,7 @@ def table(runs):
     ks = sorted({k for run in runs for p in run["blocked"].values() for k in p["k"]})
     head = (["run", "dtype", "d", "r", "GEMM", "solve", "sequential"] + ["k = %d" % k for k in ks] +
             ["best / sequential", "block (us/sample)", "pack", "products", "coefficients", "bases",
-             "vendor GEMM n=1104 (GFLOP/s)"])
+             "vendor GEMM of the run's precision, n=1104 (GFLOP/s)"])
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i, run in enumerate(runs, 1):
         for (d, r), p in run["blocked"].items():
@@ -79,7 +80,9 @@ def table(runs):
             row.append(p["k"][best][1])
             ph = run["phases"].get((d, r, best))
             row += [ph["block"], ph["pack"], ph["products"], ph["coefficients"], ph["bases"]] if ph else [""] * 5
-            row.append(run["vendor"])
+            # The vendor GEMM of the run's precision (a double run prints
+            # its dgemm and the sgemm too).
+            row.append(run.get("vendor_d" if run["dtype"] == "double" else "vendor_s", ""))
             out.append("| " + " | ".join(row) + " |")
     return "\n".join(out)
 

@@ -1,6 +1,6 @@
 #!/bin/bash
-# The mosaic_bench runs behind docs/PERFORMANCE.md's "block_size: auto" and
-# "Tile widths on AVX2" sections: the sequential kernel and the blocked update
+# The mosaic_bench runs behind docs/PERFORMANCE.md's "block_size: auto"
+# (the rule and the tile widths on AVX2): the sequential kernel and the blocked update
 # for several k in the same run (float, 8 streams, 2 OpenMP threads, the
 # default reorthonormalize_every: auto), over d in {256 .. 8192} and r in
 # {8 .. 128}. Build first:

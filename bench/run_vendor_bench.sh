@@ -1,11 +1,13 @@
 #!/bin/bash
-# The runs behind docs/PERFORMANCE.md's "Blocked update with the vendor GEMM
-# (issue 14)" tables: mosaic_bench (float and double, 8 streams, 2 OpenMP
+# The runs behind docs/PERFORMANCE.md's "mosaic_bench: the update kernels"
+# (its table: bench/bench_table.py on this script's output): mosaic_bench (float and double, 8 streams, 2 OpenMP
 # threads) at the target point twice, the tiled kernel at the same point,
 # the d ladder at r = 64, the r sweep at d = 8192, the maintained solve,
 # and the mini-app's own FOM at the target point. Build first:
 #   cmake --preset openmp && cmake --build --preset openmp
-# Prints the commit and uptime around every run; takes about 15 minutes.
+# Prints the commit and uptime around every run; took 2 minutes on the
+# 2-core AVX-512 Xeon (results/cpu/vendor_bench_9af4afeb65e1.txt), about 15 on
+# the AVX2 EPYC of earlier sessions.
 set -e
 cd "$(dirname "$0")/.."
 B=build/openmp/bench/mosaic_bench

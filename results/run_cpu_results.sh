@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Reproduces every result file in results/cpu/ and the plots in results/plots/
+# Reproduces its set of result files in results/cpu/ (results/README.md) and
+# the tables in results/ and plots in results/plots/ made from them
 # on a CPU machine (OpenMP build), with the committed decks scaled down by
 # --set overrides so that the whole set finishes in minutes on 2 cores. The
 # overrides are part of each file name's suffix and are recorded in each

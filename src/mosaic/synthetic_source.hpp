@@ -346,8 +346,8 @@ std::vector<double> cholesky_qr_per_stream(
         if (!host::cholesky(g, k, l))
           throw std::runtime_error("synthetic source: the Gram matrix of stream " +
                                    std::to_string(ids[std::size_t(b)]) +
-                                   "'s basis does not factor even shifted (non-finite entries, or a basis "
-                                   "numerically rank-deficient)");
+                                   "'s basis does not factor even shifted (non-finite or overflowing "
+                                   "entries)");
       }
       // L row-major is L^T column-major: the upper factor the trsm reads.
       for (int a = 0; a < k; ++a)

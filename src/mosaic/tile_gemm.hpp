@@ -1,7 +1,8 @@
 // Register-tiled GEMM micro-kernels for the blocked update on host spaces
 // (blocked_step.hpp: the gemm::HostTiled kernel of backend.hpp, instantiated
 // for host execution spaces only; their widths are tuned to host vector
-// registers, and on a GPU they spilled: docs/PERFORMANCE.md). Plain C++ over contiguous, packed,
+// registers, and on a GPU they spilled:
+// results/cuda_build/ptxas_sm90_0c5f441.txt). Plain C++ over contiguous, packed,
 // zero-padded buffers: a fixed MR x NR tile of the output is accumulated in a
 // local array that the compiler keeps in vector registers (the inner loop over
 // NR columns vectorizes; no intrinsics, no reassociation). Every output entry

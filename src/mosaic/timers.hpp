@@ -1,6 +1,6 @@
 // Named wall-clock timers for the phases of a run, in the order they run:
 // setup, init, warmup, generate, update, verify, diagnostics, checkpoint,
-// reduce, output (docs/PERFORMANCE.md, "What the timers cover"). Each timed
+// reduce, output (docs/PERFORMANCE.md, "mosaic_miniapp: what the timers cover"). Each timed
 // region is fenced on both sides so asynchronous device work is charged to
 // the phase that launched it, and is a Kokkos Tools profiling region named
 // mosaic::<phase>, so a tool (space-time-stack, a kernel logger) sees the

@@ -97,10 +97,12 @@ KOKKOS_INLINE_FUNCTION bool tridiagonal_ql_eigen(const Mat& a, const Vec& w, con
   }
   if (vectors) {
     // The transformation is accumulated, the QL rotations applied and the
-    // sort done on V^T (a(j, k) = V(k, j)): every inner loop then runs
-    // along a row, unit-stride on the host layout (they vectorize). The
-    // same operations on the same values in the same order as on V: the
-    // results do not change.
+    // sort done on V^T (a(j, k) = V(k, j)): the O(n^3) inner loops then run
+    // along rows, unit-stride on the host layout, and the updates and
+    // rotations vectorize (the dot products g stay sequential sums: no
+    // reassociation). The same operations on the same values in the same
+    // order as on V, so the results do not change. A false return leaves
+    // `a` transposed (it holds work values then).
     detail::transpose_in_place(a, n);
     for (int i = 0; i < n - 1; ++i) {
       a(i, n - 1) = a(i, i);
