@@ -208,10 +208,7 @@ def plot_vs_d(points, out_dir, threshold):
         ax.plot(ds, [b.random for b in best], "--", color="tab:blue", lw=0.8, label="random subspace 1-r/d")
         ax.axhline(threshold, color="k", ls=":", lw=0.8, label="threshold %.2g" % threshold)
         ax.set_xscale("log", base=2)
-        if len(ds) <= 12:
-            ax.set_xticks(ds)
-            ax.set_xticklabels([str(d) for d in ds])
-            ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+        C.label_x_ticks(ax, ds, fmt=str)
         ax.margins(x=0.1)
         # A log axis when the values are positive and span at least a decade (as in analysis.stability).
         values = [b.distance for b in best] + [b.random for b in best] + [threshold]

@@ -139,6 +139,14 @@ COLORS = ("#1f77b4", "#aec7e8", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c
           "#17becf", "#98df8a", "#ffbb78", "#c5b0d5", "#c49c94")
 
 
+def segment_style(seg, phases):
+    """How a segment is drawn, in the bars and in the legend alike: the time
+    in no timer hatched on white, each phase its fixed color."""
+    if seg == UNACCOUNTED:
+        return {"facecolor": "white", "edgecolor": "0.45", "hatch": "///", "linewidth": 0.6}
+    return {"facecolor": COLORS[phases.index(seg) % len(COLORS)], "edgecolor": "white", "linewidth": 0.5}
+
+
 def plot(rows, phases, out_dir, stat):
     plt = C.pyplot()
     n = len(rows)
@@ -153,22 +161,13 @@ def plot(rows, phases, out_dir, stat):
     for i, b in enumerate(rows):
         left = 0.0
         for seg, width in b.bar():
-            if seg == UNACCOUNTED:
-                style = {"color": "white", "edgecolor": "0.45", "hatch": "///", "linewidth": 0.6}
-            else:
-                style = {"color": COLORS[phases.index(seg) % len(COLORS)], "edgecolor": "white", "linewidth": 0.5}
-            ax.barh(i, width, left=left, height=0.7, **style)
+            ax.barh(i, width, left=left, height=0.7, **segment_style(seg, phases))
             if width >= 6.0:
                 ax.text(left + width / 2, i, "%.0f%%" % width, ha="center", va="center", fontsize=7,
                         color="black")
             left += width
         widest = max(widest, left)
-    handles = []
-    for seg in segments:
-        if seg == UNACCOUNTED:
-            handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="0.45", hatch="///"))
-        else:
-            handles.append(plt.Rectangle((0, 0), 1, 1, color=COLORS[phases.index(seg) % len(COLORS)]))
+    handles = [plt.Rectangle((0, 0), 1, 1, **segment_style(seg, phases)) for seg in segments]
     ax.legend(handles, segments, ncol=min(6, len(segments)), fontsize=7, loc="lower center",
               bbox_to_anchor=(0.5, 1.0), frameon=False)
     ax.set_yticks(range(n))

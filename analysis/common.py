@@ -603,6 +603,16 @@ def save_figure(fig, path, title, records):
     return path
 
 
+def label_x_ticks(ax, ticks, fmt=None):
+    """At most 12 x values: a labelled major tick at each (formatted by fmt,
+    default fmt_count) and no minor labels; more are left to the axis."""
+    if len(ticks) > 12:
+        return
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([(fmt or fmt_count)(t) for t in ticks])
+    ax.xaxis.set_minor_formatter(matplotlib_module("matplotlib.ticker").NullFormatter())
+
+
 def plain_log_labels(ax, axis="y"):
     """Plain numbers (1,000 rather than 10^3) on a log axis; minor ticks are
     labelled too when the axis spans less than a decade."""

@@ -125,11 +125,7 @@ def plot(curve_list, path, title, xlabel, ylog=True, ylabel="update throughput, 
         ax.set_yscale("log")
     else:
         ax.set_ylim(bottom=0)
-    ticks = sorted({x for c in curve_list for x, _f, _r in c.points})
-    if len(ticks) <= 12:
-        ax.set_xticks(ticks)
-        ax.set_xticklabels([C.fmt_count(t) for t in ticks])
-        ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    C.label_x_ticks(ax, sorted({x for c in curve_list for x, _f, _r in c.points}))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if ylog:
@@ -149,20 +145,23 @@ def plot(curve_list, path, title, xlabel, ylog=True, ylabel="update throughput, 
 KERNEL_FIELDS = ("kernel", "block size", "block GEMM", "reorthonormalize")
 
 
+def non_kernel_key(curve, also=()):
+    """The curve's key without KERNEL_FIELDS (and the fields in `also`)."""
+    return tuple(kv for kv in curve.key if kv[0] not in KERNEL_FIELDS + tuple(also))
+
+
 def kernel_pairs(curve_list):
     """(blocked curve, sequential curve, [(x, blocked point, sequential point)])
     for every blocked and sequential curve whose keys agree on every field but
     KERNEL_FIELDS and that share an x. Each curve keeps its own medians; a
     curve with two points at one x (block_size: auto resolved to two k) gives
     a row for each."""
-    def rest(c):
-        return tuple(kv for kv in c.key if kv[0] not in KERNEL_FIELDS)
     pairs = []
     for b in curve_list:
         if dict(b.key)["kernel"] != "blocked":
             continue
         for q in curve_list:
-            if dict(q.key)["kernel"] != "sequential" or rest(q) != rest(b):
+            if dict(q.key)["kernel"] != "sequential" or non_kernel_key(q) != non_kernel_key(b):
                 continue
             rows = [(x, pb, pq) for pb in b.points for pq in q.points for x in [pb[0]] if pq[0] == x]
             if rows:
@@ -172,7 +171,7 @@ def kernel_pairs(curve_list):
 
 def pair_label(pairs, i):
     """What tells pair i from the other pairs (key fields beyond the kernel); '' for one pair."""
-    rests = [tuple(kv for kv in b.key if kv[0] not in KERNEL_FIELDS) for b, _q, _r in pairs]
+    rests = [non_kernel_key(b) for b, _q, _r in pairs]
     return C.key_text(rests[i], skip=C.constant_fields(rests, [k for k, _v in rests[0]]))
 
 
@@ -199,7 +198,6 @@ def plot_kernel_pairs(pairs, path, title, xlabel):
     """The blocked (solid) and sequential (dashed) FOM curves of each pair on
     one axis, their ratio on a second."""
     plt = C.pyplot()
-    ticker = C.matplotlib_module("matplotlib.ticker")
     fig, (ax, ax2) = plt.subplots(2, 1, figsize=(6.8, 6.8), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, (b, q, rows) in enumerate(pairs):
@@ -223,12 +221,8 @@ def plot_kernel_pairs(pairs, path, title, xlabel):
     ax2.set_xlabel(xlabel)
     ax2.grid(True, which="both", alpha=0.3)
     ax2.legend(fontsize=6)
-    ticks = sorted({x for b, q, _r in pairs for c in (b, q) for x, _f, _r in c.points})
-    if len(ticks) <= 12:
-        ax2.set_xticks(ticks)
-        ax2.set_xticklabels([C.fmt_count(t) for t in ticks])
-        ax2.xaxis.set_minor_formatter(ticker.NullFormatter())
-    rests = [tuple(kv for kv in b.key if kv[0] not in KERNEL_FIELDS + ("device",)) for b, _q, _r in pairs]
+    C.label_x_ticks(ax2, sorted({x for b, q, _r in pairs for c in (b, q) for x, _f, _r in c.points}))
+    rests = [non_kernel_key(b, also=("device",)) for b, _q, _r in pairs]
     shared = C.shared_text(rests, [k for k, _v in rests[0]])
     return C.save_figure(fig, path, title + ("\n" + shared if shared else ""),
                          [r for b, q, _r in pairs for c in (b, q) for r in c.records])

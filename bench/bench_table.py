@@ -54,7 +54,7 @@ def parse(lines):
             continue
         if in_phases and line.startswith("| ") and not line.startswith("| d |"):
             c = cells(line)
-            run["phases"][(c[0], c[1], int(c[2]))] = {"gemm": c[3], "block": c[4], "pack": c[5],
+            run["phases"][(c[0], c[1], int(c[2]))] = {"block": c[4], "pack": c[5],
                                                         "products": c[6].split(" (")[0],
                                                         "coefficients": c[7], "bases": c[8].split(" (")[0]}
         elif in_phases and not line.startswith("|"):
