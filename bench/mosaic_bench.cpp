@@ -60,6 +60,7 @@
 #include "mosaic/reference.hpp"
 #include "mosaic/synthetic_source.hpp"
 #include "mosaic/tile_gemm.hpp"
+#include "mosaic/transfer.hpp"
 #include "mosaic/vendor_blas.hpp"
 
 namespace {
@@ -157,7 +158,7 @@ using Mem = Exec::memory_space;
 // read + write (STREAM convention). Best of 5.
 double copy_bandwidth_gbs() {
   const std::size_t n = std::size_t(64) << 20;
-  Kokkos::View<float*, Mem> a("copy_a", n), b("copy_b", n);
+  Kokkos::View<float*, Kokkos::LayoutRight, Mem> a("copy_a", n), b("copy_b", n);
   Kokkos::deep_copy(b, 1.0f);
   double best = 1e300;
   for (int rep = 0; rep < 6; ++rep) {
@@ -228,7 +229,7 @@ double vendor_gemm_gflops(int n) {
     Kokkos::fence();
     if (rep > 0) best = std::min(best, seconds_since(t0));
   }
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(C, n - 1, n - 1));
+  const auto h = mosaic::transfer::to_host(Kokkos::subview(C, n - 1, n - 1));
   if (h() != T(0.125) * T(n)) std::fprintf(stderr, "vendor gemm check failed: %g\n", double(h()));
   return 2.0 * double(n) * n * n / best / 1e9;
 }
@@ -279,7 +280,7 @@ double sgemm_gflops(int n) {
     Kokkos::fence();
     if (rep > 0) best = std::min(best, seconds_since(t0));
   }
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Kokkos::subview(C, n - 1, n - 1));
+  const auto h = mosaic::transfer::to_host(Kokkos::subview(C, n - 1, n - 1));
   if (h() != 0.125f * float(n)) std::fprintf(stderr, "sgemm check failed: %g\n", double(h()));
   return 2.0 * double(n) * n * n / best / 1e9;
 }
@@ -319,7 +320,7 @@ Row bench_point(const Options& o, int d, int r) {
   mosaic::MosaicEngine<T, Exec> eng(p, B, d, r);
   eng.init_random(sb, 1);
   // Fresh samples every step (generated untimed; only step() is timed).
-  Kokkos::View<T**, Mem> X("X", B, d);
+  typename mosaic::SyntheticDriftSource<T, Exec>::sample_view X("X", B, d);
   std::int64_t t = 0;
   double t_engine = 0;
   auto timed_step = [&]() {
@@ -366,8 +367,8 @@ Row bench_point(const Options& o, int d, int r) {
     std::fprintf(stderr, "reference breakdown at d=%d r=%d: %s\n", d, r, ex.what());
     ref_broken = true;
   }
-  auto clamped = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.clamped_steps);
-  auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.status);
+  const auto clamped = mosaic::transfer::to_host(sb.clamped_steps);
+  const auto status = mosaic::transfer::to_host(sb.status);
   Row row{};
   row.d = d;
   row.r = r;
@@ -429,7 +430,7 @@ BlockRow bench_block(const Options& o, int d, int r, int k) {
   mosaic::MosaicEngine<T, Exec> eng(p, B, d, r);
   eng.set_block_gemm(o.gemm);
   eng.init_random(sb, 1);
-  Kokkos::View<T***, Mem> X("Xblock", B, k, d);
+  typename mosaic::SyntheticDriftSource<T, Exec>::out_block_view X("Xblock", B, k, d);
   std::int64_t t = 0;
   double t_engine = 0;
   auto timed_block = [&]() {
@@ -451,8 +452,8 @@ BlockRow bench_block(const Options& o, int d, int r, int k) {
     timed_block();
     ++blocks;
   }
-  auto clamped = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.clamped_steps);
-  auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.status);
+  const auto clamped = mosaic::transfer::to_host(sb.clamped_steps);
+  const auto status = mosaic::transfer::to_host(sb.status);
   BlockRow row{k, blocks * k, double(B) * blocks * k / t_engine, 0, 0};
   row.gemm = mosaic::to_string(eng.block_gemm_resolved());
   if (eng.block_gemm_resolved() == mosaic::BlockGemm::vendor) {

@@ -376,7 +376,8 @@ int main(int argc, char** argv) {
   // against (kokkos_flags.hpp). One GPU per rank: ranks on a node take the
   // node's devices round-robin by local rank (or at random, for
   // --kokkos-map-device-id-by=random on a Kokkos without that flag), unless
-  // a flag chose.
+  // a flag or one of Kokkos' variables (KOKKOS_DEVICE_ID, ...) chose: the
+  // user's choice wins (kokkos_flags.hpp).
   std::vector<std::string> kokkos_args = {argv[0]};
   kokkos_args.insert(kokkos_args.end(), cl.kokkos.arguments.begin(), cl.kokkos.arguments.end());
 #if defined(KOKKOS_ENABLE_CUDA)

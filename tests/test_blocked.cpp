@@ -113,7 +113,7 @@ struct Feeder {
       : source(s), pr(std::move(problem)), spec(drifting_spec(pr.d, pr.r, 99)) {
     if (s == Source::synthetic) synth = std::make_unique<SyntheticDriftSource<T, Exec>>(spec, pr.ids);
   }
-  void block(std::int64_t first, int n, Kokkos::View<T***, Mem> X) const {
+  void block(std::int64_t first, int n, Kokkos::View<T***, Kokkos::LayoutRight, Mem> X) const {
     if (synth) {
       synth->generate_block(first, n, X);
       if (pr.offset.empty()) return;
@@ -174,7 +174,7 @@ Outcome run_on(const Problem& pr, MosaicParams p, Source source, int steps, int 
   std::int64_t first = 0;  // sample index of step 0
   if (p.init == InitMode::data && !start) {
     const int n0 = p.resolved_init_samples(r);
-    Kokkos::View<T***, Mem> X0("X0", B, n0, d);
+    Kokkos::View<T***, Kokkos::LayoutRight, Mem> X0("X0", B, n0, d);
     feed.block(0, n0, X0);
     eng.init_data(sb, X0);
     first = n0;
@@ -186,7 +186,7 @@ Outcome run_on(const Problem& pr, MosaicParams p, Source source, int steps, int 
   const int k = eng.block_size();
   for (std::int64_t t = 0; t < steps; t += k) {
     const int n = int(std::min<std::int64_t>(k, steps - t));
-    Kokkos::View<T***, Mem> Xc("Xc", B, n, d);
+    Kokkos::View<T***, Kokkos::LayoutRight, Mem> Xc("Xc", B, n, d);
     feed.block(first + t, n, Xc);
     if (poison.first >= 0 && poison.second >= t && poison.second < t + n) {
       auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Xc);
@@ -556,7 +556,7 @@ LongRun run_long(int reorthonormalize_every, std::int64_t steps = 100000) {
   MosaicEngine<float, Exec> eng(p, 1, d, r);
   StreamBatch<float, Exec> sb(1, d, r, ids);
   const int n0 = p.resolved_init_samples(r);
-  Kokkos::View<float***, Mem> X0("X0", 1, n0, d);
+  Kokkos::View<float***, Kokkos::LayoutRight, Mem> X0("X0", 1, n0, d);
   src.read_init(n0, X0);
   eng.init_data(sb, X0);
   LongRun o;
@@ -732,13 +732,13 @@ TEST(Blocked, RejectsBadShapes) {
   MosaicParams p = base_params(0);
   StreamBatch<double, Exec> sb(2, kD, kR, kIds);
   MosaicEngine<double, Exec> seq(p, 2, kD, kR);
-  Kokkos::View<double***, Mem> X("X", 2, 4, kD);
+  Kokkos::View<double***, Kokkos::LayoutRight, Mem> X("X", 2, 4, kD);
   EXPECT_THROW(seq.step_block(sb, X), std::invalid_argument);  // built sequential
   p.block_size = 3;
   MosaicEngine<double, Exec> blk(p, 2, kD, kR);
   EXPECT_EQ(blk.block_capacity(), 3);
   EXPECT_THROW(blk.step_block(sb, X), std::invalid_argument);  // 4 > k
-  Kokkos::View<double***, Mem> Xd("Xd", 2, 3, kD + 1);
+  Kokkos::View<double***, Kokkos::LayoutRight, Mem> Xd("Xd", 2, 3, kD + 1);
   EXPECT_THROW(blk.step_block(sb, Xd), std::invalid_argument);
   p.block_size = kAuto;  // -1: automatic, a blocked engine
   EXPECT_GT((MosaicEngine<double, Exec>(p, 2, kD, kR)).block_size(), 1);
@@ -792,7 +792,7 @@ TEST(Blocked, OddShapesMatchSequential) {
     const int kb = std::max(1, block_size);
     for (std::int64_t t = 0; t < steps; t += kb) {
       const int n = int(std::min<std::int64_t>(kb, steps - t));
-      Kokkos::View<double***, Mem> X("X", 1, n, d);
+      Kokkos::View<double***, Kokkos::LayoutRight, Mem> X("X", 1, n, d);
       src.generate_block(t, n, X);
       if (block_size > 1)
         eng.step_block(sb, X);
@@ -846,7 +846,7 @@ void vendor_modes_agree(double tol) {
     eng.init_random(sb, 99);
     for (std::int64_t t = 0; t < steps; t += k) {
       const int n = int(std::min<std::int64_t>(k, steps - t));
-      Kokkos::View<T***, Mem> X("X", B, n, d);
+      Kokkos::View<T***, Kokkos::LayoutRight, Mem> X("X", B, n, d);
       src.generate_block(t, n, X);
       eng.step_block(sb, X);
     }

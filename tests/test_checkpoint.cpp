@@ -56,7 +56,7 @@ Batch advanced(const std::vector<std::uint64_t>& ids, int steps) {
   mosaic::MosaicEngine<double, Exec> eng(p, B, c.problem.d, c.problem.rank);
   eng.init_random(sb, 3);
   mosaic::SyntheticDriftSource<double, Exec> src(c.source.synthetic, ids);
-  Kokkos::View<double**, Exec::memory_space> X("X", B, c.problem.d);
+  Kokkos::View<double**, Kokkos::LayoutRight, Exec::memory_space> X("X", B, c.problem.d);
   for (int t = 0; t < steps; ++t) {
     src.generate(t, X);
     eng.step(sb, X);

@@ -119,7 +119,7 @@ void run_against_reference(const MosaicParams& p, int d, int r, int steps, doubl
   std::int64_t t = 0;
   if (p.init == InitMode::data) {
     const int n0 = p.resolved_init_samples(r);
-    Kokkos::View<T***, typename Exec::memory_space> X0("X0", B, n0, d);
+    Kokkos::View<T***, Kokkos::LayoutRight, typename Exec::memory_space> X0("X0", B, n0, d);
     auto h0 = Kokkos::create_mirror_view(X0);
     std::vector<T> xs(std::size_t(n0) * d);
     for (int b = 0; b < B; ++b) {
@@ -147,7 +147,7 @@ void run_against_reference(const MosaicParams& p, int d, int r, int steps, doubl
       ASSERT_EQ(st.mu, ref[b].mu) << what;
     }
   }
-  Kokkos::View<T**, typename Exec::memory_space> X("X", B, d);
+  Kokkos::View<T**, Kokkos::LayoutRight, typename Exec::memory_space> X("X", B, d);
   auto hX = Kokkos::create_mirror_view(X);
   std::vector<T> h(std::size_t(B) * d);
   for (int s = 0; s < steps; ++s, ++t) {
@@ -236,7 +236,7 @@ TEST(Engine, ResultsIndependentOfTeamSize) {
     const int ts = std::min(v + 1, Exec().concurrency());
     eng.set_team_size(ts);
     eng.init_random(sb, 9);
-    Kokkos::View<double**, Exec::memory_space> X("X", B, d);
+    Kokkos::View<double**, Kokkos::LayoutRight, Exec::memory_space> X("X", B, d);
     auto hX = Kokkos::create_mirror_view(X);
     std::vector<double> h(std::size_t(B) * d);
     for (int t = 0; t < 300; ++t) {
@@ -274,10 +274,10 @@ std::vector<ReferenceState<double>> run_backend(int team_size) {
   StreamBatch<double, Exec> sb(B, spec.d, r, ids);
   MosaicEngine<double, Exec> eng(p, B, spec.d, r);
   if (team_size > 0) eng.set_team_size(team_size);
-  Kokkos::View<double***, typename Exec::memory_space> X0("X0", B, n0, spec.d);
+  Kokkos::View<double***, Kokkos::LayoutRight, typename Exec::memory_space> X0("X0", B, n0, spec.d);
   src.generate_block(0, n0, X0);
   eng.init_data(sb, X0);
-  Kokkos::View<double**, typename Exec::memory_space> X("X", B, spec.d);
+  Kokkos::View<double**, Kokkos::LayoutRight, typename Exec::memory_space> X("X", B, spec.d);
   for (int t = n0; t < n0 + 500; ++t) {
     src.generate(t, X);
     eng.step(sb, X);
@@ -315,7 +315,7 @@ TEST(Engine, NaNSampleFreezesOnlyThatStream) {
   eng.init_random(sb, 1);
   std::vector<ReferenceState<double>> ref;
   for (int b = 0; b < B; ++b) ref.push_back(reference_init_random<double>(d, r, p, 1, ids[b]));
-  Kokkos::View<double**> X("X", B, d);
+  Kokkos::View<double**, Kokkos::LayoutRight> X("X", B, d);
   auto hX = Kokkos::create_mirror_view(X);
   std::vector<double> h(std::size_t(B) * d);
   for (int t = 0; t < 120; ++t) {
@@ -354,7 +354,7 @@ TEST(Engine, IndefiniteCovarianceIsABreakdown) {
   bad.S[1 * r + 1] = -0.5;  // S indefinite
   sb.from_host(1, bad);
   ReferenceState<double> ref = bad;
-  Kokkos::View<double**> X("X", B, d);
+  Kokkos::View<double**, Kokkos::LayoutRight> X("X", B, d);
   auto hX = Kokkos::create_mirror_view(X);
   for (int b = 0; b < B; ++b)
     for (int i = 0; i < d; ++i) hX(b, i) = sample_value(b, 0, i, d);
@@ -381,7 +381,7 @@ TEST(Engine, OutlierIsClampedAndKeepsSPD) {
   eng.init_random(sb, 2);
   std::vector<ReferenceState<double>> ref;
   for (int b = 0; b < B; ++b) ref.push_back(reference_init_random<double>(d, r, p, 2, ids[b]));
-  Kokkos::View<double**> X("X", B, d);
+  Kokkos::View<double**, Kokkos::LayoutRight> X("X", B, d);
   auto hX = Kokkos::create_mirror_view(X);
   std::vector<double> h(std::size_t(B) * d);
   std::int64_t clamped_before = 0;
@@ -418,7 +418,7 @@ TEST(Engine, RejectsBadParametersAndShapes) {
   StreamBatch<double> wrong(3, 10, 3, {0, 1, 2});
   EXPECT_THROW(eng.init_random(wrong, 1), std::invalid_argument);
   StreamBatch<double> sb(2, 10, 3, {0, 1});
-  Kokkos::View<double**> X("X", 2, 9);
+  Kokkos::View<double**, Kokkos::LayoutRight> X("X", 2, 9);
   EXPECT_THROW(eng.step(sb, X), std::invalid_argument);
 }
 
@@ -441,7 +441,7 @@ TEST(Diagnostics, MatchReferenceInvariants) {
   StreamBatch<double> sb(B, d, r, ids);
   MosaicEngine<double> eng(p, B, d, r);
   eng.init_random(sb, 6);
-  Kokkos::View<double**> X("X", B, d);
+  Kokkos::View<double**, Kokkos::LayoutRight> X("X", B, d);
   auto hX = Kokkos::create_mirror_view(X);
   std::vector<double> h(std::size_t(B) * d);
   for (int t = 0; t < 200; ++t) {
@@ -500,7 +500,7 @@ TEST(Diagnostics, CountsNonFiniteEntries) {
   const BatchDiagnostics diag = compute_diagnostics(sb);
   EXPECT_EQ(diag.nonfinite_count, 2);
   // A step on the poisoned stream must not proceed with NaN.
-  Kokkos::View<float**> X("X", 2, d);
+  Kokkos::View<float**, Kokkos::LayoutRight> X("X", 2, d);
   Kokkos::deep_copy(X, 0.5f);
   eng.step(sb, X);
   const BatchDiagnostics after = compute_diagnostics(sb);
@@ -549,7 +549,7 @@ void expect_init_refusal_like_reference(const std::string& kind) {
   const int B = 3, d = 16, r = 3, bad = 1;
   MosaicParams p;
   const int n0 = p.resolved_init_samples(r);
-  Kokkos::View<T***, Exec::memory_space> X0("X0", B, n0, d);
+  Kokkos::View<T***, Kokkos::LayoutRight, Exec::memory_space> X0("X0", B, n0, d);
   auto h0 = Kokkos::create_mirror_view(X0);
   std::vector<T> xs(std::size_t(n0) * d);
   for (int b = 0; b < B; ++b)

@@ -116,6 +116,37 @@ TEST(KokkosFlags, Kokkos4VariablesBecomeFlagsOnKokkos3) {
   unsetenv("KOKKOS_PRINT_CONFIGURATION");
 }
 
+// A GPU chosen through Kokkos' own environment variables is the user's
+// choice: the driver must not add --kokkos-device-id (Kokkos 3.4 refuses
+// to initialize with both), on the versions that read each variable.
+TEST(KokkosFlags, DeviceChosenByTheEnvironmentWins) {
+  for (const char* v : {"KOKKOS_DEVICE_ID", "KOKKOS_NUM_DEVICES", "KOKKOS_VISIBLE_DEVICES", "KOKKOS_MAP_DEVICE_ID_BY"})
+    unsetenv(v);
+  EXPECT_FALSE(translate({}, 3).device_chosen);
+  EXPECT_FALSE(translate({}, 4).device_chosen);
+  setenv("KOKKOS_DEVICE_ID", "1", 1);
+  for (int major : {3, 4, 5}) {
+    const Translation t = translate({}, major);
+    EXPECT_TRUE(t.device_chosen) << major;
+    EXPECT_EQ(t.device_chosen_by, "KOKKOS_DEVICE_ID");
+    EXPECT_TRUE(t.arguments.empty());
+  }
+  setenv("KOKKOS_DEVICE_ID", "", 1);  // set but empty: no choice
+  EXPECT_FALSE(translate({}, 4).device_chosen);
+  unsetenv("KOKKOS_DEVICE_ID");
+  setenv("KOKKOS_NUM_DEVICES", "2", 1);
+  EXPECT_TRUE(translate({}, 3).device_chosen);
+  EXPECT_FALSE(translate({}, 4).device_chosen);  // Kokkos 4 does not read it
+  unsetenv("KOKKOS_NUM_DEVICES");
+  setenv("KOKKOS_MAP_DEVICE_ID_BY", "random", 1);
+  EXPECT_TRUE(translate({}, 4).device_chosen);  // Kokkos 4 maps by it itself
+  const Translation t3 = translate({}, 3);      // Kokkos 3: the driver maps by it
+  EXPECT_FALSE(t3.device_chosen);
+  EXPECT_EQ(t3.map_device_id_by, "random");
+  unsetenv("KOKKOS_MAP_DEVICE_ID_BY");
+  EXPECT_TRUE(translate({"--kokkos-device-id=0"}, 3).device_chosen);
+}
+
 TEST(KokkosFlags, HelpListsEveryFlagWithItsOtherSpellings) {
   const std::string help = mosaic::kokkos_flags::help();
   for (const char* line : {"--kokkos-num-threads=INT", "also --kokkos-threads", "--kokkos-tools-libs=STR",

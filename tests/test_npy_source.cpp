@@ -74,10 +74,10 @@ StreamBatch<Scalar, Exec> run_engine(Source& source, const std::vector<std::uint
   StreamBatch<Scalar, Exec> batch(B, d, r, ids);
   MosaicEngine<Scalar, Exec> engine(p, B, d, r);
   const int n0 = p.resolved_init_samples(r);
-  Kokkos::View<Scalar***, Mem> X0("X0", B, n0, d);
+  Kokkos::View<Scalar***, Kokkos::LayoutRight, Mem> X0("X0", B, n0, d);
   source.read_init(n0, X0);
   engine.init_data(batch, X0);
-  Kokkos::View<Scalar**, Mem> X("X", B, d);
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, Mem> X("X", B, d);
   for (std::int64_t k = 0; k < steps; ++k) {
     source.generate(n0 + k, X);
     engine.step(batch, X);
@@ -167,11 +167,11 @@ TEST(NpySource, RowsAcrossChunkBoundaries) {
     write_npy<double>(paths.back(), {rows, d}, data.data());
   }
   NpyStreamSource<double, Exec> src(paths, {10, 11}, d, 10, 101);
-  Kokkos::View<double***, Mem> X0("X0", 2, 3, d);
+  Kokkos::View<double***, Kokkos::LayoutRight, Mem> X0("X0", 2, 3, d);
   src.read_init(3, X0);
   auto h0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), X0);
   EXPECT_EQ(h0(1, 2, 4), value(1, 2, 4));
-  Kokkos::View<double**, Mem> X("X", 2, d);
+  Kokkos::View<double**, Kokkos::LayoutRight, Mem> X("X", 2, d);
   for (std::int64_t t = 3; t < 101; ++t) {
     src.generate(t, X);
     auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), X);
@@ -249,7 +249,7 @@ TEST(NpySource, NonFiniteInitRowThrowsNamingTheFile) {
   const std::string path = dir / "inf.npy";
   write_npy<double>(path, {20, d}, data.data());
   NpyStreamSource<double, Exec> src({path}, {0}, d, 8);
-  Kokkos::View<double***, Mem> X0("X0", 1, 5, d);
+  Kokkos::View<double***, Kokkos::LayoutRight, Mem> X0("X0", 1, 5, d);
   try {
     src.read_init(5, X0);
     FAIL() << "no error";
@@ -284,8 +284,8 @@ using mosaic_test::peak_rss_bytes;
 
 // acc(j) += X(0, j) on the device.
 struct Accumulate {
-  Kokkos::View<double*, Mem> acc;
-  Kokkos::View<double**, Mem> X;
+  Kokkos::View<double*, Kokkos::LayoutRight, Mem> acc;
+  Kokkos::View<double**, Kokkos::LayoutRight, Mem> X;
   KOKKOS_INLINE_FUNCTION void operator()(const int j) const { acc(j) += X(0, j); }
 };
 
@@ -305,8 +305,8 @@ TEST(NpySourceMemory, PeakRssStaysWithinAFewChunksForAFile40xTheChunk) {
   const std::uint64_t data_bytes = std::uint64_t(rows) * d * sizeof(double);
   ASSERT_GE(data_bytes, 20 * chunk_bytes);
 
-  Kokkos::View<double**, Mem> X("X", 1, d);
-  Kokkos::View<double*, Mem> acc("acc", d);
+  Kokkos::View<double**, Kokkos::LayoutRight, Mem> X("X", 1, d);
+  Kokkos::View<double*, Kokkos::LayoutRight, Mem> acc("acc", d);
   const long rss_before = current_rss_bytes();
   const long peak_before = peak_rss_bytes();
   long rss_max = rss_before;

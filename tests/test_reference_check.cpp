@@ -45,7 +45,7 @@ nlohmann::json run_checked(int block_size, std::int64_t steps,
   StreamBatch<T, Exec> batch(2, d, r, decomp.local_ids);
   MosaicEngine<T, Exec> engine(cfg.algorithm, 2, d, r);
   const int n0 = cfg.algorithm.resolved_init_samples(r);
-  Kokkos::View<T***, Mem> X0("X0", 2, n0, d);
+  Kokkos::View<T***, Kokkos::LayoutRight, Mem> X0("X0", 2, n0, d);
   source.read_init(n0, X0);
   engine.init_data(batch, X0);
   ReferenceCrossCheck<T, Exec> check(cfg, decomp, 0, nlohmann::json(), MPI_COMM_WORLD);

@@ -52,7 +52,7 @@ TEST(SyntheticSource, DeviceEqualsHostBitwiseInDouble) {
     const std::vector<std::uint64_t> ids = {0, 5, 17};
     SyntheticDriftSource<double> src(spec, ids);
     const std::vector<SyntheticTruth> truths = src.truths_on_host();
-    Kokkos::View<double**> X("X", ids.size(), spec.d);
+    Kokkos::View<double**, Kokkos::LayoutRight> X("X", ids.size(), spec.d);
     std::vector<double> host(spec.d);
     for (std::int64_t step : {0, 1, 2, 999, 123456789}) {
       src.generate(step, X);
@@ -193,7 +193,7 @@ TEST(SyntheticSource, CholeskyQrReportsABasisItCannotOrthonormalize) {
 TEST(SyntheticSource, FloatIsRoundedDouble) {
   const SyntheticSpec spec = test_spec(true);
   SyntheticDriftSource<float> src(spec, {4, 2});
-  Kokkos::View<float**> X("X", 2, spec.d);
+  Kokkos::View<float**, Kokkos::LayoutRight> X("X", 2, spec.d);
   src.generate(77, X);
   auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), X);
   std::vector<float> host(spec.d);
@@ -205,7 +205,7 @@ TEST(SyntheticSource, StreamDoesNotDependOnBatch) {
   const SyntheticSpec spec = test_spec(true);
   SyntheticDriftSource<double> all(spec, {0, 1, 2, 3});
   SyntheticDriftSource<double> one(spec, {2});
-  Kokkos::View<double**> Xa("Xa", 4, spec.d), X1("X1", 1, spec.d);
+  Kokkos::View<double**, Kokkos::LayoutRight> Xa("Xa", 4, spec.d), X1("X1", 1, spec.d);
   for (std::int64_t step : {3, 40}) {
     all.generate(step, Xa);
     one.generate(step, X1);
@@ -226,8 +226,8 @@ TEST(SyntheticSource, BlockEqualsSingleSteps) {
   spec.d = 42;
   SyntheticDriftSource<double> src(spec, {9, 10});
   const int n = 70;
-  Kokkos::View<double***> Xb("Xb", 2, n, spec.d);
-  Kokkos::View<double**> X("X", 2, spec.d);
+  Kokkos::View<double***, Kokkos::LayoutRight> Xb("Xb", 2, n, spec.d);
+  Kokkos::View<double**, Kokkos::LayoutRight> X("X", 2, spec.d);
   src.generate_block(100, n, Xb);
   auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), Xb);
   for (int k = 0; k < n; ++k) {
@@ -282,10 +282,10 @@ TEST(SyntheticSource, EngineTracksTheTruth) {
   MosaicEngine<double> eng(p, B, spec.d, spec.r);
   eng.init_random(sb, 3);
   const TruthAccuracy at_start = src.truth_accuracy(sb, 0);
-  Kokkos::View<double***> X0("X0", B, n0, spec.d);
+  Kokkos::View<double***, Kokkos::LayoutRight> X0("X0", B, n0, spec.d);
   src.generate_block(0, n0, X0);
   eng.init_data(sb, X0);
-  Kokkos::View<double**> X("X", B, spec.d);
+  Kokkos::View<double**, Kokkos::LayoutRight> X("X", B, spec.d);
   std::int64_t t = n0;
   for (; t < 3000; ++t) {
     src.generate(t, X);
@@ -318,7 +318,7 @@ void accuracy_matches_host_definition(const double tol) {
   MosaicParams p;
   MosaicEngine<T> eng(p, B, d, rt);
   eng.init_random(sb, 11);
-  Kokkos::View<T**> X("X", B, d);
+  Kokkos::View<T**, Kokkos::LayoutRight> X("X", B, d);
   const std::int64_t steps = 40;
   for (std::int64_t t = 0; t < steps; ++t) {
     src.generate(t, X);

@@ -24,7 +24,7 @@ using namespace mosaic;
 bool ql_eigen_descending(std::vector<double> A, int n, std::vector<double>& values,
                           std::vector<double>& vectors) {
   using matrix = Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
-  using vector_view = Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+  using vector_view = Kokkos::View<double*, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
   std::vector<double> w(static_cast<std::size_t>(n)), e(static_cast<std::size_t>(n));
   const matrix a(A.data(), n, n);
   if (!tridiagonal_ql_eigen(a, vector_view(w.data(), n), vector_view(e.data(), n), n, true)) return false;
@@ -156,7 +156,7 @@ TEST(TridiagonalEigen, RunsOnTheExecutionSpace) {
   const std::vector<std::string> kinds = {"random", "gram", "clustered"};
   Kokkos::View<double***, Kokkos::LayoutRight, Exec::memory_space> A("A", 2 * batch, n, n);
   Kokkos::View<double**, Kokkos::LayoutRight, Exec::memory_space> W("W", 2 * batch, n), E("E", 2 * batch, n);
-  Kokkos::View<int*, Exec::memory_space> ok("ok", 2 * batch);
+  Kokkos::View<int*, Kokkos::LayoutRight, Exec::memory_space> ok("ok", 2 * batch);
   auto hA = Kokkos::create_mirror_view(A);
   for (int b = 0; b < 2 * batch; ++b) {
     const std::vector<double> M = test_matrix(kinds[b % batch], n, 40 + b % batch);

@@ -31,6 +31,7 @@
 #include "kokkos_compat.hpp"
 #include "stream_batch.hpp"
 #include "tridiagonal_eigen.hpp"
+#include "transfer.hpp"
 #include "vendor_blas.hpp"
 
 namespace mosaic {
@@ -293,13 +294,13 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb, D
                                            std::numeric_limits<double>::quiet_NaN(),
                                            std::numeric_limits<double>::epsilon()};
   Kokkos::parallel_for("mosaic::diagnostics", Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), B, Kokkos::AUTO), f);
-  auto out = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), f.out);
-  auto status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.status);
-  auto bstep = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.breakdown_step);
-  auto clamped = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.clamped_steps);
-  auto unresolved = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.unresolved_residual_steps);
-  auto drift = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.solve_drift);
-  auto refactors = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.refactors);
+  const auto out = transfer::to_host(f.out);
+  const auto status = transfer::to_host(sb.status);
+  const auto bstep = transfer::to_host(sb.breakdown_step);
+  const auto clamped = transfer::to_host(sb.clamped_steps);
+  const auto unresolved = transfer::to_host(sb.unresolved_residual_steps);
+  const auto drift = transfer::to_host(sb.solve_drift);
+  const auto refactors = transfer::to_host(sb.refactors);
 
   BatchDiagnostics diag;
   const double inf = std::numeric_limits<double>::infinity();

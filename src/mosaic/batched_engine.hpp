@@ -99,10 +99,9 @@ struct StepFunctor {
   view_t<Scalar**> mu;
   typename StreamBatch<Scalar, ExecSpace>::basis_view U;
   view_t<Scalar***> S;
-  Kokkos::View<Scalar*, memory_space> s2;
-  Kokkos::View<std::int64_t*, memory_space> steps, clamped_steps, breakdown_step, reorths,
-      unresolved_residual_steps;
-  Kokkos::View<int*, memory_space> status;
+  view_t<Scalar*> s2;
+  view_t<std::int64_t*> steps, clamped_steps, breakdown_step, reorths, unresolved_residual_steps;
+  view_t<int*> status;
   // sample (a row of a staged block: any strides)
   Kokkos::View<const Scalar**, Kokkos::LayoutStride, memory_space> X;
   // work
@@ -589,7 +588,7 @@ class MosaicEngine {
   // on the execution space (init_data.hpp); throws StreamInitError naming
   // the batch index of the first stream that cannot start, before any
   // stream is written.
-  void init_data(batch_type& sb, Kokkos::View<const Scalar***, memory_space> X) const {
+  void init_data(batch_type& sb, Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> X) const {
     check_batch(sb);
     if (int(X.extent(0)) != batch_ || int(X.extent(2)) != d_)
       throw std::invalid_argument("MosaicEngine::init_data: X must be B x n0 x d = " +
@@ -785,7 +784,7 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
         }
       }
     } else {
-      Kokkos::deep_copy(work.first_bad, f.n);
+      Kokkos::deep_copy(work.first_bad, int(f.n));
       const int chunks = (d_ + F::pack_chunk_rows - 1) / F::pack_chunk_rows;
       using pack = Kokkos::TeamPolicy<ExecSpace, typename F::PackTag>;
       Kokkos::parallel_for("mosaic::block_pack",

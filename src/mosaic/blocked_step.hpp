@@ -182,7 +182,8 @@ struct BlockGemmWork<Scalar, ExecSpace, gemm::HostTiled> {
   static_assert(is_host_space<ExecSpace>, "gemm::HostTiled (tile_gemm.hpp) runs on host execution spaces only");
   template <class DataType>
   using view_t = Kokkos::View<DataType, Kokkos::LayoutRight, typename ExecSpace::memory_space>;
-  using scratch_view = Kokkos::View<Scalar*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  using scratch_view =
+      Kokkos::View<Scalar*, Kokkos::LayoutRight, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
   static constexpr int materialize_chunk_panels = 32;  // rows packed at once in materialize: 32 MR
   view_t<Scalar***> wC;  // B x (r + k + MR) x ldq
   view_t<Scalar***> wW;  // B x (r + k) x ldw
@@ -224,13 +225,14 @@ template <class Scalar, class ExecSpace>
 struct BlockGemmWork<Scalar, ExecSpace, gemm::Vendor> {
   using memory_space = typename ExecSpace::memory_space;
   using matrix = Kokkos::View<Scalar**, Kokkos::LayoutLeft, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  Kokkos::View<Scalar*, memory_space> wY;  // B x (d x ldy)
-  Kokkos::View<Scalar*, memory_space> wC;  // B x (ldy x ldy): columns 0..r-1 W0 = U0^T U0, then [G; H]
-  Kokkos::View<Scalar*, memory_space> wW;  // B x (ldy x r)
-  Kokkos::View<int**, memory_space> first_bad;  // B x 2: first sample with a non-finite x, with a non-finite x - mu0
+  Kokkos::View<Scalar*, Kokkos::LayoutRight, memory_space> wY;  // B x (d x ldy)
+  Kokkos::View<Scalar*, Kokkos::LayoutRight, memory_space> wC;  // B x (ldy x ldy): columns 0..r-1 W0 = U0^T U0, then [G; H]
+  Kokkos::View<Scalar*, Kokkos::LayoutRight, memory_space> wW;  // B x (ldy x r)
+  // B x 2: first sample with a non-finite x, with a non-finite x - mu0
+  Kokkos::View<int**, Kokkos::LayoutRight, memory_space> first_bad;
   // Host spaces, phase timing on: each stream's seconds in pack and in the
   // products (PackGemmTag), which share one launch.
-  Kokkos::View<double**, Kokkos::HostSpace> stream_seconds;
+  Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> stream_seconds;
   int d = 0, r = 0, ldy = 0;
 
   void allocate(int B, int d_, int r_, int K) {
@@ -267,8 +269,8 @@ struct BlockCoefficients {
   Base base;  // state views, options, sequential helpers (fail, reorthonormalize)
   // maintained solve, persistent (StreamBatch)
   view_t<double***> Rfac;
-  Kokkos::View<std::int64_t*, memory_space> factor_age, refactors;
-  Kokkos::View<double*, memory_space> solve_drift;
+  view_t<std::int64_t*> factor_age, refactors;
+  view_t<double*> solve_drift;
   // the block's samples, B x n x d (a block of a staged chunk: any strides)
   Kokkos::View<const Scalar***, Kokkos::LayoutStride, memory_space> Xb;
   int n = 0, kcap = 0;
@@ -1108,9 +1110,11 @@ struct BlockFunctor : BlockCoefficients<Base> {
     const auto Yn = Kokkos::subview(w.Y(b), Kokkos::ALL(), Kokkos::make_pair(0, r + n));
     const auto Wn = Kokkos::subview(w.W(b), Kokkos::make_pair(0, r + n), Kokkos::ALL());
     if constexpr (Base::column_major) {
-      KokkosBlas::gemm("N", "N", Scalar(1), Yn, Wn, Scalar(0), typename VendorWork::matrix(&base.U(b, 0, 0), d, r));
+      KokkosBlas::gemm("N", "N", Scalar(1), Yn, Wn, Scalar(0),
+                       typename VendorWork::matrix(stream_block_data(base.U, b), d, r));
     } else {
-      KokkosBlas::gemm("T", "T", Scalar(1), Wn, Yn, Scalar(0), typename VendorWork::matrix(&base.U(b, 0, 0), r, d));
+      KokkosBlas::gemm("T", "T", Scalar(1), Wn, Yn, Scalar(0),
+                       typename VendorWork::matrix(stream_block_data(base.U, b), r, d));
     }
   }
 

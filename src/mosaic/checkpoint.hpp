@@ -59,6 +59,7 @@
 #include "run_config.hpp"
 #include "stream_batch.hpp"
 #include "stream_source.hpp"
+#include "transfer.hpp"
 
 namespace mosaic {
 
@@ -153,7 +154,7 @@ void for_each_state_view(Batch& sb, F&& f) {
 template <class View>
 Field extract_view(const std::string& name, const View& v) {
   using T = typename View::non_const_value_type;
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  const auto h = transfer::to_host(v);
   constexpr int rank = int(View::rank);
   const std::size_t B = v.extent(0);
   std::int64_t per = 1;
@@ -183,7 +184,7 @@ void restore_view(const Field& f, const View& v) {
   const std::size_t B = v.extent(0);
   std::vector<T> vals(f.bytes.size() / sizeof(T));
   if (!vals.empty()) std::memcpy(vals.data(), f.bytes.data(), f.bytes.size());
-  auto h = Kokkos::create_mirror_view(v);
+  const auto h = transfer::host_buffer(v);
   std::size_t n = 0;
   for (std::size_t b = 0; b < B; ++b) {
     if constexpr (rank == 1) {
@@ -195,7 +196,7 @@ void restore_view(const Field& f, const View& v) {
         for (std::size_t j = 0; j < v.extent(2); ++j) h(b, i, j) = vals[n++];
     }
   }
-  Kokkos::deep_copy(v, h);
+  transfer::copy_from_host(v, h);
 }
 
 // The streams of one rank, on the host: the fields of for_each_state_view,

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kokkos_compat.hpp"
+#include "rounded.hpp"
 
 namespace mosaic {
 
@@ -71,7 +72,8 @@ namespace detail {
 // The elementary functions of the Box-Muller transform, written out in plain
 // arithmetic (integer and double operations with one rounding each, no libm
 // call) so that a loop of normals vectorizes on a CPU and every backend runs
-// the same operations. Both take a Philox word w and act on the uniform
+// the same operations, with the same roundings: each product that an add
+// takes is rounded on its own (rounded.hpp; a device compiler would fuse it). Both take a Philox word w and act on the uniform
 // u = (w + 1/2) / 2^32 of uniform_open(w).
 
 KOKKOS_INLINE_FUNCTION double double_from_bits(std::uint64_t b) {
@@ -102,18 +104,18 @@ KOKKOS_INLINE_FUNCTION double log_of_word(std::uint32_t w) {
   e = halve ? e + 1.0 : e;
   const double z = (m - 1.0) / (m + 1.0), z2 = z * z;
   double p = 1.0 / 21.0;
-  p = p * z2 + 1.0 / 19.0;
-  p = p * z2 + 1.0 / 17.0;
-  p = p * z2 + 1.0 / 15.0;
-  p = p * z2 + 1.0 / 13.0;
-  p = p * z2 + 1.0 / 11.0;
-  p = p * z2 + 1.0 / 9.0;
-  p = p * z2 + 1.0 / 7.0;
-  p = p * z2 + 1.0 / 5.0;
-  p = p * z2 + 1.0 / 3.0;
-  const double log_m = 2.0 * z + 2.0 * z * (z2 * p);
+  p = rounded::mul_add(p, z2, 1.0 / 19.0);
+  p = rounded::mul_add(p, z2, 1.0 / 17.0);
+  p = rounded::mul_add(p, z2, 1.0 / 15.0);
+  p = rounded::mul_add(p, z2, 1.0 / 13.0);
+  p = rounded::mul_add(p, z2, 1.0 / 11.0);
+  p = rounded::mul_add(p, z2, 1.0 / 9.0);
+  p = rounded::mul_add(p, z2, 1.0 / 7.0);
+  p = rounded::mul_add(p, z2, 1.0 / 5.0);
+  p = rounded::mul_add(p, z2, 1.0 / 3.0);
+  const double log_m = 2.0 * z + rounded::mul(2.0 * z, z2 * p);
   constexpr double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
-  return e * ln2_hi + (e * ln2_lo + log_m);
+  return rounded::mul(e, ln2_hi) + rounded::mul_add(e, ln2_lo, log_m);
 }
 
 // sin and cos of 2 pi u to about 1 ulp. The top 3 bits of w are the octant
@@ -126,22 +128,22 @@ KOKKOS_INLINE_FUNCTION void sincos_turn_of_word(std::uint32_t w, double& s, doub
   const double h = (double(std::int32_t(odd ? 0x1FFFFFFFu - low : low)) + 0.5) * (1.0 / 536870912.0);
   const double t = h * 0.78539816339744830962, t2 = t * t;
   double sp = -1.0 / 1307674368000.0;  // -1/15!
-  sp = sp * t2 + 1.0 / 6227020800.0;
-  sp = sp * t2 - 1.0 / 39916800.0;
-  sp = sp * t2 + 1.0 / 362880.0;
-  sp = sp * t2 - 1.0 / 5040.0;
-  sp = sp * t2 + 1.0 / 120.0;
-  sp = sp * t2 - 1.0 / 6.0;
-  const double sin_t = t + t * (t2 * sp);
+  sp = rounded::mul_add(sp, t2, 1.0 / 6227020800.0);
+  sp = rounded::mul_add(sp, t2, -1.0 / 39916800.0);
+  sp = rounded::mul_add(sp, t2, 1.0 / 362880.0);
+  sp = rounded::mul_add(sp, t2, -1.0 / 5040.0);
+  sp = rounded::mul_add(sp, t2, 1.0 / 120.0);
+  sp = rounded::mul_add(sp, t2, -1.0 / 6.0);
+  const double sin_t = t + rounded::mul(t, t2 * sp);
   double cp = 1.0 / 20922789888000.0;  // 1/16!
-  cp = cp * t2 - 1.0 / 87178291200.0;
-  cp = cp * t2 + 1.0 / 479001600.0;
-  cp = cp * t2 - 1.0 / 3628800.0;
-  cp = cp * t2 + 1.0 / 40320.0;
-  cp = cp * t2 - 1.0 / 720.0;
-  cp = cp * t2 + 1.0 / 24.0;
-  cp = cp * t2 - 0.5;
-  const double cos_t = 1.0 + t2 * cp;
+  cp = rounded::mul_add(cp, t2, -1.0 / 87178291200.0);
+  cp = rounded::mul_add(cp, t2, 1.0 / 479001600.0);
+  cp = rounded::mul_add(cp, t2, -1.0 / 3628800.0);
+  cp = rounded::mul_add(cp, t2, 1.0 / 40320.0);
+  cp = rounded::mul_add(cp, t2, -1.0 / 720.0);
+  cp = rounded::mul_add(cp, t2, 1.0 / 24.0);
+  cp = rounded::mul_add(cp, t2, -0.5);
+  const double cos_t = 1.0 + rounded::mul(t2, cp);
   // The angle in its quadrant is phi = (odd + h') pi/4: in an odd octant
   // phi = pi/2 - t, so sin phi = cos t and cos phi = sin t.
   const double sin_phi = odd ? cos_t : sin_t, cos_phi = odd ? sin_t : cos_t;

@@ -33,6 +33,7 @@
 #include "kokkos_compat.hpp"
 #include "reference.hpp"
 #include "stream_batch.hpp"
+#include "transfer.hpp"
 #include "tridiagonal_eigen.hpp"
 
 namespace mosaic {
@@ -44,7 +45,7 @@ template <class Scalar, class ExecSpace>
 struct InitMomentsFunctor {
   using memory_space = typename ExecSpace::memory_space;
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
-  Kokkos::View<const Scalar***, memory_space> X;                   // B x n0 x d
+  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> X;  // B x n0 x d
   Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Y;    // B x n0 x d centred
   Kokkos::View<double**, Kokkos::LayoutRight, memory_space> mu;    // B x d
   Kokkos::View<double**, Kokkos::LayoutRight, memory_space> sums;  // B x 3: raw2, non-finite, mu outside Scalar
@@ -104,7 +105,8 @@ struct InitMomentsFunctor {
 // the dtype's range).
 template <class Scalar, class ExecSpace>
 std::vector<std::string> init_data_batch(StreamBatch<Scalar, ExecSpace>& sb,
-                                         Kokkos::View<const Scalar***, typename ExecSpace::memory_space> X,
+                                         Kokkos::View<const Scalar***, Kokkos::LayoutRight,
+                                                      typename ExecSpace::memory_space> X,
                                          const MosaicParams& p) {
   using memory_space = typename ExecSpace::memory_space;
   using matrix = Kokkos::View<double**, Kokkos::LayoutLeft, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -135,7 +137,7 @@ std::vector<std::string> init_data_batch(StreamBatch<Scalar, ExecSpace>& sb,
   // columns of K.
   Kokkos::View<double**, Kokkos::LayoutRight, memory_space> w("mosaic::init_eigenvalues", B, n0),
       ework("mosaic::init_eigen_work", B, n0);
-  Kokkos::View<int*, memory_space> converged("mosaic::init_eigen_converged", B);
+  Kokkos::View<int*, Kokkos::LayoutRight, memory_space> converged("mosaic::init_eigen_converged", B);
   Kokkos::parallel_for(
       "mosaic::init_eigen", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const int b) {
         const auto Kb = Kokkos::subview(K, b, Kokkos::ALL(), Kokkos::ALL());
@@ -146,28 +148,24 @@ std::vector<std::string> init_data_batch(StreamBatch<Scalar, ExecSpace>& sb,
                            ? 1
                            : 0;
       });
-  const auto hw = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w);
-  const auto hconv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), converged);
-  const auto hsums = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sums);
+  const auto hw = transfer::to_host(w);
+  const auto hconv = transfer::to_host(converged);
+  const auto hsums = transfer::to_host(sums);
 
   // Per stream: lambda_1..r and s2 (the host checks the reference's
   // conditions on the n0 eigenvalues: O(n0) per stream).
   Kokkos::View<double**, Kokkos::LayoutRight, memory_space> lam("mosaic::init_lambda", B, r);
-  Kokkos::View<double*, memory_space> s2("mosaic::init_s2", B);
-  const auto hlam = Kokkos::create_mirror_view(lam);
-  const auto hs2 = Kokkos::create_mirror_view(s2);
+  Kokkos::View<double*, Kokkos::LayoutRight, memory_space> s2("mosaic::init_s2", B);
+  const auto hlam = transfer::host_buffer(lam);
+  const auto hs2 = transfer::host_buffer(s2);
   std::vector<std::string> errors(static_cast<std::size_t>(B));
   for (int b = 0; b < B; ++b) {
     try {
       // A stream with a non-finite sample: the reference's message, with
       // the first bad index.
       if (hsums(b, 1) > 0) {
-        const auto xb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(),
-                                                            Kokkos::subview(X, b, Kokkos::ALL(), Kokkos::ALL()));
-        std::vector<Scalar> flat(per_stream);
-        for (int k = 0; k < n0; ++k)
-          for (int i = 0; i < d; ++i) flat[std::size_t(k) * d + i] = xb(k, i);
-        detail::require_finite(flat.data(), int(per_stream), "init: data samples");
+        const auto xb = transfer::to_host(Kokkos::subview(X, b, Kokkos::ALL(), Kokkos::ALL()));
+        detail::require_finite(xb.data(), int(per_stream), "init: data samples");  // n0 x d, row-major
       }
       if (!hconv(b)) throw std::invalid_argument("init: data: the samples' second moments overflow double");
       std::vector<double> lambda(static_cast<std::size_t>(n0));  // descending
@@ -184,8 +182,8 @@ std::vector<std::string> init_data_batch(StreamBatch<Scalar, ExecSpace>& sb,
   }
   for (const std::string& e : errors)
     if (!e.empty()) return errors;
-  Kokkos::deep_copy(lam, hlam);
-  Kokkos::deep_copy(s2, hs2);
+  transfer::copy_from_host(lam, hlam);
+  transfer::copy_from_host(s2, hs2);
   // Vs(b, j, :) = eigenvector j / sqrt(n0 lambda_j), the descending j-th:
   // per stream the column-major n0 x r matrix V_r / sqrt(n0 lambda).
   Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Vs(

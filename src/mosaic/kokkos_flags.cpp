@@ -77,6 +77,23 @@ constexpr std::pair<const char*, const char*> kKokkos4OnlyVariables[] = {
     {"KOKKOS_MAP_DEVICE_ID_BY", "--kokkos-map-device-id-by"},
 };
 
+// The environment variables with which Kokkos itself picks each rank's GPU
+// (3.4: KOKKOS_DEVICE_ID, KOKKOS_NUM_DEVICES; 4.x: KOKKOS_DEVICE_ID,
+// KOKKOS_VISIBLE_DEVICES, KOKKOS_MAP_DEVICE_ID_BY), by the Kokkos major
+// version they apply from and to. A user who set one has chosen: the driver
+// adds no --kokkos-device-id, which Kokkos 3.4 would refuse beside
+// KOKKOS_DEVICE_ID.
+struct DeviceVariable {
+  const char* name;
+  int first_major, last_major;
+};
+constexpr DeviceVariable kDeviceVariables[] = {
+    {"KOKKOS_DEVICE_ID", 3, 99},
+    {"KOKKOS_NUM_DEVICES", 3, 3},
+    {"KOKKOS_VISIBLE_DEVICES", 4, 99},
+    {"KOKKOS_MAP_DEVICE_ID_BY", 4, 99},  // on Kokkos 3 the driver carries it out (kKokkos4OnlyVariables)
+};
+
 const char* value_syntax(Value v) {
   switch (v) {
     case Value::none: return "";
@@ -203,6 +220,13 @@ Translation translate(const std::vector<std::string>& flags, int kokkos_major) {
         }
       }
   for (const auto& arg : flags) add(arg, kokkos_major, t);
+  for (const auto& v : kDeviceVariables) {
+    const char* value = std::getenv(v.name);
+    if (value && *value && kokkos_major >= v.first_major && kokkos_major <= v.last_major) {
+      t.device_chosen = true;
+      if (t.device_chosen_by.empty()) t.device_chosen_by = v.name;
+    }
+  }
   return t;
 }
 

@@ -21,7 +21,11 @@ struct Translation {
   // this was translated for.
   std::vector<std::string> arguments;
   bool help = false;           // --kokkos-help: print the help, run nothing
-  bool device_chosen = false;  // a flag chose each rank's GPU: the driver does not
+  // A flag or one of Kokkos' environment variables (KOKKOS_DEVICE_ID, ...)
+  // chose each rank's GPU: the driver does not. device_chosen_by names the
+  // first such variable (empty when only a flag chose).
+  bool device_chosen = false;
+  std::string device_chosen_by;
   // Flags Kokkos < 4 lacks, carried out by the driver there (on Kokkos >= 4
   // they are in `arguments`):
   bool print_configuration = false;  // Kokkos::print_configuration after initialize

@@ -197,10 +197,23 @@ std::string check_device_memory(const std::vector<SweepPoint>& points, const std
   int device = 0;
   cudaGetDevice(&device);
   const bool known = cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
-  // The ranks of a node on the same device share its memory.
+  // The ranks of a node on the same device share its memory. The device is
+  // its UUID, not its ordinal: with a per-rank CUDA_VISIBLE_DEVICES every
+  // rank's GPU is device 0 (and a MIG instance has a UUID of its own).
+  std::string key = "ordinal " + std::to_string(device);
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, device) == cudaSuccess) {
+    key = "uuid ";
+    for (const char byte : prop.uuid.bytes) {
+      static const char hex[] = "0123456789abcdef";
+      key += hex[(unsigned char)byte >> 4];
+      key += hex[(unsigned char)byte & 15];
+    }
+  }
   int sharing = 1;
   long long sum = 0;
-  sum_over(NodeComm(comm).get(), device, need, sharing, sum);
+  const NodeComm node(comm);
+  sum_over(node.get(), node.color_of(key), need, sharing, sum);
   std::string error;
   if (known && sum > (long long)free_bytes)
     error = refusal(deck, "device", points[k].config, e, need, rank, sharing, sum, (long long)free_bytes,

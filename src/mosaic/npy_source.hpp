@@ -67,6 +67,7 @@
 
 #include "npy.hpp"
 #include "stream_source.hpp"
+#include "transfer.hpp"
 
 namespace mosaic {
 
@@ -107,7 +108,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   using typename StreamSource<Scalar, ExecSpace>::block_view;
   using execution_space = ExecSpace;
   using memory_space = typename ExecSpace::memory_space;
-  using sample_view = Kokkos::View<Scalar**, memory_space>;  // B x d
+  using sample_view = Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space>;  // B x d
   static constexpr bool host_accessible =
       Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -199,18 +200,13 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
                                   std::to_string(batch()) + " x " + std::to_string(n) + " x " + std::to_string(d_));
     check_order(first, n, "read_init");
     wait_pending();
-    auto h = Kokkos::create_mirror_view(X);
-    std::vector<Scalar> rowbuf(std::size_t(n) * std::size_t(d_));
+    const auto h = transfer::host_buffer(X);
     const auto t0 = clock::now();
-    for (int b = 0; b < batch(); ++b) {
-      readers_[b].read_rows(first, n, rowbuf.data());
-      for (int j = 0; j < n; ++j)
-        for (int i = 0; i < d_; ++i) h(b, j, i) = rowbuf[std::size_t(j) * d_ + i];
-    }
+    for (int b = 0; b < batch(); ++b) readers_[b].read_rows(first, n, stream_block_data(h, b));
     const double s = seconds_since(t0);
     stats_.read_seconds += s;
     stats_.stall_seconds += s;
-    Kokkos::deep_copy(X, h);
+    transfer::copy_from_host(X, h);
     next_row_ = first + n;
     cur_len_ = 0;  // nothing staged covers the rows after the block yet
     if (next_row_ < end_row_) launch(next_row_);
@@ -334,7 +330,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
     const std::size_t row = std::size_t(d_);
     const Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
     for (int b = 0; b < batch(); ++b) {
-      Scalar* dst = &h(b, 0, 0);
+      Scalar* dst = stream_block_data(h, b);
       if (bad_[b]) {  // frozen by an earlier non-finite row: stage NaN
         std::fill(dst, dst + std::size_t(len) * row, nan);
         continue;
@@ -418,8 +414,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
       dev_ = host_[cur_];
     } else {
       const auto t0 = clock::now();
-      Kokkos::deep_copy(dev_, host_[cur_]);
-      Kokkos::fence();
+      transfer::copy_contiguous(dev_, host_[cur_]);
       stats_.copy_seconds += seconds_since(t0);
     }
     cur_first_ = step;

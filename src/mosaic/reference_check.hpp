@@ -36,6 +36,7 @@
 #include "reference.hpp"
 #include "run_config.hpp"
 #include "stream_batch.hpp"
+#include "transfer.hpp"
 
 namespace mosaic {
 
@@ -92,7 +93,7 @@ class ReferenceCrossCheck {
   void consume(const block_view& X) {
     if (!open() || local_ < 0) return;
     const auto rows = Kokkos::subview(X, local_, Kokkos::ALL(), Kokkos::ALL());
-    const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), rows);
+    const auto h = transfer::to_host(rows);
     const int n = int(h.extent(0)), d = int(h.extent(1));
     std::vector<double> x(static_cast<std::size_t>(d));
     for (int j = 0; j < n && stopped_.empty(); ++j) {

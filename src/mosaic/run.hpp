@@ -60,6 +60,7 @@
 #include "stream_batch.hpp"
 #include "synthetic_source.hpp"
 #include "timers.hpp"
+#include "transfer.hpp"
 
 namespace mosaic {
 
@@ -300,7 +301,7 @@ nlohmann::json write_state_files(const StreamBatch<Scalar, Exec>& batch, const R
                              ") are too large to gather to rank 0 in one message");
   std::vector<Scalar> mu, U, S, s2;
   std::vector<std::int64_t> steps, status;
-  auto h_status = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), batch.status);
+  const auto h_status = transfer::to_host(batch.status);
   for (int b = 0; b < B; ++b) {
     const ReferenceState<Scalar> st = batch.to_host(b);
     mu.insert(mu.end(), st.mu.begin(), st.mu.end());
@@ -483,7 +484,7 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
     timers.time("init", [&] {
       if (params.init == InitMode::data) {
         const int n0 = params.resolved_init_samples(r);
-        Kokkos::View<Scalar***, Mem> X0("mosaic::init_samples", B, n0, d);
+        Kokkos::View<Scalar***, Kokkos::LayoutRight, Mem> X0("mosaic::init_samples", B, n0, d);
         source.read_init(n0, X0);
         try {
           engine.init_data(batch, X0);

@@ -32,6 +32,7 @@
 
 #include "backend.hpp"
 #include "reference.hpp"
+#include "transfer.hpp"
 
 namespace mosaic {
 
@@ -48,6 +49,15 @@ struct BasisLayout {
                         : Kokkos::LayoutStride(batch, per, d, std::size_t(r), r, 1);
   }
 };
+
+// The first element of stream b's block of a batch View whose leading index
+// is the stream (U, mu, S, ...): host code takes it with data() and the
+// stride, never by evaluating the View at (b, 0, ...), which on a device
+// aborts from host code.
+template <class V>
+KOKKOS_INLINE_FUNCTION typename V::pointer_type stream_block_data(const V& v, int b) {
+  return v.data() + std::size_t(b) * std::size_t(v.stride(0));
+}
 
 // Stream status codes (0 = healthy; anything else freezes the stream).
 enum BreakdownCode : int {
@@ -82,7 +92,7 @@ struct StreamBatch {
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> mu;   // B x d
   basis_view U;                                                   // B x d x r (see above)
   Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space> S;   // B x r x r
-  Kokkos::View<Scalar*, memory_space> s2;                         // B
+  Kokkos::View<Scalar*, Kokkos::LayoutRight, memory_space> s2;    // B
   // steps: MOSAIC steps taken (init samples excluded); clamped_steps: steps
   // whose covariance step was shortened to max_step; breakdown_step: value
   // of `steps` when the stream broke down (the 0-based index of the failed
@@ -90,17 +100,17 @@ struct StreamBatch {
   // unresolved_residual_steps: blocked steps whose computed rho^2 was below
   // 64 eps ||y||^2 (residual at rounding level, ALGORITHM.md section 6;
   // always 0 for the sequential kernel, which computes e directly).
-  Kokkos::View<std::int64_t*, memory_space> steps, clamped_steps, breakdown_step,
+  Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> steps, clamped_steps, breakdown_step,
       reorthonormalizations, unresolved_residual_steps;
-  Kokkos::View<int*, memory_space> status;  // BreakdownCode; nonzero = frozen
+  Kokkos::View<int*, Kokkos::LayoutRight, memory_space> status;  // BreakdownCode; nonzero = frozen
   // precision_solve: maintained (blocked_step.hpp): upper-triangular R with
   // R^T R = S, kept in double; factor_age = steps since R was last computed
   // afresh (-1 = none yet: the next step factors S); refactors = fresh
   // factorizations that replaced a maintained R; solve_drift = the largest
   // max|R_maintained - R_fresh| / max|R_fresh| seen at those.
   Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Rfac;  // B x r x r
-  Kokkos::View<std::int64_t*, memory_space> factor_age, refactors;
-  Kokkos::View<double*, memory_space> solve_drift;
+  Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> factor_age, refactors;
+  Kokkos::View<double*, Kokkos::LayoutRight, memory_space> solve_drift;
   std::vector<std::uint64_t> stream_ids;    // global ids, host
 
   StreamBatch() = default;
@@ -141,12 +151,9 @@ struct StreamBatch {
   ReferenceState<Scalar> to_host(int b) const {
     check_index(b);
     ReferenceState<Scalar> st(d, r);
-    auto h_mu = Kokkos::create_mirror_view_and_copy(
-        Kokkos::HostSpace(), Kokkos::subview(mu, b, Kokkos::ALL()));
-    auto h_U = Kokkos::create_mirror_view_and_copy(
-        Kokkos::HostSpace(), Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL()));
-    auto h_S = Kokkos::create_mirror_view_and_copy(
-        Kokkos::HostSpace(), Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()));
+    const auto h_mu = transfer::to_host(Kokkos::subview(mu, b, Kokkos::ALL()));
+    const auto h_U = transfer::to_host(Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL()));
+    const auto h_S = transfer::to_host(Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()));
     for (int i = 0; i < d; ++i) st.mu[i] = h_mu(i);
     for (int i = 0; i < d; ++i)
       for (int j = 0; j < r; ++j) st.u(i, j) = h_U(i, j);
@@ -169,17 +176,17 @@ struct StreamBatch {
     auto d_mu = Kokkos::subview(mu, b, Kokkos::ALL());
     auto d_U = Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL());
     auto d_S = Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL());
-    auto h_mu = Kokkos::create_mirror_view(d_mu);
-    auto h_U = Kokkos::create_mirror_view(d_U);
-    auto h_S = Kokkos::create_mirror_view(d_S);
+    const auto h_mu = transfer::host_buffer(d_mu);
+    const auto h_U = transfer::host_buffer(d_U);
+    const auto h_S = transfer::host_buffer(d_S);
     for (int i = 0; i < d; ++i) h_mu(i) = st.mu[i];
     for (int i = 0; i < d; ++i)
       for (int j = 0; j < r; ++j) h_U(i, j) = st.u(i, j);
     for (int a = 0; a < r; ++a)
       for (int c = 0; c < r; ++c) h_S(a, c) = st.S[std::size_t(a) * r + c];
-    Kokkos::deep_copy(d_mu, h_mu);
-    Kokkos::deep_copy(d_U, h_U);
-    Kokkos::deep_copy(d_S, h_S);
+    transfer::copy_from_host(d_mu, h_mu);
+    transfer::copy_from_host(d_U, h_U);
+    transfer::copy_from_host(d_S, h_S);
     write_scalar(s2, b, st.s2);
     write_scalar(steps, b, st.steps);
     write_scalar(clamped_steps, b, st.clamped_steps);
@@ -198,9 +205,7 @@ struct StreamBatch {
   }
   template <class V>
   static typename V::non_const_value_type read_scalar(const V& v, int b) {
-    typename V::non_const_value_type out{};
-    Kokkos::deep_copy(out, Kokkos::subview(v, b));
-    return out;
+    return transfer::to_host(Kokkos::subview(v, b))();
   }
   template <class V, class T>
   static void write_scalar(const V& v, int b, T value) {

@@ -92,7 +92,7 @@ class StreamSource {
  public:
   using execution_space = ExecSpace;
   using memory_space = typename ExecSpace::memory_space;
-  using init_view = Kokkos::View<Scalar***, memory_space>;                                // B x n0 x d
+  using init_view = Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space>;          // B x n0 x d
   using block_view = Kokkos::View<const Scalar***, Kokkos::LayoutStride, memory_space>;  // B x n x d
 
   virtual ~StreamSource() = default;

@@ -15,6 +15,7 @@
 
 #include "counter_rng.hpp"
 #include "host_linalg.hpp"
+#include "rounded.hpp"
 
 namespace mosaic {
 
@@ -100,10 +101,10 @@ KOKKOS_INLINE_FUNCTION double synthetic_element(const SyntheticSpec& spec, std::
                                                 const Latents& ls, double noise_std_i) {
   double x = mean_i;
   for (int j = 0; j < spec.r; ++j) {
-    x += v0_i(j) * lc(j);
-    x += w0_i(j) * ls(j);
+    x = rounded::mul_add(v0_i(j), lc(j), x);
+    x = rounded::mul_add(w0_i(j), ls(j), x);
   }
-  return x + noise_std_i * synthetic_noise(spec, stream, step, i);
+  return rounded::mul_add(noise_std_i, synthetic_noise(spec, stream, step, i), x);
 }
 
 // The drift-scaled latents of synthetic_element: lc_j = cos_t (sqrt_lambda_j a_j),

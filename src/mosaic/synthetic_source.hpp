@@ -37,9 +37,11 @@
 #include "batch_diagnostics.hpp"
 #include "host_linalg.hpp"
 #include "host_parallel.hpp"
+#include "rounded.hpp"
 #include "stream_batch.hpp"
 #include "stream_source.hpp"
 #include "synthetic.hpp"
+#include "transfer.hpp"
 #include "tridiagonal_eigen.hpp"
 
 namespace mosaic {
@@ -55,8 +57,8 @@ template <class ExecSpace>
 struct SynthLatentFunctor {
   using memory_space = typename ExecSpace::memory_space;
   SyntheticSpec spec;
-  Kokkos::View<double*, memory_space> sqrt_lambda;               // r
-  Kokkos::View<std::uint64_t*, memory_space> ids;                // B
+  Kokkos::View<double*, Kokkos::LayoutRight, memory_space> sqrt_lambda;         // r
+  Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, memory_space> ids;          // B
   Kokkos::View<double**, Kokkos::LayoutRight, memory_space> cs;  // 2 x (>= n): cos, sin (omega step)
   Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent;
   std::uint64_t first_step = 0;
@@ -85,7 +87,8 @@ struct SynthLatentFunctor {
 #endif
 
 // acc(q, kk) = m[q] + sum_j (v_q[j] lc_j[kk] + w_q[j] ls_j[kk]), each product
-// added in its turn, increasing j: row q of V0 at v + q row_stride, its
+// rounded, then added in its turn (rounded.hpp: no fused multiply-add on any
+// backend), increasing j: row q of V0 at v + q row_stride, its
 // entries at stride js (W0 alike), the latents lc_j = lat[2j * lat_stride],
 // ls_j = lat[(2j + 1) * lat_stride].
 template <int rows, int kc>
@@ -112,8 +115,8 @@ MOSAIC_SYNTH_TILE_FUNCTION void synth_mix_tile(const int r, const double* m, con
     }
     for (int q = 0; q < rows; ++q)
       for (int kk = 0; kk < kc; ++kk) {
-        t[q][kk] += vq[q] * lc[kk];
-        t[q][kk] += wq[q] * ls[kk];
+        t[q][kk] = rounded::mul_add(vq[q], lc[kk], t[q][kk]);
+        t[q][kk] = rounded::mul_add(wq[q], ls[kk], t[q][kk]);
       }
   }
   for (int q = 0; q < rows; ++q)
@@ -183,7 +186,7 @@ struct SynthFunctor {
   basis_view V0, W0;
   mat_view mean, noise_std;                                           // B x d
   Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent;  // B x 2r x n_pad
-  Kokkos::View<std::uint64_t*, memory_space> ids;                     // B
+  Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, memory_space> ids;  // B
   OutView X;
   std::uint64_t first_step = 0;
   int n = 1, groups = 0;  // groups = ceil(d / 4)
@@ -216,7 +219,7 @@ struct SynthFunctor {
       const int nk = n - k0 < kc ? n - k0 : kc;
       for (int q = 0; q < nr; ++q) {
         const double sd = noise_std(b, i0 + q);
-        for (int kk = 0; kk < nk; ++kk) store(b, k0 + kk, i0 + q, acc[q][kk] + sd * z[q][kk]);
+        for (int kk = 0; kk < nk; ++kk) store(b, k0 + kk, i0 + q, rounded::mul_add(sd, z[q][kk], acc[q][kk]));
       }
     }
   }
@@ -227,7 +230,7 @@ struct SynthFunctor {
 // noise std (B x >= d) of every stream (ids).
 template <class ExecSpace>
 void fill_truth_entries(const SyntheticSpec& spec,
-                        const Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space>& ids,
+                        const Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, typename ExecSpace::memory_space>& ids,
                         const Kokkos::View<double***, Kokkos::LayoutStride, typename ExecSpace::memory_space>& Q,
                         const Kokkos::View<double**, Kokkos::LayoutRight, typename ExecSpace::memory_space>& mean,
                         const Kokkos::View<double**, Kokkos::LayoutRight, typename ExecSpace::memory_space>& noise_std) {
@@ -300,11 +303,11 @@ std::vector<double> cholesky_qr_per_stream(
   };
   Kokkos::View<double***, Kokkos::LayoutRight, memory_space> G("mosaic::truth_gram", B, k, k),
       L("mosaic::truth_cholesky", B, k, k);
-  const auto hG = Kokkos::create_mirror_view(G);
-  const auto hL = Kokkos::create_mirror_view(L);
+  const auto hG = transfer::host_buffer(G);
+  const auto hL = transfer::host_buffer(L);
   // The streams a step works on, as a view the per-stream BLAS calls read.
   auto host_list = [](const std::vector<int>& streams) {
-    Kokkos::View<int*, Kokkos::HostSpace> list("mosaic::truth_streams", streams.size());
+    Kokkos::View<int*, Kokkos::LayoutRight, Kokkos::HostSpace> list("mosaic::truth_streams", streams.size());
     for (std::size_t i = 0; i < streams.size(); ++i) list(i) = streams[i];
     return list;
   };
@@ -315,7 +318,7 @@ std::vector<double> cholesky_qr_per_stream(
       const matrix g(G.data() + std::size_t(b) * k * k, k, k);
       KokkosBlas::gemm(column_major ? "T" : "N", column_major ? "N" : "T", 1.0, stream_q(b), stream_q(b), 0.0, g);
     });
-    Kokkos::deep_copy(hG, G);
+    transfer::copy_to_host(hG, G);
   };
   std::vector<double> error(std::size_t(B), 0.0);
   std::vector<int> todo(static_cast<std::size_t>(B));
@@ -358,7 +361,7 @@ std::vector<double> cholesky_qr_per_stream(
     for (const int b : todo)
       if (factor[std::size_t(b)]) next.push_back(b);
     if (next.empty()) break;
-    Kokkos::deep_copy(L, hL);
+    transfer::copy_from_host(L, hL);
     const auto list = host_list(next);
     // Q <- Q L^-T: column-major, Q U^-1 with U = L^T; row-major, the
     // transpose L^-1 Q^T = U^-T Q^T.
@@ -380,8 +383,11 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
  public:
   using execution_space = ExecSpace;
   using memory_space = typename ExecSpace::memory_space;
-  using sample_view = Kokkos::View<Scalar**, memory_space>;   // B x d
-  using out_block_view = Kokkos::View<Scalar***, memory_space>;  // B x n x d
+  // Samples on every backend with one row of d contiguous per stream and
+  // sample: the generator's stores and the blocked pack's reads run along
+  // it (coalesced on a device), and a stream's rows are one span to copy.
+  using sample_view = Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space>;      // B x d
+  using out_block_view = Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space>;  // B x n x d
   using typename StreamSource<Scalar, ExecSpace>::init_view;
   using typename StreamSource<Scalar, ExecSpace>::block_view;
 
@@ -405,11 +411,11 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   // needs it there).
   std::vector<SyntheticTruth> truths_on_host() const {
     const int B = batch(), d = spec_.d, r = spec_.r;
-    const auto hV = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), V0_);
-    const auto hW = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), W0_);
-    const auto hm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), mean_);
-    const auto hn = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), noise_std_);
-    const auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sqrt_lambda_);
+    const auto hV = transfer::to_host(V0_);
+    const auto hW = transfer::to_host(W0_);
+    const auto hm = transfer::to_host(mean_);
+    const auto hn = transfer::to_host(noise_std_);
+    const auto hl = transfer::to_host(sqrt_lambda_);
     std::vector<SyntheticTruth> out(static_cast<std::size_t>(B));
     for (int b = 0; b < B; ++b) {
       SyntheticTruth& t = out[std::size_t(b)];
@@ -457,7 +463,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
     if (int(block_.extent(1)) < max_n)
       block_ = out_block_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("synthetic::block")),
                               batch(), max_n, spec_.d);
-    // A B x max_n x d view over the buffer's memory (contiguous in either layout).
+    // A B x max_n x d view over the buffer's memory (LayoutRight: contiguous).
     const out_block_view X(block_.data(), batch(), max_n, spec_.d);
     generate_block(first, max_n, X);
     return X;
@@ -494,7 +500,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
                               rows, rs);
       products_ =
           work_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::truth_products")), B, rt, rs);
-      converged_ = Kokkos::View<int*, memory_space>("mosaic::truth_eigen_converged", B);
+      converged_ = Kokkos::View<int*, Kokkos::LayoutRight, memory_space>("mosaic::truth_eigen_converged", B);
     }
     const work_view W = accuracy_work_.basis_rows, Vt = truth_rows_, P = products_;
     const basis_view V0 = V0_, W0 = W0_;
@@ -518,7 +524,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
       detail::gemm_rows_per_stream<ExecSpace>(W, Vt, n, i0 == 0 ? 0.0 : 1.0, P);
     }
     const work_view A = accuracy_work_.eigen_work, eig = accuracy_work_.eigen;
-    const Kokkos::View<int*, memory_space> converged = converged_;
+    const Kokkos::View<int*, Kokkos::LayoutRight, memory_space> converged = converged_;
     const auto S = sb.S;
     Kokkos::parallel_for(
         "mosaic::truth_spectrum", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const int b) {
@@ -529,10 +535,10 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
                              ? 1
                              : 0;
         });
-    const auto hP = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), P);
-    const auto hEig = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), eig);
-    const auto hConv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), converged);
-    const auto hs2 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sb.s2);
+    const auto hP = transfer::to_host(P);
+    const auto hEig = transfer::to_host(eig);
+    const auto hConv = transfer::to_host(converged);
+    const auto hs2 = transfer::to_host(sb.s2);
     std::vector<double> lambda(k);
     double lnorm = 0;
     for (int j = 0; j < k; ++j) {
@@ -579,23 +585,23 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
                        BasisLayout<ExecSpace>::layout(B, d_pad, k));
     mean_ = mat_view("synthetic::mean", B, d_pad);
     noise_std_ = mat_view("synthetic::noise_std", B, d_pad);
-    sqrt_lambda_ = Kokkos::View<double*, memory_space>("synthetic::sqrt_lambda", r);
-    ids_d_ = Kokkos::View<std::uint64_t*, memory_space>("synthetic::ids", B);
+    sqrt_lambda_ = decltype(sqrt_lambda_)("synthetic::sqrt_lambda", r);
+    ids_d_ = decltype(ids_d_)("synthetic::ids", B);
     {
-      auto hl = Kokkos::create_mirror_view(sqrt_lambda_);
-      auto hi = Kokkos::create_mirror_view(ids_d_);
+      const auto hl = transfer::host_buffer(sqrt_lambda_);
+      const auto hi = transfer::host_buffer(ids_d_);
       for (int j = 0; j < r; ++j) hl(j) = std::sqrt(spec_.lambda(j));
       for (int b = 0; b < B; ++b) hi(b) = ids_[std::size_t(b)];
-      Kokkos::deep_copy(sqrt_lambda_, hl);
-      Kokkos::deep_copy(ids_d_, hi);
+      transfer::copy_from_host(sqrt_lambda_, hl);
+      transfer::copy_from_host(ids_d_, hi);
     }
     detail::fill_truth_entries<ExecSpace>(spec_, ids_d_, Q, mean_, noise_std_);
     truth_orth_error_ = detail::cholesky_qr_per_stream<ExecSpace>(Q, d, ids_);
     V0_ = Kokkos::subview(Q, Kokkos::ALL(), Kokkos::ALL(), Kokkos::pair<int, int>(0, r));
     W0_ = Kokkos::subview(Q, Kokkos::ALL(), Kokkos::ALL(), Kokkos::pair<int, int>(r, k));
-    const auto hn = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), noise_std_);
+    const auto hn = transfer::to_host(noise_std_);
     noise_variance_.resize(std::size_t(B));
-    for (int b = 0; b < B; ++b) noise_variance_[std::size_t(b)] = synthetic_noise_variance(&hn(b, 0), d);
+    for (int b = 0; b < B; ++b) noise_variance_[std::size_t(b)] = synthetic_noise_variance(stream_block_data(hn, b), d);
   }
 
   // Samples per generator pass (its tile width): the latents are padded to a
@@ -607,7 +613,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   void reserve_block(int n) const {
     if (int(csb_.extent(1)) >= n) return;
     csb_ = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>("synthetic::cs_block", 2, n);
-    csb_host_ = Kokkos::create_mirror_view(csb_);
+    csb_host_ = transfer::host_buffer(csb_);
     latentb_ = Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("synthetic::latent_block", batch(),
                                                                            2 * spec_.r, padded(n));
   }
@@ -622,7 +628,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
       csb_host_(0, k) = std::cos(a);
       csb_host_(1, k) = std::sin(a);
     }
-    Kokkos::deep_copy(csb_, csb_host_);
+    transfer::copy_from_host(csb_, csb_host_);
     const int n_pad = padded(n);
     // A B x 2r x n_pad view over the work array's memory (LayoutRight).
     const Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent(latentb_.data(), batch(), 2 * spec_.r,
@@ -650,19 +656,19 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   std::vector<double> noise_variance_;    // per stream: what s2 should estimate
   std::vector<double> truth_orth_error_;  // per stream: max |[V0 W0]^T [V0 W0] - I|
   mat_view mean_, noise_std_;
-  Kokkos::View<double*, memory_space> sqrt_lambda_;
-  Kokkos::View<std::uint64_t*, memory_space> ids_d_;
+  Kokkos::View<double*, Kokkos::LayoutRight, memory_space> sqrt_lambda_;
+  Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, memory_space> ids_d_;
   // The work arrays of generate / generate_block (grown on demand) and
   // next_block's buffer.
   mutable Kokkos::View<double**, Kokkos::LayoutRight, memory_space> csb_;
-  mutable typename Kokkos::View<double**, Kokkos::LayoutRight, memory_space>::host_mirror_type csb_host_;
+  mutable transfer::HostCopy<Kokkos::View<double**, Kokkos::LayoutRight, memory_space>> csb_host_;
   mutable Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latentb_;
   out_block_view block_;
   // truth_accuracy's work arrays: the rows of U widened and their eigenvalue
   // work (the diagnostics' kind), the rows of V(t), U^T V(t).
   mutable DiagnosticsWork<ExecSpace> accuracy_work_;
   mutable Kokkos::View<double***, Kokkos::LayoutRight, memory_space> truth_rows_, products_;
-  mutable Kokkos::View<int*, memory_space> converged_;
+  mutable Kokkos::View<int*, Kokkos::LayoutRight, memory_space> converged_;
 };
 
 }  // namespace mosaic

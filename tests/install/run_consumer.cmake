@@ -2,7 +2,9 @@
 # check the installed layout, run the installed mini-app on the installed
 # smoke deck (--dry-run: it validates the deck and prints the plan), then
 # configure, build and run the consumer project against the prefix.
-# Arguments: BUILD_DIR, WORK_DIR, SOURCE_DIR, CXX.
+# Arguments: BUILD_DIR, WORK_DIR, SOURCE_DIR, CXX, and CXX_FLAGS (the
+# build's CMAKE_CXX_FLAGS, e.g. the -arch=sm_90 that Kokkos 4's nvcc_wrapper
+# needs with CUDA 13, whether given as CXXFLAGS or -DCMAKE_CXX_FLAGS).
 foreach(v BUILD_DIR WORK_DIR SOURCE_DIR CXX)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "run_consumer.cmake: -D${v}=... is required")
@@ -33,6 +35,7 @@ endif()
 run_step("installed mosaic_miniapp --dry-run" "${prefix}/bin/mosaic_miniapp"
          "${prefix}/share/mosaic_miniapp/inputs/smoke_cpu.yaml" --dry-run)
 run_step("configure the consumer" ${CMAKE_COMMAND} -S "${SOURCE_DIR}" -B "${WORK_DIR}/build"
-         -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release)
+         -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX} "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
+         -DCMAKE_BUILD_TYPE=Release)
 run_step("build the consumer" ${CMAKE_COMMAND} --build "${WORK_DIR}/build")
 run_step("run the consumer" "${WORK_DIR}/build/consumer")
