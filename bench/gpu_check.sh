@@ -17,10 +17,19 @@
 #
 # The whole check stays under 10 minutes: every step runs under `timeout`,
 # and each step's limit is also cut to what is left of a global budget.
-# Roughly: tests <= 280 s (the OpenMP suite took 176 s run serially in CI),
-# mini-app runs <= 60 s each (150 s for the 64-stream one), the bench ladder
-# whatever is left (at most 240 s); ladder
+# First a JIT warm-up (<= 150 s in all): where the build carries only PTX
+# for this GPU (a Kokkos arch older than the GPU), the driver compiles each
+# kernel at its first launch and keeps the result in its JIT cache
+# (CUDA_CACHE_PATH, CUDA_CACHE_MAXSIZE; set here unless the caller set
+# them), so tiny runs of the mini-app (float and double, blocked and
+# sequential) and of the bench launch every kernel once before anything is
+# timed. Then tests <= 240 s, mini-app runs <= 60 s each (150 s for the
+# 64-stream one), the bench ladder whatever is left (at most 240 s); ladder
 # points that no longer fit are skipped and listed as such (not failures).
+# The summary's Diagnosis names the first failing step's class: a build or
+# driver problem (the binaries could not run kernels on this GPU), a device
+# code fault (a bug that shows only on a GPU: report it), or a wrong result
+# (the code ran and a check failed).
 #
 # Environment (all optional):
 #   GPU_CHECK_SKIP_TESTS=1  skip the ctest step (e.g. a build dir that holds
@@ -30,6 +39,11 @@
 #                           script itself (e.g. on a CPU build); the summary
 #                           says this is NOT a valid GPU check.
 #   GPU_CHECK_BUDGET_S=N    total time budget in seconds (default 570).
+#   CUDA_CACHE_PATH, CUDA_CACHE_MAXSIZE
+#                           the driver's JIT cache (default here:
+#                           OUTDIR/cuda-jit-cache and 4294967296, the
+#                           driver's maximum); a path of your own that
+#                           survives between jobs saves the warm-up's JIT.
 #   GPU_CHECK_LAUNCH="..."  launcher prefix for the mini-app, e.g.
 #                           "mpirun -np 1" or "srun -n 1" where a plain
 #                           (singleton MPI) start is not allowed; default none.
@@ -88,6 +102,10 @@ if [[ -d "$out" && -n "$(ls -A "$out")" ]]; then
 fi
 mkdir -p "$out/results" "$out/bench"
 out="$(cd "$out" && pwd)"
+
+# The driver's JIT cache for every run below (the caller's, if set).
+export CUDA_CACHE_PATH="${CUDA_CACHE_PATH:-$out/cuda-jit-cache}"
+export CUDA_CACHE_MAXSIZE="${CUDA_CACHE_MAXSIZE:-4294967296}"
 
 quick="${GPU_CHECK_QUICK:-0}"
 skip_tests="${GPU_CHECK_SKIP_TESTS:-0}"
@@ -183,7 +201,7 @@ record() {
   if [[ "$3" != "-" && "$3" != 0 ]] && ! [[ "$1" == ladder && ("$3" == 124 || "$3" == 137) ]]; then
     failures=$((failures + 1))
   fi
-  if [[ "$3" == "-" && "$1" != ladder && "$6" == skipped:* ]]; then time_skips=$((time_skips + 1)); fi
+  if [[ "$3" == "-" && "$1" != ladder && "$1" != warmup && "$6" == skipped:* ]]; then time_skips=$((time_skips + 1)); fi
   echo "gpu_check: $2: ${3/#-/not run} ${6:+($6)} [${4} s]" >&2
 }
 
@@ -232,6 +250,26 @@ step_rc_of() {
 }
 json_field() { grep -m1 -E "\"$2\":" "$out/$1" 2>/dev/null | sed -E 's/.*": *"?([^",]*)"?,?$/\1/' || true; }
 
+# The class of a failed step, from its exit status and log, and the log
+# line that shows it: "driver" (the binaries could not run kernels on this
+# GPU: a build or driver problem), "device" (a fault that shows only on a
+# GPU: a bug to report), "wrong" (the code ran and a check failed), "time"
+# (stopped by its time limit), or "other".
+driver_patterns='CUDA driver version is insufficient|no kernel image is available|unsupported toolchain|PTX was compiled with|cudaErrorNoDevice|no CUDA-capable device|Kokkos::Cuda::initialize|CUDA_ERROR_|error while loading shared libraries|cudaErrorInsufficientDriver|out of memory'
+device_patterns='attempt to access inaccessible memory space|deep_copy with no available copy mechanism|illegal memory access|misaligned address|illegal instruction|cudaErrorLaunchFailure|unspecified launch failure'
+wrong_patterns='verification +FAILED|\[  FAILED  \]|"passed": false|CHECK FAILED|vendor gemm check failed|sgemm check failed'
+classify() {  # RC LOG -> "class<TAB>first matching line"
+  local rc="$1" log="$out/$2" line
+  if [[ "$rc" == 124 || "$rc" == 137 ]]; then printf 'time\ttimed out\n'; return; fi
+  if [[ "$rc" == 126 || "$rc" == 127 ]]; then printf 'driver\texit status %s: not executable or a library missing\n' "$rc"; return; fi
+  for c in driver device wrong; do
+    local pat="${c}_patterns"
+    line="$(grep -m1 -E "${!pat}" "$log" 2>/dev/null || true)"
+    if [[ -n "$line" ]]; then printf '%s\t%s\n' "$c" "$line"; return; fi
+  done
+  printf 'other\texit status %s\n' "$rc"
+}
+
 exec_space=""
 write_summary() {
   local s="$out/SUMMARY.md" i valid=1 reasons=()
@@ -263,6 +301,37 @@ write_summary() {
       for i in "${reasons[@]}"; do echo "- $i"; done
     fi
     [[ -z "${interrupted:-}" ]] || echo "- the script was interrupted ($interrupted); the steps below are the ones that ran"
+    echo
+    echo "## Diagnosis"
+    echo
+    local verdict="PASS" diag_lines=() seen_driver=0 seen_device=0 seen_wrong=0 seen_time=0 seen_other=0
+    for i in "${!step_names[@]}"; do
+      local rc="${step_rcs[$i]}" cls msg
+      [[ "$rc" != "-" && "$rc" != 0 ]] || continue
+      IFS=$'\t' read -r cls msg < <(classify "$rc" "${step_logs[$i]}")
+      case "$cls" in
+        driver) seen_driver=1; cls="BUILD/DRIVER PROBLEM" ;;
+        device) seen_device=1; cls="DEVICE CODE FAULT (report it: a bug, not your setup)" ;;
+        wrong) seen_wrong=1; cls="WRONG RESULT" ;;
+        time) seen_time=1; cls="INCOMPLETE (time limit)" ;;
+        *) seen_other=1; cls="FAILED (unclassified; see the log)" ;;
+      esac
+      diag_lines+=("- ${step_names[$i]}: $cls: \`${msg//\`/\'}\` (${step_logs[$i]})")
+    done
+    if ((seen_driver)); then verdict="BUILD/DRIVER PROBLEM: the binaries could not run kernels on this GPU (driver, architecture or libraries; README, \"GPUs: native code, the driver and the JIT cache\")"
+    elif ((seen_device)); then verdict="DEVICE CODE FAULT: a fault that shows only on a GPU; please report it with this directory"
+    elif ((seen_wrong)); then verdict="WRONG RESULT: the code ran on the GPU and a check failed"
+    elif ((seen_other)); then verdict="FAILED: a step failed for a reason not recognized (see below)"
+    elif ((seen_time || time_skips > 0)); then verdict="INCOMPLETE: steps were stopped or skipped for time"
+    fi
+    [[ "$verdict" != PASS || $valid == 1 ]] || verdict="PASS of the steps that ran, but NOT a valid GPU check (above)"
+    echo "**Verdict: $verdict.**"
+    echo
+    for i in "${diag_lines[@]+"${diag_lines[@]}"}"; do echo "$i"; done
+    [[ ${#diag_lines[@]} -gt 0 ]] || echo "No step failed."
+    echo
+    echo "JIT cache: CUDA_CACHE_PATH=$CUDA_CACHE_PATH, CUDA_CACHE_MAXSIZE=$CUDA_CACHE_MAXSIZE; the warm-up steps"
+    echo "(JIT warm-up ...) launch every kernel once before anything is timed; their times are not measurements."
     echo
     echo "- host: $host; date (UTC): $(date -u +%FT%TZ); wall time: $(awk -v a="$t_start" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }') s of a ${budget} s budget"
     echo "- commit: $(git -C "$root" rev-parse HEAD 2>/dev/null || echo 'not a git checkout'); uncommitted files: $(git -C "$root" status --porcelain 2>/dev/null | wc -l)"
@@ -423,12 +492,31 @@ trap 'on_signal SIGTERM 143' TERM
   fi
 } >"$out/environment.txt" 2>&1
 
+# --- (0) JIT warm-up ---------------------------------------------------------
+# Tiny runs that launch every kernel of the mini-app and the bench once, so
+# that the driver's JIT (where the build has no native code for this GPU)
+# happens here and lands in the cache, not in a timed step. Not a
+# measurement; a failure here is reported like any other step.
+warm_deck="$root/inputs/single_gpu.yaml"
+warm_sets=(--set problem.d=512 --set problem.rank=16 --set streams.per_rank=2 --set run.steps=64
+           --set run.warmup_steps=8 --set run.diagnostics_every=32)
+warm_end="$(awk -v n="$(now)" 'BEGIN { printf "%.3f", n + 150 }')"
+warm_left() { awk -v e="$warm_end" -v n="$(now)" 'BEGIN { x = e - n; printf "%d", (x > 0 ? x : 0) }'; }
+for w in "float auto" "float 1" "double auto" "double 1"; do
+  dt="${w% *}" bs="${w#* }"
+  run_step warmup "JIT warm-up mini-app $dt block_size=$bs" "warmup_miniapp_${dt}_${bs}.log" "$(warm_left)" \
+    ${launch[@]+"${launch[@]}"} "$miniapp" "$warm_deck" "${warm_sets[@]}" --set "problem.dtype=$dt" \
+    --set "algorithm.block_size=$bs" --output "$out/warmup_${dt}_${bs}.json"
+done
+run_step warmup "JIT warm-up bench" "warmup_bench.log" "$(warm_left)" \
+  "$benchbin" --d 256 --r 16 --streams 2 --block-size 32 --seconds 0.05 --ref-steps 2
+
 # --- (a) the test suite ----------------------------------------------------
 if [[ "$skip_tests" != 1 ]]; then
   # -j1: the tests share the one GPU, and their timing stays readable. An
   # empty test list is an error (a build dir without tests is no check).
   # The project needs CMake >= 3.25, so --test-dir and --output-junit exist.
-  OMP_PROC_BIND="${OMP_PROC_BIND:-false}" run_step test ctest tests.log 280 \
+  OMP_PROC_BIND="${OMP_PROC_BIND:-false}" run_step test ctest tests.log 240 \
     ctest --test-dir "$build" --output-on-failure -j1 --timeout 300 --no-tests=error --output-junit "$out/tests.xml"
 else
   record test ctest "-" "0" "-" "skipped (GPU_CHECK_SKIP_TESTS=1): not a complete check"
