@@ -25,9 +25,10 @@ template <class ExecSpace>
 inline constexpr bool is_host_space = Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible;
 
 namespace gemm {
-// KokkosBlas::gemm per stream on [U0 | D] held in one d x (r + k) array: the
-// vendor library where Kokkos Kernels has its TPL for the space (BLAS on
-// host spaces, cuBLAS on Cuda), Kokkos Kernels' native GEMM otherwise. The
+// GEMMs per stream on [U0 | D] held in one d x (r + k) array: the vendor
+// library where Kokkos Kernels has its TPL for the space (BLAS on host
+// spaces; on Cuda one strided-batched cuBLAS call for all streams,
+// strided_gemm.hpp), Kokkos Kernels' native GEMM otherwise. The
 // block is then split into phases (pack, GEMMs, one launch of the
 // coefficient steps, GEMM) instead of one launch.
 struct Vendor {};
@@ -72,7 +73,7 @@ struct HostTuning {
 struct DeviceTuning {
   static constexpr int reduction_chunks = 128;  // about one per GPU thread of a team
   static constexpr int rotation_rows_per_thread = 1;
-  static constexpr bool vendor_gemm_over_streams = false;  // one (cuBLAS) call at a time, each filling the GPU
+  static constexpr bool vendor_gemm_over_streams = false;  // one strided-batched cuBLAS call for all streams
   static constexpr int synthetic_samples_per_pass = 1;      // a GPU thread's accumulators are registers
   static constexpr int synthetic_basis_blocks_per_pass = 1;  // one block per thread (a work item per row)
   static constexpr int vendor_panel_cols = 32;

@@ -49,10 +49,13 @@
 // and gemm::TeamBatched of backend.hpp in the code, one BlockFunctor type
 // each, chosen by MosaicEngine when it launches a block):
 //   vendor (default wherever Kokkos Kernels has a vendor TPL for the space):
-//     Y = [U0 | D] packed per stream, KokkosBlas::gemm for W0, G and the
-//     needed half of H (in panels of columns) and for U = Y W, around one
-//     launch of the coefficient steps (BlockFunctor<Base, gemm::Vendor>'s
-//     phases below; MosaicEngine::launch_block runs them).
+//     Y = [U0 | D] packed per stream, GEMMs for W0, G and the needed half
+//     of H (in panels of columns) and for U = Y W, around one launch of the
+//     coefficient steps (BlockFunctor<Base, gemm::Vendor>'s phases below;
+//     MosaicEngine::launch_block runs them). The GEMMs of all streams are
+//     one StridedGemm each (strided_gemm.hpp): one cuBLAS strided-batched
+//     call on Cuda, KokkosBlas::gemm stream by stream on host spaces (one
+//     host thread per stream where the BLAS allows it).
 //   tiled (default on host spaces without a BLAS TPL, and only on host
 //     spaces): register-tiled micro-kernels over packed
 //     buffers (tile_gemm.hpp). D is never stored whole: its columns are
@@ -110,12 +113,12 @@
 #include <Kokkos_Core.hpp>
 #include <KokkosBatched_Gemm_Decl.hpp>
 #include <KokkosBatched_Gemm_Team_Impl.hpp>
-#include <KokkosBlas3_gemm.hpp>
 
 #include "backend.hpp"
 #include "frame_rotation.hpp"
 #include "kokkos_compat.hpp"
 #include "stream_batch.hpp"
+#include "strided_gemm.hpp"
 #include "team_loops.hpp"
 #include "tile_gemm.hpp"
 
@@ -1076,46 +1079,80 @@ struct BlockFunctor : BlockCoefficients<Base> {
     if (c == 0) Kokkos::parallel_for(Kokkos::TeamThreadRange(m, w.ldy), [&](const int p) { init_w_row(b, p); });
   }
 
-  // The products of stream b (host code: Kokkos Kernels' gemm): with
-  // with_w0, W0 = U0^T U0 into C(0:r, 0:r); then for each panel of columns
-  // [t0, t1) of D: C(0:r+t1, r+t0:r+t1) = [U0 | D_{<t1}]^T D_{t0..t1} (G's
-  // columns and H's entries H(l, t) with l < t1: all l <= t).
-  void gemm_products(int b) const {
+  // The products of streams [b0, b0 + count) (host code; strided_gemm.hpp:
+  // one cuBLAS call per GEMM for all of them on Cuda, stream by stream
+  // elsewhere): with with_w0, W0 = U0^T U0 into C(0:r, 0:r); then for each
+  // panel of columns [t0, t1) of D: C(0:r+t1, r+t0:r+t1) = [U0 | D_{<t1}]^T
+  // D_{t0..t1} (G's columns and H's entries H(l, t) with l < t1: all l <= t).
+  // Y and C are column-major, ld d and ldy, one per stream at a fixed stride.
+  void gemm_products(int b0, int count) const {
     const VendorWork& w = gw;
-    const int r = base.r;
+    const int d = base.d, r = base.r;
     constexpr int P = Tuning<typename Base::execution_space>::vendor_panel_cols;
-    const auto Y = w.Y(b);
-    const auto C = w.C(b);
-    const auto all = Kokkos::ALL();
-    using Kokkos::make_pair;
-    using Kokkos::subview;
+    const Scalar* const Y = w.Y(b0).data();
+    Scalar* const C = w.C(b0).data();
+    StridedGemm<Scalar> g;
+    g.transa = 'T';
+    g.k = d;
+    g.lda = g.ldb = d;
+    g.stride_a = g.stride_b = std::ptrdiff_t(d) * w.ldy;
+    g.ldc = w.ldy;
+    g.stride_c = std::ptrdiff_t(w.ldy) * w.ldy;
+    g.count = count;
     if (with_w0) {
-      const auto U0 = subview(Y, all, make_pair(0, r));
-      KokkosBlas::gemm("T", "N", Scalar(1), U0, U0, Scalar(0), subview(C, make_pair(0, r), make_pair(0, r)));
+      g.m = g.n = r;
+      g.a = g.b = Y;
+      g.c = C;
+      strided_gemm<typename Base::execution_space>(g);
     }
     for (int t0 = 0; t0 < n; t0 += P) {
       const int t1 = t0 + P < n ? t0 + P : n;
-      KokkosBlas::gemm("T", "N", Scalar(1), subview(Y, all, make_pair(0, r + t1)),
-                       subview(Y, all, make_pair(r + t0, r + t1)), Scalar(0),
-                       subview(C, make_pair(0, r + t1), make_pair(r + t0, r + t1)));
+      g.m = r + t1;
+      g.n = t1 - t0;
+      g.a = Y;
+      g.b = Y + std::ptrdiff_t(r + t0) * d;
+      g.c = C + std::ptrdiff_t(r + t0) * w.ldy;
+      strided_gemm<typename Base::execution_space>(g);
     }
   }
 
-  // U = [U0 | D] W (host code), written over the state's basis (Y is a
-  // copy): a column-major U directly, a row-major one as U^T = W^T Y^T
-  // (the same memory as a column-major r x d matrix).
-  void gemm_materialize(int b) const {
+  // U = [U0 | D] W of streams [b0, b0 + count) (host code, as
+  // gemm_products), written over the state's basis (Y is a copy): a
+  // column-major U directly, a row-major one as U^T = W^T Y^T (the same
+  // memory as a column-major r x d matrix).
+  void gemm_materialize(int b0, int count) const {
     const VendorWork& w = gw;
     const int d = base.d, r = base.r;
-    const auto Yn = Kokkos::subview(w.Y(b), Kokkos::ALL(), Kokkos::make_pair(0, r + n));
-    const auto Wn = Kokkos::subview(w.W(b), Kokkos::make_pair(0, r + n), Kokkos::ALL());
+    const Scalar* const Y = w.Y(b0).data();  // d x (r + n) used, ld d
+    const Scalar* const W = w.W(b0).data();  // (r + n) x r used, ld ldy
+    StridedGemm<Scalar> g;
+    g.k = r + n;
+    g.c = stream_block_data(base.U, b0);
+    g.stride_c = std::ptrdiff_t(base.U.stride(0));
+    g.count = count;
     if constexpr (Base::column_major) {
-      KokkosBlas::gemm("N", "N", Scalar(1), Yn, Wn, Scalar(0),
-                       typename VendorWork::matrix(stream_block_data(base.U, b), d, r));
+      g.m = d;
+      g.n = r;
+      g.a = Y;
+      g.lda = d;
+      g.stride_a = std::ptrdiff_t(d) * w.ldy;
+      g.b = W;
+      g.ldb = w.ldy;
+      g.stride_b = std::ptrdiff_t(w.ldy) * r;
+      g.ldc = d;
     } else {
-      KokkosBlas::gemm("T", "T", Scalar(1), Wn, Yn, Scalar(0),
-                       typename VendorWork::matrix(stream_block_data(base.U, b), r, d));
+      g.transa = g.transb = 'T';
+      g.m = r;
+      g.n = d;
+      g.a = W;
+      g.lda = w.ldy;
+      g.stride_a = std::ptrdiff_t(w.ldy) * r;
+      g.b = Y;
+      g.ldb = d;
+      g.stride_b = std::ptrdiff_t(d) * w.ldy;
+      g.ldc = r;
     }
+    strided_gemm<typename Base::execution_space>(g);
   }
 
   // Host spaces, one thread per stream: pack, then the products while
@@ -1134,10 +1171,10 @@ struct BlockFunctor : BlockCoefficients<Base> {
       w.stream_seconds(b, 0) += since(t);
       t = clock::now();
     }
-    gemm_products(b);
+    gemm_products(b, 1);
     if (time_phases) w.stream_seconds(b, 1) += since(t);
   }
-  void operator()(MaterializeTag, const int b) const { gemm_materialize(b); }
+  void operator()(MaterializeTag, const int b) const { gemm_materialize(b, 1); }
 
   // Steps 1-2 from the products: G, H (mirrored from the computed
   // triangle) and W0 widened to double. Returns the first sample with a

@@ -1229,6 +1229,58 @@ def check_provenance(args):
 TOOL_PEAK = re.compile(r"^kokkos test tool: peak bytes (\S+) (\d+)$", re.M)
 
 
+TOOL_PHASE = re.compile(r"^kokkos test tool: phase (\S+) entries (\d+) launches (\d+) fences (\d+) "
+                        r"deep_copies (\d+)$", re.M)
+
+
+def check_launch_budget(args):
+    """Kernel launches and deep copies of the timed loop, per block, seen by
+    the test tool (issue 28 item 3) at 1, 8 and 64 streams on one rank:
+    - the update and the generator launch the same kernels per block
+      whatever the number of streams (nothing per stream), and the update
+      at most 3 (pack with the products, coefficients, bases), the
+      generator 2 (latents, samples);
+    - the update copies nothing between memory spaces at 8 and 64 streams,
+      and at most one fill at 1 stream (the one-GEMM-at-a-time path resets
+      the first bad sample per block); the generator one copy per block
+      (the block's cos/sin(omega t) from the host);
+    - one diagnostics point launches no more kernels at 64 streams than at 8.
+    Not seen here: calls into the vendor library (BLAS, cuBLAS) are not
+    Kokkos launches, so the per-stream GEMM calls are not counted; Kokkos 3.4
+    reports no fences to a tool (its counts are printed, not checked)."""
+    k, steps = 16, 320
+    base = ["--set", "problem.d=64", "--set", "problem.rank=4", "--set", f"algorithm.block_size={k}",
+            "--set", f"run.steps={steps}", "--set", f"run.warmup_steps={2 * k}", "--set", "run.diagnostics_every=160"]
+    per = {}
+    for streams in (1, 8, 64):
+        _, proc = run_ok(args, 1, base + ["--set", f"streams.per_rank={streams}", "--set", f"streams.total={streams}"],
+                         f"budget_{streams}.json", env=[f"KOKKOS_TOOLS_LIBS={args.tool}", "OMP_NUM_THREADS=2"])
+        phases = {m[0]: [int(x) for x in m[1:]] for m in TOOL_PHASE.findall(proc.stderr)}
+        for phase in ("mosaic::update", "mosaic::generate", "mosaic::diagnostics"):
+            if phase not in phases or phases[phase][0] == 0:
+                fail(f"{streams} streams: the tool saw no {phase} region ({sorted(phases)})")
+        per[streams] = {ph: [c / v[0] for c in v[1:]] for ph, v in phases.items()}
+        u, g, d = per[streams]["mosaic::update"], per[streams]["mosaic::generate"], per[streams]["mosaic::diagnostics"]
+        print(f"{streams:3d} streams, per block: update {u[0]:g} launches {u[1]:g} fences {u[2]:g} deep copies; "
+              f"generate {g[0]:g} launches {g[2]:g} deep copies; per diagnostics point {d[0]:g} launches "
+              f"{d[2]:g} deep copies")
+    for phase, most in (("mosaic::update", 3), ("mosaic::generate", 2)):
+        launches = {b: per[b][phase][0] for b in per}
+        if len(set(launches.values())) != 1:
+            fail(f"{phase}: kernel launches per block change with the streams: {launches}")
+        if launches[1] > most:
+            fail(f"{phase}: {launches[1]:g} kernel launches per block, more than {most}")
+    copies = {b: per[b]["mosaic::update"][2] for b in per}
+    if copies[8] != 0 or copies[64] != 0 or copies[1] > 1:
+        fail(f"mosaic::update: deep copies per block {copies} (expected 0 at 8 and 64 streams, at most 1 at 1)")
+    gen_copies = {b: per[b]["mosaic::generate"][2] for b in per}
+    if set(gen_copies.values()) != {1}:
+        fail(f"mosaic::generate: deep copies per block {gen_copies}, expected 1 (the block's cos/sin)")
+    diag = {b: per[b]["mosaic::diagnostics"][0] for b in per}
+    if diag[64] > diag[8]:
+        fail(f"mosaic::diagnostics: kernel launches per point grow with the streams: {diag}")
+
+
 def check_memory_estimate(args):
     """The memory estimate (memory_estimate.hpp) follows what the run
     allocates, and a run that cannot fit is refused before anything starts.
@@ -1599,7 +1651,7 @@ def main():
                                      "checkpoint_refused", "checkpoint_npy", "checkpoint_mpiexec_sigterm", "blocked_schedules",
                                      "init_rank_deficient", "verification", "kokkos_misspelt",
                                      "kokkos_num_threads", "kokkos_help", "version", "provenance", "kokkos_tools",
-                                     "memory_estimate", "concurrent_writers", "state_set_atomic",
+                                     "memory_estimate", "launch_budget", "concurrent_writers", "state_set_atomic",
                                      "npy_input_changed", "npy_special_files"])
     p.add_argument("--miniapp", required=True)
     p.add_argument("--mpiexec", required=True)
@@ -1607,7 +1659,7 @@ def main():
     p.add_argument("--deck", required=True)
     p.add_argument("--workdir", required=True)
     p.add_argument("--ranks", type=int, default=1)
-    p.add_argument("--tool", help="kokkos_tools, memory_estimate: the Kokkos Tools library to load")
+    p.add_argument("--tool", help="kokkos_tools, memory_estimate, launch_budget: the Kokkos Tools library to load")
     args = p.parse_args()
     for name in ("miniapp", "mpiexec", "schema", "deck", "workdir"):
         setattr(args, name, os.path.abspath(getattr(args, name)))
