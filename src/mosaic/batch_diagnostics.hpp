@@ -123,6 +123,9 @@ struct DiagFunctor {
             if (!kmath::isfinite(sb.U(b, i, j))) nb += 1;
         },
         bad);
+    // A barrier after each team reduction: Kokkos 3.4's Cuda reductions
+    // share one scratch buffer (init_data.hpp).
+    m.team_barrier();
     std::int64_t bad_s = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(m, r * r),
@@ -130,6 +133,7 @@ struct DiagFunctor {
           if (!kmath::isfinite(sb.S(b, k / r, k % r))) nb += 1;
         },
         bad_s);
+    m.team_barrier();
     bad += bad_s + (kmath::isfinite(sb.s2(b)) ? 0 : 1);
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
       double orth = 0;

@@ -784,7 +784,6 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
         }
       }
     } else {
-      Kokkos::deep_copy(work.first_bad, int(f.n));
       const int chunks = (d_ + F::pack_chunk_rows - 1) / F::pack_chunk_rows;
       using pack = Kokkos::TeamPolicy<ExecSpace, typename F::PackTag>;
       Kokkos::parallel_for("mosaic::block_pack",

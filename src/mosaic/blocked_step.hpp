@@ -104,6 +104,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -246,6 +247,10 @@ struct BlockGemmWork<Scalar, ExecSpace, gemm::Vendor> {
     wC = decltype(wC)("mosaic::block_C", std::size_t(B) * ldy * ldy);
     wW = decltype(wW)("mosaic::block_W", std::size_t(B) * ldy * r);
     first_bad = decltype(first_bad)("mosaic::block_first_bad", B, 2);
+    // "None yet" for the pack's atomic minima; the coefficient kernel
+    // resets it after reading it, so that no block needs a fill (a launch
+    // and, on Cuda, a copy per block).
+    Kokkos::deep_copy(first_bad, INT_MAX);
     stream_seconds = decltype(stream_seconds)("mosaic::block_stream_seconds", B, 2);
   }
   template <class Policy>
@@ -1185,14 +1190,15 @@ struct BlockFunctor : BlockCoefficients<Base> {
     const VendorWork& w = gw;
     const int r = base.r;
     const auto C = w.C(b);
-    const int bad_x = w.first_bad(b, 0), bad_y = w.first_bad(b, 1);
+    const int bad_x = w.first_bad(b, 0) < n ? w.first_bad(b, 0) : n, bad_y = w.first_bad(b, 1) < n ? w.first_bad(b, 1) : n;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n), [&](const int j) {
       for (int a = 0; a < r; ++a) dG(b, j, a) = double(C(a, r + j));
       for (int l = 0; l < n; ++l) dH(b, j, l) = double(l <= j ? C(r + l, r + j) : C(r + j, r + l));
       if (j >= bad_y) dH(b, j, j) = HUGE_VAL;
     });
     if (w0) for_each_entry(m, r, r, [&](const int a, const int c) { dM(b, bm_W0, a, c) = double(a <= c ? C(a, c) : C(c, a)); });
-    m.team_barrier();
+    m.team_barrier();  // every thread has read first_bad
+    Kokkos::single(Kokkos::PerTeam(m), [&]() { w.first_bad(b, 0) = w.first_bad(b, 1) = INT_MAX; });
     return bad_x;
   }
 
@@ -1224,7 +1230,12 @@ struct BlockFunctor : BlockCoefficients<Base> {
   // ---------------------------------------------------------------- block
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
     const int b = m.league_rank();
-    if (base.status(b) != 0) return;
+    if (base.status(b) != 0) {
+      // form_gh does not run: reset the pack's minima here (see allocate).
+      if constexpr (std::is_same_v<Gemm, gemm::Vendor>)
+        Kokkos::single(Kokkos::PerTeam(m), [&]() { gw.first_bad(b, 0) = gw.first_bad(b, 1) = INT_MAX; });
+      return;
+    }
     const int r = base.r;
     const std::int64_t step0 = base.steps(b);
 

@@ -70,6 +70,10 @@ struct InitMomentsFunctor {
           }
         },
         raw);
+    // Kokkos 3.4's Cuda team reduction reuses one scratch buffer: a second
+    // reduction that starts before every thread has read the first's result
+    // can overwrite it. A barrier after each one keeps them apart.
+    m.team_barrier();
     // A non-finite sample makes the sum of squares non-finite: only then are
     // they counted (so are samples whose squares overflow double, of which
     // the count finds none).
@@ -82,12 +86,14 @@ struct InitMomentsFunctor {
               if (!kmath::isfinite(X(b, k, i))) acc += 1;
           },
           bad);
+    m.team_barrier();
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(m, d),
         [&](const int i, double& acc) {
           if (!kmath::isfinite(Scalar(mu(b, i)))) acc += 1;
         },
         outside);
+    m.team_barrier();
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
       sums(b, 0) = raw / double(n0);
       sums(b, 1) = bad;

@@ -34,6 +34,9 @@ KOKKOS_INLINE_FUNCTION bool all_entries_finite(const Member& m, int rows, int co
         nb += row_bad;
       },
       bad);
+  // Callers may reduce again at once; Kokkos 3.4's Cuda team reductions
+  // share one scratch buffer (init_data.hpp).
+  m.team_barrier();
   return bad == 0;
 }
 

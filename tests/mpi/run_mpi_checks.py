@@ -1030,8 +1030,10 @@ def check_verification(args):
         fail(f"summary timer order {order}")
     if not proc.stdout.startswith("[mosaic] start: deck"):
         fail("no start banner before the run: " + proc.stdout[:200])
-    if run["memory"]["device_bytes_in_use_max"] is not None:
-        fail(f"device_bytes_in_use_max on a host backend: {run['memory']['device_bytes_in_use_max']}, expected null")
+    device_peak = run["memory"]["device_bytes_in_use_max"]
+    if on_host(doc) != (device_peak is None) or not (device_peak is None or device_peak > 0):
+        fail(f"device_bytes_in_use_max {device_peak} on {doc['environment']['kokkos_default_execution_space']}: "
+             "expected null on a host backend, a positive byte count on a device")
     if not any("timed update lasted" in w for w in run["warnings"]):
         fail(f"no warning about a timed update under 10 s: {run['warnings']}")
 
@@ -1093,6 +1095,16 @@ def check_kokkos_misspelt(args):
         fail("the error should be printed once (by rank 0), got:\n" + proc.stderr)
 
 
+HOST_SPACES = ("OpenMP", "Serial", "Threads")
+
+
+def on_host(doc):
+    """True when the run's default execution space is a host one: the
+    checks below that depend on it (threads, device memory, address-space
+    limits) say what they expect on a device instead."""
+    return doc["environment"]["kokkos_default_execution_space"] in HOST_SPACES
+
+
 def concurrency(doc):
     env = doc["environment"]
     return env["kokkos_default_concurrency"], [r["concurrency"] for r in env["ranks"]]
@@ -1103,6 +1115,17 @@ def check_kokkos_num_threads(args):
     name) set the threads per rank on every Kokkos, over OMP_NUM_THREADS=2."""
     env = ["OMP_NUM_THREADS=2"]
     doc, _ = run_ok(args, 1, SHORT, "threads_default.json", env=env)
+    if not on_host(doc):
+        # The threads belong to the host space; the default space's
+        # concurrency is the device's, the same with or without the flags.
+        device = concurrency(doc)
+        for flag in ("--kokkos-num-threads=1", "--kokkos-threads=1"):
+            doc, _ = run_ok(args, 1, SHORT + [flag], "threads_flag.json", env=env)
+            if concurrency(doc) != device or flag not in doc["command_line"]:
+                fail(f"{flag} on a device: concurrency {concurrency(doc)} (expected the device's {device}), "
+                     f"command_line {doc['command_line']}")
+        print(f"device backend: the flags are accepted, the device's concurrency {device} stays")
+        return
     if concurrency(doc) != (2, [2]):
         fail(f"OMP_NUM_THREADS=2 alone: concurrency {concurrency(doc)}, expected (2, [2])")
     for flag in ("--kokkos-num-threads=1", "--kokkos-threads=1"):
@@ -1216,11 +1239,11 @@ def check_provenance(args):
     ranks = env["ranks"]
     if [r["rank"] for r in ranks] != list(range(n)):
         fail(f"environment.ranks {ranks}: expected one entry per rank 0..{n - 1}")
-    host_space = env["kokkos_default_execution_space"] in ("OpenMP", "Serial", "Threads")
+    host_space = env["kokkos_default_execution_space"] in HOST_SPACES
     for r in ranks:
         if r["hostname"] != env["hostname"]:
             fail(f"rank {r['rank']} on {r['hostname']!r}, rank 0's environment says {env['hostname']!r}")
-        if r["concurrency"] != 1:
+        if host_space and r["concurrency"] != 1:
             fail(f"rank {r['rank']}: concurrency {r['concurrency']} with OMP_NUM_THREADS=1")
         if host_space != (r["device"] == "host"):
             fail(f"rank {r['rank']}: device {r['device']!r} on {env['kokkos_default_execution_space']}")
@@ -1235,50 +1258,59 @@ TOOL_PHASE = re.compile(r"^kokkos test tool: phase (\S+) entries (\d+) launches 
 
 def check_launch_budget(args):
     """Kernel launches and deep copies of the timed loop, per block, seen by
-    the test tool (issue 28 item 3) at 1, 8 and 64 streams on one rank:
-    - the update and the generator launch the same kernels per block
-      whatever the number of streams (nothing per stream), and the update
-      at most 3 (pack with the products, coefficients, bases), the
-      generator 2 (latents, samples);
-    - the update copies nothing between memory spaces at 8 and 64 streams,
-      and at most one fill at 1 stream (the one-GEMM-at-a-time path resets
-      the first bad sample per block); the generator one copy per block
-      (the block's cos/sin(omega t) from the host);
+    the test tool (issue 28 item 3) at 1, 8 and 64 streams on one rank, on
+    both forms of the blocked update's GEMMs:
+    - all streams at once (the device's form; on host where the streams are
+      fewer than the threads): 2 launches per block (pack, coefficients; the
+      GEMMs are library calls) at 1, 8 and 64 streams, shown with 2, 9 and
+      65 OpenMP threads;
+    - one stream per thread (host, 2 threads): 3 launches per block (pack
+      with the products, coefficients, bases) at 8 and 64 streams;
+    - the generator 2 launches per block (latents, samples) at every count;
+    - the update copies (or fills) nothing at any stream count (the first
+      bad sample per stream is reset by the kernel that reads it, not by a
+      fill per block); the generator one copy per block (the block's
+      cos/sin(omega t) from the host);
     - one diagnostics point launches no more kernels at 64 streams than at 8.
     Not seen here: calls into the vendor library (BLAS, cuBLAS) are not
-    Kokkos launches, so the per-stream GEMM calls are not counted; Kokkos 3.4
-    reports no fences to a tool (its counts are printed, not checked)."""
+    Kokkos launches, so the GEMM calls are not counted; Kokkos 3.4 reports
+    no fences to a tool (its counts are printed, not checked)."""
     k, steps = 16, 320
     base = ["--set", "problem.d=64", "--set", "problem.rank=4", "--set", f"algorithm.block_size={k}",
             "--set", f"run.steps={steps}", "--set", f"run.warmup_steps={2 * k}", "--set", "run.diagnostics_every=160"]
+    runs = {("all streams", 1): 2, ("all streams", 8): 9, ("all streams", 64): 65,
+            ("stream per thread", 8): 2, ("stream per thread", 64): 2}
     per = {}
-    for streams in (1, 8, 64):
+    for (form, streams), threads in runs.items():
         _, proc = run_ok(args, 1, base + ["--set", f"streams.per_rank={streams}", "--set", f"streams.total={streams}"],
-                         f"budget_{streams}.json", env=[f"KOKKOS_TOOLS_LIBS={args.tool}", "OMP_NUM_THREADS=2"])
+                         f"budget_{streams}_{threads}.json",
+                         env=[f"KOKKOS_TOOLS_LIBS={args.tool}", f"OMP_NUM_THREADS={threads}", "OMP_WAIT_POLICY=passive"])
         phases = {m[0]: [int(x) for x in m[1:]] for m in TOOL_PHASE.findall(proc.stderr)}
         for phase in ("mosaic::update", "mosaic::generate", "mosaic::diagnostics"):
             if phase not in phases or phases[phase][0] == 0:
-                fail(f"{streams} streams: the tool saw no {phase} region ({sorted(phases)})")
-        per[streams] = {ph: [c / v[0] for c in v[1:]] for ph, v in phases.items()}
-        u, g, d = per[streams]["mosaic::update"], per[streams]["mosaic::generate"], per[streams]["mosaic::diagnostics"]
-        print(f"{streams:3d} streams, per block: update {u[0]:g} launches {u[1]:g} fences {u[2]:g} deep copies; "
-              f"generate {g[0]:g} launches {g[2]:g} deep copies; per diagnostics point {d[0]:g} launches "
-              f"{d[2]:g} deep copies")
-    for phase, most in (("mosaic::update", 3), ("mosaic::generate", 2)):
-        launches = {b: per[b][phase][0] for b in per}
-        if len(set(launches.values())) != 1:
-            fail(f"{phase}: kernel launches per block change with the streams: {launches}")
-        if launches[1] > most:
-            fail(f"{phase}: {launches[1]:g} kernel launches per block, more than {most}")
-    copies = {b: per[b]["mosaic::update"][2] for b in per}
-    if copies[8] != 0 or copies[64] != 0 or copies[1] > 1:
-        fail(f"mosaic::update: deep copies per block {copies} (expected 0 at 8 and 64 streams, at most 1 at 1)")
-    gen_copies = {b: per[b]["mosaic::generate"][2] for b in per}
+                fail(f"{form}, {streams} streams: the tool saw no {phase} region ({sorted(phases)})")
+        per[form, streams] = {ph: [c / v[0] for c in v[1:]] for ph, v in phases.items()}
+        u, g, d = (per[form, streams][ph] for ph in ("mosaic::update", "mosaic::generate", "mosaic::diagnostics"))
+        print(f"{form:17s} {streams:3d} streams, {threads:2d} threads, per block: update {u[0]:g} launches "
+              f"{u[1]:g} fences {u[2]:g} deep copies; generate {g[0]:g} launches {g[2]:g} deep copies; "
+              f"per diagnostics point {d[0]:g} launches {d[2]:g} deep copies")
+    for form, expected in (("all streams", 2), ("stream per thread", 3)):
+        launches = {b: v["mosaic::update"][0] for (f, b), v in per.items() if f == form}
+        if set(launches.values()) != {expected}:
+            fail(f"mosaic::update, {form}: kernel launches per block {launches}, expected {expected} at every count")
+    gen = {key: v["mosaic::generate"][0] for key, v in per.items()}
+    if set(gen.values()) != {2}:
+        fail(f"mosaic::generate: kernel launches per block {gen}, expected 2 at every count")
+    copies = {key: v["mosaic::update"][2] for key, v in per.items()}
+    if set(copies.values()) != {0}:
+        fail(f"mosaic::update: deep copies per block {copies} (expected none)")
+    gen_copies = {key: v["mosaic::generate"][2] for key, v in per.items()}
     if set(gen_copies.values()) != {1}:
         fail(f"mosaic::generate: deep copies per block {gen_copies}, expected 1 (the block's cos/sin)")
-    diag = {b: per[b]["mosaic::diagnostics"][0] for b in per}
-    if diag[64] > diag[8]:
-        fail(f"mosaic::diagnostics: kernel launches per point grow with the streams: {diag}")
+    for form in ("all streams", "stream per thread"):
+        if per[form, 64]["mosaic::diagnostics"][0] > per[form, 8]["mosaic::diagnostics"][0]:
+            fail(f"mosaic::diagnostics, {form}: kernel launches per point grow with the streams: "
+                 f"{per[form, 8]['mosaic::diagnostics'][0]:g} at 8, {per[form, 64]['mosaic::diagnostics'][0]:g} at 64")
 
 
 def check_memory_estimate(args):
@@ -1313,15 +1345,21 @@ def check_memory_estimate(args):
         peaks = {space: int(b) for space, b in TOOL_PEAK.findall(proc.stderr)}
         mem = doc["runs"][0]["memory"]
         est = mem["estimate_rank0"]
-        measured = sum(peaks.values())
+        host = on_host(doc)
+        # On a device the estimate's execution-space bytes are the device's
+        # (Kokkos' "Cuda" space); host mirrors and pinned staging are host
+        # memory, bounded below through the RSS.
+        measured = sum(peaks.values()) if host else sum(b for sp, b in peaks.items() if sp in ("Cuda", "CudaUVM"))
         ratio = est["execution_space_bytes"] / measured
         print(f"{name}: Kokkos peak {measured / 2**20:.1f} MiB, estimate {est['execution_space_bytes'] / 2**20:.1f}"
               f" MiB (ratio {ratio:.3f}), VmHWM {mem['peak_rss_bytes_per_rank'][0] / 2**20:.1f} MiB")
         if not 0.9 <= ratio <= 1.1:
             fail(f"{name}: the estimate {est} is {ratio:.3f} x the {measured} bytes Kokkos allocated at its peak")
         rss = mem["peak_rss_bytes_per_rank"][0]
-        if rss > est["execution_space_bytes"] + est["host_only_bytes"] + 512 * 2**20:
-            fail(f"{name}: peak RSS {rss} above the estimate + 512 MiB")
+        # 512 MiB for the process itself; a CUDA context adds up to about 1 GiB of its own.
+        allowance = (512 if host else 1536) * 2**20
+        if rss > (est["execution_space_bytes"] if host else 0) + est["host_only_bytes"] + allowance:
+            fail(f"{name}: peak RSS {rss} above the estimate's host bytes + {allowance >> 20} MiB")
     # The issue's oversized run: refused up front.
     huge = ["--set", "problem.d=10000000", "--set", "problem.rank=1000", "--set", "streams.per_rank=64"]
     out = os.path.join(args.workdir, "huge.json")
@@ -1340,25 +1378,31 @@ def check_memory_estimate(args):
     m = re.search(r"# memory: about ([\d.]+) (\w+) per rank", dry.stdout)
     if dry.returncode != 0 or not m or m.group(2) not in ("MiB", "KiB"):
         fail(f"--dry-run's npy estimate is not from the file's rows: {m and m.group(0)}")
-    # An allocation that fails although the check passed (here: an address
-    # space limit the check does not read) names what and how much.
-    import resource
-    limited = subprocess.run(
-        [args.miniapp, args.deck, "--set", "problem.d=32768", "--set", "problem.rank=128", "--set",
-         "streams.per_rank=8", "--set", "run.accuracy=throughput_only", "--output",
-         os.path.join(args.workdir, "limited.json")], cwd=args.workdir, capture_output=True, text=True,
-        env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=300,
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (2200 * 2**20, 2200 * 2**20)))
-    # (Kokkos 3.4 and 4.x word it differently: 'failed to allocate memory for
-    # label "L" ... Allocation of size N M' and 'failed to allocate N MiB
-    # (label="L")'.)
-    named = re.search(r"failed to allocate memory for label \"[^\"]+\".*Allocation of size \S+ \S+|"
-                      r"failed to allocate \S+ \S+ \(label=\"[^\"]+\"\)|"
-                      r"std::bad_alloc\) in the \w+ phase; the estimate for rank 0 was about", limited.stderr)
-    if limited.returncode == 0 or not named:
-        fail(f"an allocation failure under a 2200 MiB address-space limit exited {limited.returncode} "
-             f"without naming the allocation: {limited.stderr[-2000:]!r}")
-    print("under an address-space limit:", named.group(0))
+    # (Host backends only: a CUDA context reserves far more address space
+    # than any such limit leaves, so there the limit stops CUDA, not an
+    # allocation of ours.)
+    if not host:
+        print("address-space limit: not checked on a device backend")
+    else:
+        # An allocation that fails although the check passed (here: an address
+        # space limit the check does not read) names what and how much.
+        import resource
+        limited = subprocess.run(
+            [args.miniapp, args.deck, "--set", "problem.d=32768", "--set", "problem.rank=128", "--set",
+             "streams.per_rank=8", "--set", "run.accuracy=throughput_only", "--output",
+             os.path.join(args.workdir, "limited.json")], cwd=args.workdir, capture_output=True, text=True,
+            env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=300,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (2200 * 2**20, 2200 * 2**20)))
+        # (Kokkos 3.4 and 4.x word it differently: 'failed to allocate memory for
+        # label "L" ... Allocation of size N M' and 'failed to allocate N MiB
+        # (label="L")'.)
+        named = re.search(r"failed to allocate memory for label \"[^\"]+\".*Allocation of size \S+ \S+|"
+                          r"failed to allocate \S+ \S+ \(label=\"[^\"]+\"\)|"
+                          r"std::bad_alloc\) in the \w+ phase; the estimate for rank 0 was about", limited.stderr)
+        if limited.returncode == 0 or not named:
+            fail(f"an allocation failure under a 2200 MiB address-space limit exited {limited.returncode} "
+                 f"without naming the allocation: {limited.stderr[-2000:]!r}")
+        print("under an address-space limit:", named.group(0))
     # VmHWM, not getrusage: launched by fork+exec from a process holding 768 MiB.
     ballast = bytearray(768 * 2**20)
     for i in range(0, len(ballast), 4096):
