@@ -250,7 +250,7 @@ struct BlockGemmWork<Scalar, ExecSpace, gemm::Vendor> {
     // "None yet" for the pack's atomic minima; the coefficient kernel
     // resets it after reading it, so that no block needs a fill (a launch
     // and, on Cuda, a copy per block).
-    Kokkos::deep_copy(first_bad, INT_MAX);
+    Kokkos::deep_copy(first_bad, int(INT_MAX));
     stream_seconds = decltype(stream_seconds)("mosaic::block_stream_seconds", B, 2);
   }
   template <class Policy>
