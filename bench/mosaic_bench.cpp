@@ -56,6 +56,7 @@
 #include <KokkosKernels_config.h>
 
 #include "mosaic/batched_engine.hpp"
+#include "mosaic/cost_model.hpp"
 #include "mosaic/kokkos_flags.hpp"
 #include "mosaic/reference.hpp"
 #include "mosaic/synthetic_source.hpp"
@@ -400,19 +401,47 @@ struct BlockRow {
   mosaic::BlockPhases phases;
   double seconds = 0;  // sum of the timed blocks
   double product_flops = 0, materialize_flops = 0;  // per timed run, all streams
+  mosaic::cost::Shape shape;  // the cost model's description of one block
 };
 
-// Flops of the vendor kernel's GEMMs for one block of k samples of one
-// stream (blocked_step.hpp, gemm::Vendor): W0 = U0^T U0 when a Cholesky-QR
-// may be due, the panels [U0 | D_{<t1}]^T D_{t0..t1}, and U = [U0 | D] W.
-void vendor_block_flops(int d, int r, int k, bool with_w0, double& products, double& materialize) {
-  constexpr int P = mosaic::Tuning<Exec>::vendor_panel_cols;
-  products = with_w0 ? 2.0 * d * r * r : 0.0;
-  for (int t0 = 0; t0 < k; t0 += P) {
-    const int t1 = std::min(k, t0 + P);
-    products += 2.0 * d * double(r + t1) * (t1 - t0);
+// The cost model's description of a bench block (cost_model.hpp).
+mosaic::cost::Shape block_shape(const Options& o, int d, int r, int k, bool with_w0, bool all_streams_at_once) {
+  mosaic::cost::Shape s;
+  s.d = d;
+  s.r = r;
+  s.k = k;
+  s.streams = o.streams;
+  s.scalar_bytes = o.dtype_double ? 8 : 4;
+  s.with_w0 = with_w0;
+  s.maintained = o.solve == mosaic::PrecisionSolve::maintained;
+  s.second_factor = mosaic::MosaicParams{}.gamma > 0;  // the bench runs the default direction and gamma
+  s.all_streams_at_once = all_streams_at_once;
+  s.panel_cols = mosaic::Tuning<Exec>::vendor_panel_cols;
+  return s;
+}
+
+// One host thread's rate on vectorizable in-cache double work, the kind of
+// loop the coefficient algebra is written as (y += a x over unit-stride
+// rows, no FMA: -ffp-contract=off): 2048 doubles (L1), best of 5 x 20,000
+// passes; 2 flops per element. The bound the cost model holds the host's
+// coefficient steps to.
+double in_cache_double_gflops() {
+  std::vector<double> y(2048, 0.0), a(2048, 0.5);
+  double best = 1e300;
+  for (int rep = 0; rep < 6; ++rep) {
+    const auto t0 = Clock::now();
+    for (int pass = 0; pass < 20000; ++pass) {
+      const double x = 1e-9 * (pass + 1);
+      double* __restrict__ yp = y.data();
+      const double* __restrict__ ap = a.data();
+      for (int i = 0; i < 2048; ++i) yp[i] += ap[i] * x;
+    }
+    const double t = seconds_since(t0);
+    if (rep > 0) best = std::min(best, t);
   }
-  materialize = 2.0 * d * double(r + k) * r;
+  volatile double sink = y[7];  // keeps the loop
+  (void)sink;
+  return 2.0 * 2048 * 20000 / best / 1e9;
 }
 
 template <class T>
@@ -461,10 +490,10 @@ BlockRow bench_block(const Options& o, int d, int r, int k) {
     row.phased = true;
     row.phases = eng.block_phases();
     row.seconds = t_engine;
-    double pf = 0, mf = 0;
-    vendor_block_flops(d, r, k, eng.reorthonormalize_at_block_end() || eng.reorthonormalize_every() > 0, pf, mf);
-    row.product_flops = pf * B * blocks;
-    row.materialize_flops = mf * B * blocks;
+    row.shape = block_shape(o, d, r, k, eng.reorthonormalize_at_block_end() || eng.reorthonormalize_every() > 0,
+                            !eng.vendor_gemm_over_streams());
+    row.product_flops = mosaic::cost::product_flops(row.shape) * B * blocks;
+    row.materialize_flops = mosaic::cost::bases_flops(row.shape) * B * blocks;
   }
   for (int b = 0; b < B; ++b) {
     row.clamped += clamped(b);
@@ -515,10 +544,12 @@ int main(int argc, char** argv) {
     if (o.dtype_double) std::printf("# roofline: vendor dgemm %.2f GFLOP/s (n=%d, KokkosBlas::gemm)\n", vendor_gf, gemm_n);
     std::printf("# roofline: vendor sgemm %.2f GFLOP/s (n=%d, KokkosBlas::gemm on %s: %s)\n", vendor_sgf, gemm_n,
                 Exec::name(), vendor_gemm_name().c_str());
+    const double small_gf = in_cache_double_gflops();
+    std::printf("# roofline: in-cache double %.2f GFLOP/s (one host thread, y += a x over 2048 doubles, no FMA)\n", small_gf);
     std::printf("# model per sample: 4dr flops, 3dr floats of U traffic; impl: 8dr flops, 4dr floats\n");
     std::printf("| d | r | engine steps | engine samples/s | reference samples/s (1 thread) | ratio | GB/s model | GB/s impl | %% of copy BW (impl) | GFLOP/s model | GFLOP/s impl | clamped | broken |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    std::vector<std::string> blocked_rows, phase_rows;
+    std::vector<std::string> blocked_rows, phase_rows, model_rows;
     for (int d : o.d)
       for (int r : o.r) {
         if (2 * r > d) continue;
@@ -559,6 +590,46 @@ int main(int argc, char** argv) {
                           100.0 * gemm_s / br.seconds, gemm_gf, 100.0 * gemm_gf / vendor_gf, 100.0 * gemm_gf / vendor_block,
                           100.0 * ph.coefficients / br.seconds);
             phase_rows.push_back(line);
+            // The cost model beside the measured phases: on a host space its
+            // time comes from this run's rates (copy bandwidth, the vendor
+            // GEMM at the block's shapes measured stream after stream, one
+            // thread's in-cache double rate for the coefficient steps), so a
+            // GEMM phase can beat it (one stream per thread runs faster than
+            // the measurement's shape); on a device the
+            // coefficient steps are a chain of dependent operations
+            // (cost_model.hpp), priced at the stated assumptions.
+            mosaic::cost::Rates rates;
+            rates.copy_gbs = bw;
+            rates.gemm_gflops = vendor_block;
+            rates.small_gflops = small_gf;
+            rates.threads = Exec().concurrency();
+            constexpr bool device = !mosaic::is_host_space<Exec>;
+            if (device) {
+              rates.launch_us = 5.0;
+              rates.dependent_op_ns = 20.0;
+            }
+            const auto cost = mosaic::cost::block_cost(br.shape);
+            const auto pred = mosaic::cost::predict(br.shape, cost, rates, device);
+            const double per_block = 1e6 / (double(o.streams) * br.k);  // seconds per block -> us per sample
+            const double blocks = double(br.steps) / br.k;
+            const struct {
+              const char* name;
+              const mosaic::cost::Phase& c;
+              double predicted, measured;
+            } phases[] = {{"pack", cost.pack, pred.pack, ph.pack},
+                          {"products", cost.products, pred.products, ph.products},
+                          {"coefficients", cost.coefficients, pred.coefficients, ph.coefficients},
+                          {"bases", cost.bases, pred.bases, ph.materialize}};
+            for (const auto& q : phases) {
+              std::snprintf(line, sizeof line, "| %d | %d | %d | %s | %.3g | %.3g | %g | %g | %.2f | %.2f | %.2f |", d, r,
+                            br.k, q.name, q.c.flops / (double(o.streams) * br.k), q.c.bytes / (double(o.streams) * br.k),
+                            q.c.launches, q.c.library_calls, per_block * q.predicted, per * q.measured,
+                            q.measured / blocks / q.predicted);
+              model_rows.push_back(line);
+            }
+            std::snprintf(line, sizeof line, "| %d | %d | %d | block | | | | | %.2f | %.2f | %.2f |", d, r, br.k,
+                          per_block * pred.total(), per * br.seconds, br.seconds / blocks / pred.total());
+            model_rows.push_back(line);
           }
           std::fflush(stdout);
           if (br.broken) rc = 1;
@@ -582,6 +653,19 @@ int main(int argc, char** argv) {
                   "%% of vendor gemm (n=1104, this precision) | %% of vendor (block shapes) | coefficients share |\n");
       std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       for (const auto& l : phase_rows) std::printf("%s\n", l.c_str());
+    }
+    if (!model_rows.empty()) {
+      std::printf("\n# cost model (src/mosaic/cost_model.hpp) per phase: flops and bytes per sample, launches and library "
+                  "calls per block, predicted and measured us per sample (all streams); %s\n",
+                  mosaic::is_host_space<Exec>
+                      ? "host: predicted from this run's copy bandwidth, vendor GEMM rate at the block's "
+                        "shapes and in-cache double rate per thread"
+                      : "device: copy bandwidth and GEMM rate of this run, 5 us per launch or library call and 20 ns "
+                        "per dependent operation of the coefficient steps ASSUMED (not measured)");
+      std::printf("| d | r | k | phase | flops/sample | bytes/sample | launches/block | library calls/block | "
+                  "predicted us/sample | measured us/sample | measured/predicted |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+      for (const auto& l : model_rows) std::printf("%s\n", l.c_str());
     }
   }
   Kokkos::finalize();
