@@ -8,11 +8,16 @@
 //                [--steps N] [--seconds T] [--ref-steps N]
 //                [--block-size 0,32,64,96,128] [--gemm auto|vendor|kokkos_batched|tiled]
 //                [--solve dense|maintained] [--reorth auto|K] [--dtype float|double]
+//                [--panel-cols P]
 //
 // With gemm vendor (the default where Kokkos Kernels has a vendor BLAS) a
 // second table breaks each blocked row into its phases (MosaicEngine's
 // BlockPhases: pack, products, coefficient steps, new bases), with the
 // GEMM phases' rate against the vendor rates of the same run.
+//
+// --panel-cols: columns of D per GEMM of the products with gemm vendor
+// (MosaicEngine::set_vendor_panel_cols; default the backend's tuning,
+// backend.hpp), to measure the tuning point.
 //
 // --reorth: algorithm.reorthonormalize_every of the blocked runs (default
 // auto, the mini-app's default: a Cholesky-QR at every block end in float;
@@ -91,6 +96,7 @@ struct Options {
   mosaic::PrecisionSolve solve = mosaic::PrecisionSolve::dense;
   int reorth = mosaic::kAuto;  // reorthonormalize_every of the blocked runs
   bool dtype_double = false;   // --dtype double: every engine run in double
+  int panel_cols = mosaic::Tuning<Kokkos::DefaultExecutionSpace>::vendor_panel_cols;  // gemm vendor: columns of D per GEMM of the products
 };
 
 Options parse(int argc, char** argv) {
@@ -128,6 +134,12 @@ Options parse(int argc, char** argv) {
         std::fprintf(stderr, "mosaic_bench: --solve dense|maintained, got %s\n", g.c_str());
         std::exit(2);
       }
+    } else if (!std::strcmp(argv[k], "--panel-cols")) {
+      o.panel_cols = std::atoi(next("--panel-cols"));
+      if (o.panel_cols < 1) {
+        std::fprintf(stderr, "mosaic_bench: --panel-cols needs a positive integer\n");
+        std::exit(2);
+      }
     } else if (!std::strcmp(argv[k], "--reorth")) {
       const std::string g = next("--reorth");
       o.reorth = g == "auto" ? mosaic::kAuto : std::stoi(g);
@@ -142,7 +154,7 @@ Options parse(int argc, char** argv) {
     else if (!std::strcmp(argv[k], "--help") || !std::strcmp(argv[k], "-h")) {
       std::printf("usage: mosaic_bench [--d list] [--r list] [--streams B] [--steps N] "
                   "[--seconds T] [--ref-steps N] [--block-size list] [--gemm auto|vendor|kokkos_batched|tiled] "
-                  "[--solve dense|maintained] [--reorth auto|K] [--dtype float|double]  (plus Kokkos flags)\n");
+                  "[--solve dense|maintained] [--reorth auto|K] [--dtype float|double] [--panel-cols P]  (plus Kokkos flags)\n");
       std::exit(0);
     } else if (std::strncmp(argv[k], "--kokkos", 8) != 0) {
       std::fprintf(stderr, "mosaic_bench: unknown option %s\n", argv[k]);
@@ -416,7 +428,7 @@ mosaic::cost::Shape block_shape(const Options& o, int d, int r, int k, bool with
   s.maintained = o.solve == mosaic::PrecisionSolve::maintained;
   s.second_factor = mosaic::MosaicParams{}.gamma > 0;  // the bench runs the default direction and gamma
   s.all_streams_at_once = all_streams_at_once;
-  s.panel_cols = mosaic::Tuning<Exec>::vendor_panel_cols;
+  s.panel_cols = o.panel_cols;
   return s;
 }
 
@@ -458,6 +470,7 @@ BlockRow bench_block(const Options& o, int d, int r, int k) {
   mosaic::StreamBatch<T, Exec> sb(B, d, r, ids);
   mosaic::MosaicEngine<T, Exec> eng(p, B, d, r);
   eng.set_block_gemm(o.gemm);
+  eng.set_vendor_panel_cols(o.panel_cols);
   eng.init_random(sb, 1);
   typename mosaic::SyntheticDriftSource<T, Exec>::out_block_view X("Xblock", B, k, d);
   std::int64_t t = 0;
@@ -636,10 +649,10 @@ int main(int argc, char** argv) {
         }
       }
     if (!blocked_rows.empty()) {
-      std::printf("\n# blocked update (ALGORITHM.md section 6), gemm %s, precision_solve %s, reorthonormalize_every %s; "
-                  "model d(4r + k + 2r^2/k) flops/sample\n",
+      std::printf("\n# blocked update (ALGORITHM.md section 6), gemm %s, precision_solve %s, reorthonormalize_every %s, "
+                  "products in panels of %d columns (gemm vendor); model d(4r + k + 2r^2/k) flops/sample\n",
                   mosaic::to_string(o.gemm), mosaic::to_string(o.solve),
-                  o.reorth == mosaic::kAuto ? "auto" : std::to_string(o.reorth).c_str());
+                  o.reorth == mosaic::kAuto ? "auto" : std::to_string(o.reorth).c_str(), o.panel_cols);
       std::printf("| d | r | sequential samples/s | k | blocked steps | blocked samples/s | speedup | GFLOP/s (model) | %% of sgemm | "
                   "vendor GFLOP/s (block shapes) | %% of vendor | clamped | broken | |\n");
       std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");

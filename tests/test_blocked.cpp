@@ -826,16 +826,17 @@ TEST(Blocked, OddShapesMatchSequential) {
 
 // gemm vendor's two ways of spreading its GEMMs (blocked_step.hpp): each
 // host thread packing and multiplying whole streams, or one GEMM at a time
-// with the library's threads. Several panels of H (k = 80 > 32 columns), a
-// short last block, and in float the Cholesky-QR at every block end (W0 in
-// the products). The library may sum differently with more threads, so the
+// with the library's threads; and panels of H of any width (the products
+// are the same up to the library's summation order). Several panels of H
+// at the default width (k = 80), a short last block, and in float the
+// Cholesky-QR at every block end (W0 in the products). The library may sum differently with more threads, so the
 // two are held to 1e-13 (double) and 1e-5 (float), not to bitwise equality.
 template <class T>
 void vendor_modes_agree(double tol) {
   const int d = 700, r = 9, k = 80, steps = 250, B = 4;
   const std::vector<std::uint64_t> ids = {1, 2, 3, 4};
   SyntheticDriftSource<T, Exec> src(drifting_spec(d, r, 5), ids);
-  auto final_states = [&](bool over_streams) {
+  auto final_states = [&](bool over_streams, int panel_cols) {
     MosaicParams p = base_params(kAuto);  // float: a Cholesky-QR at every block end
     p.block_size = k;
     StreamBatch<T, Exec> sb(B, d, r, ids);
@@ -843,6 +844,7 @@ void vendor_modes_agree(double tol) {
     eng.set_block_gemm(BlockGemm::vendor);
     eng.set_vendor_gemm_over_streams(over_streams);
     EXPECT_TRUE(over_streams || !eng.vendor_gemm_over_streams());
+    if (panel_cols > 0) eng.set_vendor_panel_cols(panel_cols);
     eng.init_random(sb, 99);
     for (std::int64_t t = 0; t < steps; t += k) {
       const int n = int(std::min<std::int64_t>(k, steps - t));
@@ -859,12 +861,19 @@ void vendor_modes_agree(double tol) {
     }
     return o;
   };
-  const Outcome a = final_states(true), b = final_states(false);
+  const Outcome a = final_states(true, 0), b = final_states(false, 0);
   for (int s = 0; s < B; ++s) {
     ASSERT_EQ(a.status[s], 0);
     ASSERT_EQ(a.states[s].steps, steps);
   }
   expect_agree(a, b, tol, "vendor over streams vs one GEMM at a time");
+  // Panels of the products: one column, an odd width, all of H in one GEMM
+  // (k), wider than the block.
+  for (int cols : {1, 7, k, 200})
+    for (bool over : {true, false})
+      expect_agree(a, final_states(over, cols), tol, "panels of " + std::to_string(cols) + " columns");
+  MosaicEngine<T, Exec> eng(base_params(0), B, d, r);
+  EXPECT_THROW(eng.set_vendor_panel_cols(0), std::invalid_argument);
 }
 TEST(Blocked, VendorGemmModesAgreeDouble) { vendor_modes_agree<double>(1e-13); }
 TEST(Blocked, VendorGemmModesAgreeFloat) { vendor_modes_agree<float>(1e-5); }

@@ -80,4 +80,26 @@ TEST(CostModel, PredictionAddsThePhases) {
   EXPECT_DOUBLE_EQ(g.products, c.products.flops / 100e9 + 5e-6 * c.products.library_calls);
 }
 
+TEST(CostModel, DeviceChainOfTheTeamFactorization) {
+  // One thread: the chain is every operation of the plain loops: per pivot
+  // 4 + its row's r - j - 1 divisions, every (entry, earlier pivot) update
+  // (row c gets r - c entries from each of its c pivots), a barrier per pass.
+  for (int r : {1, 4, 5, 13, 64}) {
+    double plain = 0;
+    for (int j = 0; j < r; ++j) plain += 4 + (r - j - 1);
+    for (int c = 0; c < r; ++c) plain += double(c) * (r - c);
+    plain += (r + 3) / 4;
+    EXPECT_DOUBLE_EQ(mosaic::cost::device_factor_chain(r, 1), plain) << "r = " << r;
+    double solve = 0;
+    for (int k = 0; k < r; ++k) solve += 2 * (3 + (r - k - 1));
+    EXPECT_DOUBLE_EQ(mosaic::cost::device_solve_chain(r, 1), solve) << "r = " << r;
+  }
+  // Wider teams shorten it; beyond r threads it no longer depends on the
+  // row lengths: 5 per pivot, 1 per (trailing row, pivot), 1 per pass.
+  EXPECT_LT(mosaic::cost::device_factor_chain(64, 32), mosaic::cost::device_factor_chain(64, 8));
+  double wide = 0;
+  for (int j0 = 0; j0 < 64; j0 += 4) wide += 4 * 5 + (1 + 2 + 3) + 4 * (64 - j0 - 4) + 1;
+  EXPECT_DOUBLE_EQ(mosaic::cost::device_factor_chain(64, 64), wide - 1 * 1);  // the last pivot has no row left to scale
+}
+
 }  // namespace

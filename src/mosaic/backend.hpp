@@ -64,8 +64,12 @@ struct HostTuning {
   static constexpr int synthetic_basis_blocks_per_pass = 8;
   // Columns of D per GEMM of H = D^T D: panel j forms [U0 | D]^T D_j over
   // the columns up to j's, so about half of H's k^2 (plus one panel) is
-  // computed instead of all of it, with each GEMM still k/panel_cols wide.
-  static constexpr int vendor_panel_cols = 32;
+  // computed instead of all of it. Each call packs its [U0 | D_{<t1}] again
+  // (OpenBLAS), so fewer, wider panels win on host: d = 8192, r = 64,
+  // k = 128, float, 2 threads, the products took 29-31 us per sample with
+  // 32 columns, 24-25 with 64 and 23-25 with 128 (one call, all of H)
+  // (docs/PERFORMANCE.md, "Panels of the products").
+  static constexpr int vendor_panel_cols = 64;
 };
 
 // Device spaces: U column-major per stream, one team of many threads per

@@ -576,6 +576,16 @@ class MosaicEngine {
   }
   const BlockPhases& block_phases() const { return phases_; }
 
+  // gemm vendor: columns of D per GEMM of the products (the panels of H;
+  // Tuning<ExecSpace>::vendor_panel_cols unless set; the bench's
+  // --panel-cols). Any value >= 1 gives the same products up to the
+  // library's summation order.
+  void set_vendor_panel_cols(int cols) {
+    if (cols < 1) throw std::invalid_argument("MosaicEngine: vendor panel columns must be >= 1, got " + std::to_string(cols));
+    panel_cols_ = cols;
+  }
+  int vendor_panel_cols() const { return panel_cols_; }
+
   // gemm vendor: each host thread packs and multiplies whole streams
   // (HostTuning::vendor_gemm_over_streams), else one GEMM at a time.
   bool vendor_gemm_over_streams() const { return vendor_over_streams_; }
@@ -685,6 +695,7 @@ class MosaicEngine {
       tiled_work_;
   int kcap_ = 0, block_size_ = 1;
   bool maintained_ = false, vendor_over_streams_allowed_ = false, vendor_over_streams_ = false, phase_timing_ = false;
+  int panel_cols_ = Tuning<ExecSpace>::vendor_panel_cols;
   mutable BlockPhases phases_;
   BlockGemm gemm_ = BlockGemm::automatic, gemm_resolved_ = BlockGemm::kokkos_batched;
 };
@@ -754,6 +765,7 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
     using F = decltype(f);
     f.with_w0 = blk_.reorth_at_block_end || f_.reorth_every > 0;
     f.time_phases = phase_timing_;
+    f.panel_cols = panel_cols_;
     using clock = std::chrono::steady_clock;
     auto t = clock::now();
     auto lap = [&](double& phase) {  // phase timing: fence, add the time since the last lap

@@ -120,6 +120,7 @@
 #include "kokkos_compat.hpp"
 #include "stream_batch.hpp"
 #include "strided_gemm.hpp"
+#include "team_cholesky.hpp"
 #include "team_loops.hpp"
 #include "tile_gemm.hpp"
 
@@ -314,86 +315,16 @@ struct BlockCoefficients {
   }
 
   // ---------------------------------------------------------------- small algebra
-  // In-place Cholesky of the symmetric matrix whose upper triangle is in a:
-  // afterwards a's upper triangle is R with R^T R = A (right-looking, rows of
-  // R contiguous; the lower triangle is not read or written). False (same on
-  // every thread) on a non-positive or non-finite pivot.
-  // Pivots are taken CP at a time: one thread factors the CP-row panel, then
-  // the team updates the trailing rows with the CP pivots in one pass (CP
-  // subtractions per entry load and store). Each entry still receives its
-  // subtractions one by one in increasing pivot order, as in the unblocked
-  // right-looking loop, so the factor is bitwise that loop's.
+  // The r x r Cholesky factorization and solve of team_cholesky.hpp on
+  // views: a's upper triangle becomes R (R^T R = A), false on a failed
+  // pivot; x <- (R^T R)^{-1} x.
   template <class M>
-  KOKKOS_INLINE_FUNCTION bool cholesky_upper(const member_type& m, const M& a, int r) const {
-    constexpr int CP = 4;
-    double* const A = &a(0, 0);
-    const long ld = long(a.stride(0));
-    m.team_barrier();
-    for (int j0 = 0; j0 < r; j0 += CP) {
-      const int j1 = j0 + CP < r ? j0 + CP : r;
-      Kokkos::single(Kokkos::PerTeam(m), [&]() {
-        for (int j = j0; j < j1; ++j) {
-          double* aj = A + j * ld;
-          const double piv = aj[j];
-          if (!(piv > 0.0) || !kmath::isfinite(piv)) {
-            aj[j] = -1.0;  // read below by every thread: the factorization failed here
-            return;
-          }
-          const double rjj = kmath::sqrt(piv);
-          for (int i = j + 1; i < r; ++i) aj[i] /= rjj;
-          aj[j] = rjj;
-          for (int c = j + 1; c < j1; ++c) {
-            const double lc = aj[c];
-            double* ac = A + c * ld;
-            for (int i = c; i < r; ++i) ac[i] -= aj[i] * lc;
-          }
-        }
-      });
-      m.team_barrier();
-      for (int j = j0; j < j1; ++j)
-        if (!(A[j * ld + j] > 0.0)) return false;
-      const int nj = j1 - j0;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, j1, r), [&](const int c) {
-        double* ac = A + c * ld;
-        const double* p0 = A + j0 * ld;
-        if (nj == CP) {  // a fixed trip count, unrolled (a single loop to nj was clearly slower)
-          double l[CP];
-          for (int j = 0; j < CP; ++j) l[j] = p0[j * ld + c];
-          for (int i = c; i < r; ++i) {
-            double v = ac[i];
-            for (int j = 0; j < CP; ++j) v -= p0[j * ld + i] * l[j];
-            ac[i] = v;
-          }
-        } else {
-          for (int j = 0; j < nj; ++j) {
-            const double* pj = p0 + j * ld;
-            const double lc = pj[c];
-            for (int i = c; i < r; ++i) ac[i] -= pj[i] * lc;
-          }
-        }
-      });
-      m.team_barrier();
-    }
-    return true;
+  KOKKOS_INLINE_FUNCTION static bool cholesky_upper(const member_type& m, const M& a, int r) {
+    return team_cholesky_upper(m, &a(0, 0), long(a.stride(0)), r);
   }
-
-  // x <- (R^T R)^{-1} x for upper-triangular R (one thread; O(r^2)).
   template <class M, class V>
-  KOKKOS_INLINE_FUNCTION void solve_upper(const member_type& m, const M& R, const V& x, int r) const {
-    m.team_barrier();
-    Kokkos::single(Kokkos::PerTeam(m), [&]() {
-      for (int k = 0; k < r; ++k) {  // R^T y = x
-        const double yk = x(k) / R(k, k);
-        x(k) = yk;
-        for (int i = k + 1; i < r; ++i) x(i) -= R(k, i) * yk;
-      }
-      for (int j = r - 1; j >= 0; --j) {  // R x = y, by columns (independent updates)
-        const double xj = x(j) / R(j, j);
-        x(j) = xj;
-        for (int i = 0; i < j; ++i) x(i) -= R(i, j) * xj;
-      }
-    });
-    m.team_barrier();
+  KOKKOS_INLINE_FUNCTION static void solve_upper(const member_type& m, const M& R, const V& x, int r) {
+    team_cholesky_solve(m, &R(0, 0), long(R.stride(0)), &x(0), r);
   }
 
   // R^T R + v v^T = R'^T R' (v is overwritten). One thread.
@@ -1016,6 +947,7 @@ struct BlockFunctor : BlockCoefficients<Base> {
   static constexpr int pack_chunk_rows = 256;
   bool with_w0 = false;  // the products include W0 = U0^T U0 (a Cholesky-QR may be due)
   bool time_phases = false;  // PackGemmTag records gw.stream_seconds
+  int panel_cols = Tuning<typename Base::execution_space>::vendor_panel_cols;  // columns of D per GEMM of the products
 
   // Rows [i0, i1) of stream b's Y = [U0 | D]; bad_x / bad_y are lowered to
   // the first sample with a non-finite x / x - mu0 among them. A non-finite
@@ -1093,7 +1025,7 @@ struct BlockFunctor : BlockCoefficients<Base> {
   void gemm_products(int b0, int count) const {
     const VendorWork& w = gw;
     const int d = base.d, r = base.r;
-    constexpr int P = Tuning<typename Base::execution_space>::vendor_panel_cols;
+    const int P = panel_cols;
     const Scalar* const Y = w.Y(b0).data();
     Scalar* const C = w.C(b0).data();
     StridedGemm<Scalar> g;

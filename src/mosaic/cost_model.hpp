@@ -60,6 +60,7 @@ struct Shape {
   bool all_streams_at_once = true;  // devices (and host with fewer streams than threads)
   int panel_cols = 32;         // Tuning<...>::vendor_panel_cols
   bool fenced = true;          // the caller fences at the block's end (timers)
+  int team_threads = 32;       // devices: threads per team of the coefficient launch (Kokkos 3.4's AUTO on Cuda)
 };
 
 // Flops of one stream's GEMMs for a block: the products and the bases.
@@ -119,9 +120,10 @@ struct Rates {
   int threads = 1;             // host: threads over the streams
   double launch_us = 0;        // per kernel launch or library call (devices; 0 on host)
   // Devices: the coefficient steps are a chain of dependent operations of
-  // one thread (the Cholesky panels and the triangular solves) separated by
-  // team barriers; `dependent_op_ns` is one such operation (an L1-hit load
-  // and a floating-point operation), and the streams run concurrently.
+  // a team's threads (the Cholesky factorizations and solves, with their
+  // team barriers); `dependent_op_ns` is one such operation (an L1-hit load
+  // and a floating-point operation, or a barrier), and the streams run
+  // concurrently.
   double dependent_op_ns = 0;
 };
 
@@ -130,16 +132,47 @@ struct PhaseSeconds {
   double total() const { return pack + products + coefficients + bases; }
 };
 
-// The dependent single-thread operations of one coefficient step on a
-// device (blocked_step.hpp's Kokkos::single sections): the Cholesky panels
-// (about 1.25 r^2 per factorization: each pivot's row, and the panel's own
-// updates, CP = 4 rows at a time), the solves (r^2 each: r^2 / 2 forward,
-// r^2 / 2 backward) and, maintained, the factor's updates (about 3 r^2).
+// The dependent chain of one team's r x r Cholesky factorization
+// (team_cholesky.hpp, CP = 4 pivots per pass) with T threads, in operations
+// of one thread: per pivot, its read and square root, its row's scaling
+// (ceil((r - j - 1) / T) divisions) and two barriers; the panel's later rows
+// and, per pass, each trailing row c (ceil((r - c) / T) entries per thread,
+// one subtraction per pivot of the pass), rows one after the other; a
+// barrier per pass.
+inline double device_factor_chain(int r, int T) {
+  constexpr int CP = 4;
+  const auto share = [T](int n) { return double((n + T - 1) / T); };
+  double ops = 0;
+  for (int j0 = 0; j0 < r; j0 += CP) {
+    const int j1 = std::min(r, j0 + CP);
+    for (int j = j0; j < j1; ++j) {
+      ops += 4 + share(r - j - 1);
+      for (int c = j + 1; c < j1; ++c) ops += share(r - c);
+    }
+    for (int c = j1; c < r; ++c) ops += (j1 - j0) * share(r - c);
+    ops += 1;
+  }
+  return ops;
+}
+
+// A solve with that factor: per entry of each substitution, its division,
+// the write of the last one, ceil(remaining / T) updates and a barrier.
+inline double device_solve_chain(int r, int T) {
+  double ops = 0;
+  for (int k = 0; k < r; ++k) ops += 2 * (3 + double((r - k - 1 + T - 1) / T));
+  return ops;
+}
+
+// The dependent operations of one coefficient step on a device: the
+// factorizations and solves of the team (team_threads threads) and, with
+// the maintained factor, its updates by one thread (about 3 r^2). The
+// step's small products and rotations are spread over the team without a
+// chain of this length and are not counted.
 inline double device_dependent_ops_per_step(const Shape& s) {
-  const double r = s.r;
   const double factors = (s.maintained ? 0.0 : 1.0) + (s.second_factor ? 1.0 : 0.0);
   const double solves = 1.0 + (s.second_factor ? 1.0 : 0.0);
-  return (factors * 1.25 + solves + (s.maintained ? 3.0 : 0.0)) * r * r;
+  return factors * device_factor_chain(s.r, s.team_threads) + solves * device_solve_chain(s.r, s.team_threads) +
+         (s.maintained ? 3.0 * double(s.r) * s.r : 0.0);
 }
 
 inline PhaseSeconds predict(const Shape& s, const BlockCost& c, const Rates& m, bool device) {

@@ -69,4 +69,22 @@ KOKKOS_INLINE_FUNCTION void team_share(const Member& m, int n, const F& f) {
   });
 }
 
+// f(i) for every i in [lo, hi), spread over the team: on devices
+// consecutive threads take consecutive i (coalesced accesses); on host
+// spaces each thread takes a contiguous share, a plain loop that vectorizes.
+// Use it for short loops repeated inside a dependent chain (the Cholesky's
+// rows, a solve's updates), where the order between threads does not matter.
+template <class Member, class F>
+KOKKOS_INLINE_FUNCTION void team_span(const Member& m, int lo, int hi, const F& f) {
+  using space = typename Member::execution_space;
+  if constexpr (Kokkos::SpaceAccessibility<space, Kokkos::HostSpace>::accessible) {
+    const int ts = m.team_size(), n = hi - lo;
+    const int part = m.team_rank();
+    const int b = lo + int((long(n) * part) / ts), e = lo + int((long(n) * (part + 1)) / ts);
+    for (int i = b; i < e; ++i) f(i);
+  } else {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, lo, hi), f);
+  }
+}
+
 }  // namespace mosaic::detail
