@@ -66,9 +66,9 @@ struct HostTuning {
   // the columns up to j's, so about half of H's k^2 (plus one panel) is
   // computed instead of all of it. Each call packs its [U0 | D_{<t1}] again
   // (OpenBLAS), so fewer, wider panels win on host: d = 8192, r = 64,
-  // k = 128, float, 2 threads, the products took 29-31 us per sample with
-  // 32 columns, 24-25 with 64 and 23-25 with 128 (one call, all of H)
-  // (docs/PERFORMANCE.md, "Panels of the products").
+  // k = 128, float, 2 threads, the products took 28.7-31.5 us per sample
+  // with 32 columns, 24.6-25.8 with 64 and 24.9-26.4 with 128 (one call,
+  // all of H) (docs/PERFORMANCE.md, "Panels of the products").
   static constexpr int vendor_panel_cols = 64;
 };
 
