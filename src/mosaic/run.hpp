@@ -773,6 +773,10 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
         {"block_size", engine.block_size()},
         {"block_size_from", params.block_size == kAuto ? "auto" : "deck"},
         {"block_gemm", engine.blocked() ? nlohmann::json(to_string(engine.block_gemm_resolved())) : nlohmann::json()},
+        {"block_gemm_streams", engine.blocked() && engine.block_gemm_resolved() == BlockGemm::vendor
+                                   ? nlohmann::json(engine.vendor_gemm_over_streams() ? "one thread per stream"
+                                                                                      : "all streams at once")
+                                   : nlohmann::json()},
         {"reorthonormalize", engine.reorthonormalize_at_block_end() ? nlohmann::json("every block end")
                              : engine.reorthonormalize_every() > 0
                                  ? nlohmann::json("every " + std::to_string(engine.reorthonormalize_every()) + " steps")
