@@ -8,6 +8,7 @@
 // thread of the team.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -92,7 +93,7 @@ std::vector<double> spd(int r, int ld, std::mt19937_64& gen) {
 std::vector<int> team_sizes() {
   std::vector<int> sizes;
   const int most = on_host ? Exec().concurrency() : 128;
-  for (int ts : {1, 2, 3, 32, 64, 128})
+  for (int ts : {1, 2, 3, 4, 5, 8, 32, 64, 128})
     if (ts <= most) sizes.push_back(ts);
   return sizes;
 }

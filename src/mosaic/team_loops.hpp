@@ -74,6 +74,8 @@ KOKKOS_INLINE_FUNCTION void team_share(const Member& m, int n, const F& f) {
 // spaces each thread takes a contiguous share, a plain loop that vectorizes.
 // Use it for short loops repeated inside a dependent chain (the Cholesky's
 // rows, a solve's updates), where the order between threads does not matter.
+// It spreads over team threads only: with a vector length above 1 every
+// vector lane would run f(i) again, so its launches keep the default of 1.
 template <class Member, class F>
 KOKKOS_INLINE_FUNCTION void team_span(const Member& m, int lo, int hi, const F& f) {
   using space = typename Member::execution_space;
