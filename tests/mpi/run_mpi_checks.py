@@ -19,6 +19,7 @@ files into the workdir with numpy (system python3). The checkpoint checks
 state files of stopped-and-resumed runs with uninterrupted ones, bitwise.
 """
 import argparse
+import atexit
 import json
 import os
 import re
@@ -26,6 +27,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import jsonschema
@@ -34,10 +36,34 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 from analysis import states as state_sets
 
 
+_session_dirs = []
+
+
+def session_dir_flags(mpiexec):
+    """Open MPI 4 (OpenRTE) puts every mpiexec's session directory under one
+    /tmp/ompi.<host>.<uid>, which one run removes at its end while another
+    creates it: two mpiexecs started together (the checks' concurrent runs,
+    ctest -j) can fail with "mkdir ... File exists" in orte_init. Each
+    mpiexec gets its own base directory (short: it holds sockets), removed
+    when this script ends. Other launchers are left alone."""
+    if not _session_dirs:
+        try:
+            version = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.SubprocessError):
+            version = ""
+        _session_dirs.append(tempfile.mkdtemp(prefix="mosaic-ompi-", dir="/tmp") if "OpenRTE" in version else None)
+        if _session_dirs[0]:
+            atexit.register(shutil.rmtree, _session_dirs[0], True)
+    if not _session_dirs[0]:
+        return []
+    return ["--mca", "orte_tmpdir_base", tempfile.mkdtemp(dir=_session_dirs[0])]
+
+
 def mpirun_cmd(args, ranks, extra, env=(), deck=True):
     """The mpiexec command line: OMP_NUM_THREADS=1 and OMP_PROC_BIND=false
-    unless env sets them, then env; the deck first unless deck=False."""
-    cmd = [args.mpiexec, "-np", str(ranks), "--oversubscribe"]
+    unless env sets them, then env; the deck first unless deck=False; its
+    own session directory (session_dir_flags)."""
+    cmd = [args.mpiexec, "-np", str(ranks), "--oversubscribe"] + session_dir_flags(args.mpiexec)
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
     given = {e.split("=", 1)[0] for e in env}
