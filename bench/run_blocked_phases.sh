@@ -13,11 +13,7 @@
 # 2-core AMD EPYC VM.
 set -e
 cd "$(dirname "$0")/.."
-B=build/openmp/bench/mosaic_bench
-M=build/openmp/miniapp/mosaic_miniapp
-export OMP_NUM_THREADS=2 OMP_PROC_BIND=spread OMP_PLACES=threads
-run() { echo "### $*"; echo "# start $(date -u +%FT%TZ) $(uptime)"; "$@"; echo "# end $(date -u +%FT%TZ) $(uptime)"; }
-echo "# commit $(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- src bench || echo ' (modified)')"
+source bench/bench_runs.sh
 echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores"
 for i in 1 2; do
   for p in 32 64 128; do
@@ -27,10 +23,4 @@ done
 for t in float double; do
   run $B --d 8192 --r 32,64,128,256 --streams 8 --block-size 128 --seconds 2 --ref-steps 3 --dtype $t
 done
-out=$(mktemp -d)
-mpi_flags=(--bind-to none)
-[[ "$(id -u)" == 0 ]] && mpi_flags+=(--allow-run-as-root)
-run mpirun -np 1 "${mpi_flags[@]}" -x OMP_NUM_THREADS -x OMP_PROC_BIND -x OMP_PLACES $M inputs/single_gpu.yaml \
-  --set 'sweep.problem.d=[8192]' --set run.steps=8192 --output "$out/single_gpu_d8192.json"
-grep -o '"update_samples_per_second[^,]*' "$out/single_gpu_d8192.json" || true
-rm -rf "$out"
+miniapp_fom_at_target_point
