@@ -37,6 +37,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "team_cholesky.hpp"
+
 namespace mosaic::cost {
 
 struct Phase {
@@ -133,14 +135,14 @@ struct PhaseSeconds {
 };
 
 // The dependent chain of one team's r x r Cholesky factorization
-// (team_cholesky.hpp, CP = 4 pivots per pass) with T threads, in operations
+// (team_cholesky.hpp, CP pivots per pass) with T threads, in operations
 // of one thread: per pivot, its read and square root, its row's scaling
 // (ceil((r - j - 1) / T) divisions) and two barriers; the panel's later rows
 // and, per pass, each trailing row c (ceil((r - c) / T) entries per thread,
 // one subtraction per pivot of the pass), rows one after the other; a
 // barrier per pass.
 inline double device_factor_chain(int r, int T) {
-  constexpr int CP = 4;
+  constexpr int CP = detail::team_cholesky_pivots_per_pass;
   const auto share = [T](int n) { return double((n + T - 1) / T); };
   double ops = 0;
   for (int j0 = 0; j0 < r; j0 += CP) {

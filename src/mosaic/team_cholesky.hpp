@@ -29,6 +29,10 @@
 
 namespace mosaic::detail {
 
+// Pivots per pass of team_cholesky_upper's trailing update (the cost
+// model's device chain counts the same passes).
+inline constexpr int team_cholesky_pivots_per_pass = 4;
+
 // In-place Cholesky of the symmetric r x r matrix whose upper triangle is in
 // A (row-major, leading dimension ld): afterwards the upper triangle is R
 // with R^T R = A (rows of R contiguous; the lower triangle is not read or
@@ -38,7 +42,7 @@ namespace mosaic::detail {
 // store of an entry), each entry still in increasing pivot order.
 template <class Member>
 KOKKOS_INLINE_FUNCTION bool team_cholesky_upper(const Member& m, double* A, long ld, int r) {
-  constexpr int CP = 4;
+  constexpr int CP = team_cholesky_pivots_per_pass;
   m.team_barrier();
   for (int j0 = 0; j0 < r; j0 += CP) {
     const int j1 = j0 + CP < r ? j0 + CP : r;
