@@ -80,8 +80,10 @@ template <class Member, class F>
 KOKKOS_INLINE_FUNCTION void team_span(const Member& m, int lo, int hi, const F& f) {
   using space = typename Member::execution_space;
   if constexpr (Kokkos::SpaceAccessibility<space, Kokkos::HostSpace>::accessible) {
-    const int ts = m.team_size(), n = hi - lo;
-    const int part = m.team_rank();
+    // team_share's partition, computed in place: this runs once per row of
+    // a factorization pass, where a team loop over the parts costs more
+    // than the row.
+    const int ts = m.team_size(), n = hi - lo, part = m.team_rank();
     const int b = lo + int((long(n) * part) / ts), e = lo + int((long(n) * (part + 1)) / ts);
     for (int i = b; i < e; ++i) f(i);
   } else {
