@@ -20,6 +20,7 @@ state files of stopped-and-resumed runs with uninterrupted ones, bitwise.
 """
 import argparse
 import atexit
+import functools
 import json
 import os
 import re
@@ -36,27 +37,29 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 from analysis import states as state_sets
 
 
-_session_dirs = []
-
-
-def session_dir_flags(mpiexec):
+@functools.lru_cache(maxsize=None)
+def session_dir_base(mpiexec):
     """Open MPI 4 (OpenRTE) puts every mpiexec's session directory under one
     /tmp/ompi.<host>.<uid>, which one run removes at its end while another
     creates it: two mpiexecs started together (the checks' concurrent runs,
-    ctest -j) can fail with "mkdir ... File exists" in orte_init. Each
-    mpiexec gets its own base directory (short: it holds sockets), removed
-    when this script ends. Other launchers are left alone."""
-    if not _session_dirs:
-        try:
-            version = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=60).stdout
-        except (OSError, subprocess.SubprocessError):
-            version = ""
-        _session_dirs.append(tempfile.mkdtemp(prefix="mosaic-ompi-", dir="/tmp") if "OpenRTE" in version else None)
-        if _session_dirs[0]:
-            atexit.register(shutil.rmtree, _session_dirs[0], True)
-    if not _session_dirs[0]:
-        return []
-    return ["--mca", "orte_tmpdir_base", tempfile.mkdtemp(dir=_session_dirs[0])]
+    ctest -j) can fail with "mkdir ... File exists" in orte_init. Returns a
+    directory for this script's mpiexecs (short: it holds sockets), removed
+    when the script ends; None for other launchers, which are left alone."""
+    try:
+        version = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if "OpenRTE" not in version:
+        return None
+    base = tempfile.mkdtemp(prefix="mosaic-ompi-", dir="/tmp")
+    atexit.register(shutil.rmtree, base, True)
+    return base
+
+
+def session_dir_flags(mpiexec):
+    """Each mpiexec its own session directory under session_dir_base."""
+    base = session_dir_base(mpiexec)
+    return ["--mca", "orte_tmpdir_base", tempfile.mkdtemp(dir=base)] if base else []
 
 
 def mpirun_cmd(args, ranks, extra, env=(), deck=True):
