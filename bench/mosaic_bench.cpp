@@ -60,14 +60,14 @@
 #include <KokkosBlas3_gemm.hpp>
 #include <KokkosKernels_config.h>
 
-#include "mosaic/batched_engine.hpp"
-#include "mosaic/cost_model.hpp"
-#include "mosaic/kokkos_flags.hpp"
-#include "mosaic/reference.hpp"
-#include "mosaic/synthetic_source.hpp"
-#include "mosaic/tile_gemm.hpp"
-#include "mosaic/transfer.hpp"
-#include "mosaic/vendor_blas.hpp"
+#include "mosaic/engine/batched_engine.hpp"
+#include "mosaic/engine/cost_model.hpp"
+#include "mosaic/app/kokkos_flags.hpp"
+#include "mosaic/algorithm/reference.hpp"
+#include "mosaic/sources/synthetic_source.hpp"
+#include "mosaic/engine/tile_gemm.hpp"
+#include "mosaic/engine/transfer.hpp"
+#include "mosaic/engine/vendor_blas.hpp"
 
 namespace {
 

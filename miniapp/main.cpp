@@ -19,16 +19,16 @@
 #include <cuda_runtime.h>
 #endif
 
-#include "mosaic/config.hpp"
-#include "mosaic/dir_lock.hpp"
-#include "mosaic/environment.hpp"
-#include "mosaic/kokkos_flags.hpp"
-#include "mosaic/memory_check.hpp"
-#include "mosaic/node_comm.hpp"
-#include "mosaic/result_writer.hpp"
-#include "mosaic/run.hpp"
-#include "mosaic/stop_signal.hpp"
-#include "mosaic/timers.hpp"
+#include "mosaic/config/config.hpp"
+#include "mosaic/io/dir_lock.hpp"
+#include "mosaic/io/environment.hpp"
+#include "mosaic/app/kokkos_flags.hpp"
+#include "mosaic/app/memory_check.hpp"
+#include "mosaic/app/node_comm.hpp"
+#include "mosaic/io/result_writer.hpp"
+#include "mosaic/app/run.hpp"
+#include "mosaic/app/stop_signal.hpp"
+#include "mosaic/app/timers.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@ miniapp/ and bench/ (or the files given):
              so a default-layout View is a different array on the device.
   transfer   no create_mirror / create_mirror_view / create_mirror_view_and_copy,
              and no deep_copy from one View to another, outside
-             src/mosaic/transfer.hpp (the one host/device copy helper, which
+             src/mosaic/engine/transfer.hpp (the one host/device copy helper, which
              copies spans only). deep_copy(view, value) fills stay allowed: the
              second argument must be a literal or a functional cast such as
              double(x), T(0), std::int64_t(-1).
@@ -37,7 +37,7 @@ import sys
 
 DEFAULT_DIRS = ("src", "miniapp", "bench")
 LAYOUT_ONLY_DIRS = ("tests",)
-TRANSFER_HELPER = os.path.join("src", "mosaic", "transfer.hpp")
+TRANSFER_HELPER = os.path.join("src", "mosaic", "engine", "transfer.hpp")
 DEVICE_MARKERS = ("KOKKOS_INLINE_FUNCTION", "KOKKOS_FUNCTION", "KOKKOS_FORCEINLINE_FUNCTION",
                   "KOKKOS_LAMBDA", "KOKKOS_CLASS_LAMBDA")
 

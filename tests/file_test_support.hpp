@@ -16,7 +16,7 @@
 #include <string>
 #include <system_error>
 
-#include "mosaic/npy.hpp"
+#include "mosaic/sources/npy.hpp"
 
 namespace mosaic_test {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "mosaic/host_linalg.hpp"
-#include "mosaic/reference.hpp"
-#include "mosaic/synthetic.hpp"
+#include "mosaic/algorithm/host_linalg.hpp"
+#include "mosaic/algorithm/reference.hpp"
+#include "mosaic/algorithm/synthetic.hpp"
 
 namespace mosaic::test {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include <Kokkos_Core.hpp>
-#include <mosaic/batched_engine.hpp>
-#include <mosaic/build_info.hpp>
+#include <mosaic/engine/batched_engine.hpp>
+#include <mosaic/io/build_info.hpp>
 
 int main(int argc, char** argv) {
   Kokkos::ScopeGuard guard(argc, argv);

@@ -23,7 +23,7 @@ set(prefix "${WORK_DIR}/prefix")
 run_step("cmake --install" ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
 foreach(f bin/mosaic_miniapp bin/mosaic_bench share/mosaic_miniapp/inputs/smoke_cpu.yaml
           share/mosaic_miniapp/analysis/collect.py share/mosaic_miniapp/docs/result.schema.json
-          include/mosaic/batched_engine.hpp)
+          include/mosaic/engine/batched_engine.hpp)
   if(NOT EXISTS "${prefix}/${f}")
     message(FATAL_ERROR "install.consumer: ${f} is not installed under ${prefix}")
   endif()

@@ -130,7 +130,7 @@ class Fault3NonContiguousCopies(unittest.TestCase):
         """
         self.assertEqual(findings(code), [])
         # ... and the helper itself may copy.
-        self.assertEqual(findings("void f() { Kokkos::deep_copy(out, packed); }\n", "src/mosaic/transfer.hpp"), [])
+        self.assertEqual(findings("void f() { Kokkos::deep_copy(out, packed); }\n", "src/mosaic/engine/transfer.hpp"), [])
 
     def test_a_view_to_view_deep_copy_is_found(self):
         for call in ("Kokkos::deep_copy(dev_, host_[cur_]);", "Kokkos::deep_copy(out, Kokkos::subview(v, b));",

@@ -1,0 +1,178 @@
+// The reference cross-check of a run (docs/INPUT_DECK.md, run.reference_check_*):
+// one stream is also advanced by the host reference (reference.hpp) over the
+// first timed steps, and the engine's state is compared with it, basis-free,
+// at the end of the block where the window closes. It is what shows that a
+// run on a GPU (or with any kernel, block size or thread count) computed
+// ALGORITHM.md and not something else.
+//
+// The reference runs in double from the engine's state at the window's
+// start, widened to double, and consumes the same samples (the engine's
+// Scalar values, widened): so it measures the engine's error against the
+// exact update of its own inputs, float included. The window ends at the
+// first block end at or after `steps` timed steps; block ends are a function
+// of the position and the deck alone (run.hpp), so the window does not cut
+// blocks and a run resumed inside it ends it where the uninterrupted run
+// does. A stream the engine freezes (a non-finite row, a breakdown) is
+// compared where both stopped: the reference refuses the same sample.
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <Kokkos_Core.hpp>
+#include <nlohmann/json.hpp>
+
+#include "mosaic/app/decomposition.hpp"
+#include "mosaic/algorithm/params.hpp"
+#include "mosaic/algorithm/reference.hpp"
+#include "mosaic/config/run_config.hpp"
+#include "mosaic/engine/stream_batch.hpp"
+#include "mosaic/engine/transfer.hpp"
+
+namespace mosaic {
+
+// The relative error the cross-check holds a run to: the largest of
+//   ||C_e - C_r||_F / ||C_r||_F  (C = U S U^T, basis-free),
+//   |s2_e - s2_r| / s2_r,
+//   max_i |mu_e - mu_r| / (max_i |mu_r| + sqrt(s2_r)),
+// e = engine, r = reference.
+inline double reference_check_threshold(bool is_float) { return is_float ? 1e-3 : 1e-10; }
+
+template <class Scalar, class ExecSpace>
+class ReferenceCrossCheck {
+ public:
+  using block_view = Kokkos::View<const Scalar***, Kokkos::LayoutStride, typename ExecSpace::memory_space>;
+
+  // Collective: the ranks learn which one owns the stream. `earlier`: the
+  // check's result from the checkpoint a run resumed from (null if none or
+  // not finished there); `timed_done`: where this process starts.
+  ReferenceCrossCheck(const RunConfig& cfg, const StreamDecomposition& decomp, std::int64_t timed_done,
+                      const nlohmann::json& earlier, MPI_Comm comm)
+      : params_(cfg.algorithm), steps_(cfg.run.reference_check_steps),
+        stream_(cfg.run.reference_check_stream), comm_(comm) {
+    int rank = 0, nranks = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+    const auto it = std::find(decomp.local_ids.begin(), decomp.local_ids.end(), stream_);
+    local_ = it == decomp.local_ids.end() ? -1 : int(it - decomp.local_ids.begin());
+    int owner = local_ >= 0 ? rank : nranks;
+    MPI_Allreduce(MPI_IN_PLACE, &owner, 1, MPI_INT, MPI_MIN, comm);
+    owner_ = owner;
+    if (steps_ <= 0) {
+      result_ = {{"status", "off (run.reference_check_steps: 0)"}};
+    } else if (!earlier.is_null()) {
+      result_ = earlier;  // finished before the restart
+    } else if (timed_done >= steps_) {
+      result_ = {{"status", "not run: the run resumed at timed step " + std::to_string(timed_done) +
+                                " from a checkpoint without the check's result"}};
+    }
+    from_ = timed_done;
+  }
+
+  // The check's result so far (null while its window is open).
+  const nlohmann::json& result() const { return result_; }
+  bool open() const { return result_.is_null(); }
+
+  // At the start of the timed loop: the reference starts from the engine's state.
+  void start(const StreamBatch<Scalar, ExecSpace>& batch) {
+    if (!open() || local_ < 0) return;
+    reference_ = widen(batch.to_host(local_));
+    start_steps_ = reference_->steps;
+  }
+
+  // After each timed block is generated: the reference takes the same samples.
+  void consume(const block_view& X) {
+    if (!open() || local_ < 0) return;
+    const auto rows = Kokkos::subview(X, local_, Kokkos::ALL(), Kokkos::ALL());
+    const auto h = transfer::to_host(rows);
+    const int n = int(h.extent(0)), d = int(h.extent(1));
+    std::vector<double> x(static_cast<std::size_t>(d));
+    for (int j = 0; j < n && stopped_.empty(); ++j) {
+      for (int i = 0; i < d; ++i) x[std::size_t(i)] = double(h(j, i));
+      try {
+        reference_step(*reference_, x.data(), params_);
+      } catch (const std::exception& e) {  // the engine freezes the stream at this sample too
+        stopped_ = e.what();
+      }
+    }
+  }
+
+  // At each timed block end (collective, every rank calls it): closes the
+  // window once `timed_done` reached the check's steps, or at the end of a
+  // run shorter than them (`run_ended`).
+  void at_block_end(const StreamBatch<Scalar, ExecSpace>& batch, std::int64_t timed_done, bool run_ended = false) {
+    if (!open() || (timed_done < steps_ && !run_ended)) return;
+    std::string text;
+    if (local_ >= 0) text = compare(batch.to_host(local_), timed_done).dump();
+    long long n = (long long)text.size();
+    MPI_Bcast(&n, 1, MPI_LONG_LONG, owner_, comm_);
+    text.resize(std::size_t(n));
+    MPI_Bcast(text.data(), int(n), MPI_CHAR, owner_, comm_);
+    result_ = nlohmann::json::parse(text);
+  }
+
+ private:
+  static ReferenceState<double> widen(const ReferenceState<Scalar>& s) {
+    ReferenceState<double> w(s.d, s.r);
+    std::copy(s.mu.begin(), s.mu.end(), w.mu.begin());
+    std::copy(s.U.begin(), s.U.end(), w.U.begin());
+    std::copy(s.S.begin(), s.S.end(), w.S.begin());
+    w.s2 = s.s2;
+    w.steps = s.steps;
+    w.clamped_steps = s.clamped_steps;
+    return w;
+  }
+
+  nlohmann::json compare(const ReferenceState<Scalar>& engine, std::int64_t timed_done) const {
+    const ReferenceState<double>& ref = *reference_;
+    const StateDistance dist = reference_distance(engine, ref);
+    // ||U S U^T||_F of the reference: its distance to the same basis with S = 0.
+    ReferenceState<double> zero = ref;
+    std::fill(zero.S.begin(), zero.S.end(), 0.0);
+    const double cov_norm = reference_distance(ref, zero).covariance;
+    double mu_scale = std::sqrt(std::max(ref.s2, 0.0));
+    for (double v : ref.mu) mu_scale = std::max(mu_scale, std::fabs(v) + std::sqrt(std::max(ref.s2, 0.0)));
+    const double cov_rel = dist.covariance / cov_norm;
+    const double s2_rel = dist.s2 / ref.s2;
+    const double mu_rel = dist.mu / mu_scale;
+    const double rel = std::max({cov_rel, s2_rel, mu_rel});
+    const double tol = reference_check_threshold(std::is_same<Scalar, float>::value);
+    nlohmann::json j = {
+        {"status", "compared"},
+        {"stream_id", stream_},
+        {"from_timed_step", from_},
+        {"to_timed_step", timed_done},
+        {"reference_steps", ref.steps - start_steps_},
+        {"reference", "host reference (reference.hpp) in double, from the engine's state at from_timed_step"},
+        {"covariance_rel_error", cov_rel},
+        {"s2_rel_error", s2_rel},
+        {"mu_rel_error", mu_rel},
+        {"projector_distance", dist.projector / ref.r},
+        {"rel_error", std::isfinite(rel) ? nlohmann::json(rel) : nlohmann::json()},
+        {"threshold", tol},
+        {"passed", std::isfinite(rel) && rel <= tol},
+    };
+    if (!stopped_.empty()) j["reference_stopped"] = stopped_;
+    return j;
+  }
+  MosaicParams params_;
+  std::int64_t steps_;
+  std::uint64_t stream_;
+  MPI_Comm comm_;
+  int local_ = -1, owner_ = 0;
+  std::int64_t from_ = 0, start_steps_ = 0;
+  std::optional<ReferenceState<double>> reference_;
+  std::string stopped_;
+  nlohmann::json result_;
+};
+
+}  // namespace mosaic

@@ -1,0 +1,829 @@
+// The batched MOSAIC engine: one call of step() advances every stream of a
+// StreamBatch by one sample, exactly as ALGORITHM.md section 2 and the host
+// reference (reference.hpp) do, with one Kokkos team per stream.
+//
+// Per team (stream b), in order; nothing is written to the stream's state
+// until every check has passed, so a stream that breaks down keeps the state
+// it had before the failed step (as reference_step does) and is frozen:
+//   1. y = x - mu (and e = y), count non-finite sample entries.
+//   2. z = U^T y: a team reduction over i in NC fixed chunks (each chunk
+//      summed in increasing i by one thread, the NC partial r-vectors then
+//      added in chunk order). KokkosBatched's TeamGemv computes U^T y as one
+//      dot product per output j, which for row-major U on the host (see
+//      stream_batch.hpp) strides through memory, so this product is written
+//      as the axpy form instead.
+//   3. e = y - U z: the Kokkos Kernels team GEMV (NoTranspose, Blocked:
+//      several rows per thread, each row summed in increasing j; through
+//      kokkos_compat.hpp, since its home moved between Kokkos Kernels 3.4 and
+//      4.x), in place on e; rho^2 = ||e||^2 by the same fixed-chunk reduction.
+//   4. w = S^{-1} z: a team Cholesky of a copy of S written here (Kokkos
+//      Kernels 3.4 has no batched Cholesky; it follows host::cholesky's
+//      operation order, so the factor is the reference's, bit for bit), then
+//      two KokkosBatched::TeamTrsv. A non-positive or non-finite pivot is the
+//      reference's breakdown test.
+//   5. q, ell, eta and the clamp; S' (exact or first_order).
+//   6. g: precision (second Cholesky/TeamTrsv on S + gamma s2 I, or w when
+//      gamma == 0) or oja.
+//   7. rotation angle, gh, transport of S', symmetrization; s2'; finiteness
+//      of all new scalars and of S' is checked here.
+//   8. writes: U <- U + ((cos-1) U gh + sin e/rho) gh^T (one fused pass per
+//      row), S, s2, mu, counters.
+//   9. every reorthonormalize_every steps: Cholesky-QR of U with S rotated
+//      (KokkosBatched::TeamGemm for U^T U, the team Cholesky for its factor).
+// Formula order follows reference.hpp term by term (including cos(theta)-1
+// as -2 sin^2(theta/2) and the rotation_tiny threshold), so in double the
+// engine differs from the reference only by the summation order of the
+// length-d reductions (z, rho^2) and of the back substitution.
+//
+// Determinism: every reduction has a fixed order that depends neither on the
+// team size nor on the thread count (chunk count NC is a per-backend constant
+// of backend.hpp's tuning points, and
+// every r-length or r x r quantity is computed by one thread per output), so
+// Serial and OpenMP with any number of threads give bitwise-identical states.
+//
+// Memory: all work arrays are allocated once in the constructor (B x ...
+// views); step() allocates nothing and never copies to the host.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <Kokkos_Core.hpp>
+#include <KokkosBatched_Gemm_Decl.hpp>
+#include <KokkosBatched_Trsv_Decl.hpp>
+
+#include "mosaic/engine/backend.hpp"
+#include "mosaic/engine/blocked_step.hpp"
+#include "mosaic/engine/frame_rotation.hpp"
+#include "mosaic/engine/init_data.hpp"
+#include "mosaic/util/kokkos_compat.hpp"
+#include "mosaic/algorithm/params.hpp"
+#include "mosaic/algorithm/reference.hpp"
+#include "mosaic/engine/stream_batch.hpp"
+#include "mosaic/util/team_loops.hpp"
+#include "mosaic/engine/vendor_blas.hpp"
+
+namespace mosaic {
+
+namespace detail {
+
+// Raw access to one stream's d x r basis with the storage order fixed at
+// compile time (unit-stride inner loops, no runtime strides).
+template <class Scalar, bool ColumnMajor>
+struct BasisRef {
+  Scalar* p;
+  int d, r;
+  KOKKOS_INLINE_FUNCTION Scalar& operator()(int i, int j) const {
+    return ColumnMajor ? p[std::size_t(j) * d + i] : p[std::size_t(i) * r + j];
+  }
+};
+
+template <class Scalar, class ExecSpace>
+struct StepFunctor {
+  using scalar_type = Scalar;
+  using execution_space = ExecSpace;
+  using memory_space = typename ExecSpace::memory_space;
+  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  static constexpr bool column_major = BasisLayout<ExecSpace>::column_major;
+  using Basis = BasisRef<Scalar, column_major>;
+  template <class DataType>
+  using view_t = Kokkos::View<DataType, Kokkos::LayoutRight, memory_space>;
+
+  // state
+  view_t<Scalar**> mu;
+  typename StreamBatch<Scalar, ExecSpace>::basis_view U;
+  view_t<Scalar***> S;
+  view_t<Scalar*> s2;
+  view_t<std::int64_t*> steps, clamped_steps, breakdown_step, reorths, unresolved_residual_steps;
+  view_t<int*> status;
+  // sample (a row of a staged block: any strides)
+  Kokkos::View<const Scalar**, Kokkos::LayoutStride, memory_space> X;
+  // work
+  view_t<Scalar**> wy, we;    // B x d
+  view_t<Scalar***> wzp;       // B x NC x r
+  view_t<Scalar***> wvec;      // B x 6 x r: z, w, g, gh, u, spare
+  view_t<Scalar****> wmat;      // B x 4 x r x r
+  view_t<Scalar**> wpart;     // B x NC
+  // sizes and options
+  int d = 0, r = 0, nc = 0;
+  Scalar eta_mu, eta_S, eta_U, eta_s, gamma, max_step, tiny;
+  bool exact = true, precision = true, gamma_zero = false;
+  int reorth_every = 0;
+
+  KOKKOS_INLINE_FUNCTION void chunk(int n, int c, int& begin, int& end, int& stride) const {
+    if (column_major) {  // interleaved: consecutive threads, consecutive rows
+      begin = c;
+      end = n;
+      stride = nc;
+    } else {  // contiguous blocks of rows
+      const int len = (n + nc - 1) / nc;
+      begin = c * len;
+      end = begin + len < n ? begin + len : n;
+      stride = 1;
+    }
+  }
+
+  // sum_{i<n} f(i) in a fixed order (see the file comment); every thread of
+  // the team gets the result.
+  template <class F>
+  KOKKOS_INLINE_FUNCTION Scalar team_sum(const member_type& m, int b, int n, const F& f) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nc), [&](const int c) {
+      int begin, end, stride;
+      chunk(n, c, begin, end, stride);
+      Scalar s = 0;
+      for (int i = begin; i < end; i += stride) s += f(i);
+      wpart(b, c) = s;
+    });
+    m.team_barrier();
+    Scalar t = 0;
+    for (int c = 0; c < nc; ++c) t += wpart(b, c);
+    m.team_barrier();
+    return t;
+  }
+
+  KOKKOS_INLINE_FUNCTION void fail(const member_type& m, int b, int code, std::int64_t at) const {
+    Kokkos::single(Kokkos::PerTeam(m), [&]() {
+      status(b) = code;
+      breakdown_step(b) = at;
+    });
+  }
+
+  // Cholesky A = L L^T in place (lower triangle of A becomes L; the upper
+  // triangle is left as it was), in exactly host::cholesky's operation order,
+  // rows of each column spread over the team. Returns false (same decision
+  // on every thread) on a non-positive or non-finite pivot, like the
+  // reference's failed factorization. There is no batched Cholesky in Kokkos
+  // Kernels 3.4 (and KokkosBatched::TeamLU's element loop, with an integer
+  // division per update, was the largest cost of a step at r >= 64).
+  template <class A>
+  KOKKOS_INLINE_FUNCTION bool cholesky(const member_type& m, const A& a) const {
+    m.team_barrier();
+    for (int j = 0; j < r; ++j) {
+      Scalar diag = a(j, j);
+      for (int k = 0; k < j; ++k) diag -= a(j, k) * a(j, k);
+      if (!(diag > Scalar(0)) || !kmath::isfinite(diag)) {
+        m.team_barrier();
+        return false;
+      }
+      const Scalar ljj = kmath::sqrt(diag);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, j + 1, r), [&](const int i) {
+        Scalar v = a(i, j);
+        for (int k = 0; k < j; ++k) v -= a(i, k) * a(j, k);
+        a(i, j) = v / ljj;
+      });
+      m.team_barrier();  // everyone has read a(j, j) before it is overwritten
+      Kokkos::single(Kokkos::PerTeam(m), [&]() { a(j, j) = ljj; });
+      m.team_barrier();
+    }
+    return true;
+  }
+
+  // x <- (L L^T)^{-1} x with KokkosBatched::TeamTrsv.
+  template <class A, class V>
+  KOKKOS_INLINE_FUNCTION void cholesky_solve(const member_type& m, const A& l, const V& x) const {
+    using namespace KokkosBatched;
+    m.team_barrier();
+    TeamTrsv<member_type, Uplo::Lower, Trans::NoTranspose, Diag::NonUnit,
+             Algo::Trsv::Unblocked>::invoke(m, Scalar(1), l, x);
+    m.team_barrier();
+    TeamTrsv<member_type, Uplo::Lower, Trans::Transpose, Diag::NonUnit,
+             Algo::Trsv::Unblocked>::invoke(m, Scalar(1), l, x);
+    m.team_barrier();
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
+    const int b = m.league_rank();
+    if (status(b) != 0) return;  // frozen after a breakdown
+    const std::int64_t step_index = steps(b);
+    const Basis Ub{&U(b, 0, 0), d, r};
+    auto Ub_view = Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL());
+    auto y = Kokkos::subview(wy, b, Kokkos::ALL());
+    auto e = Kokkos::subview(we, b, Kokkos::ALL());
+    auto z = Kokkos::subview(wvec, b, 0, Kokkos::ALL());
+    auto w = Kokkos::subview(wvec, b, 1, Kokkos::ALL());
+    auto g = Kokkos::subview(wvec, b, 2, Kokkos::ALL());
+    auto gh = Kokkos::subview(wvec, b, 3, Kokkos::ALL());
+    auto u = Kokkos::subview(wvec, b, 4, Kokkos::ALL());
+    auto A1 = Kokkos::subview(wmat, b, 0, Kokkos::ALL(), Kokkos::ALL());
+    auto A2 = Kokkos::subview(wmat, b, 1, Kokkos::ALL(), Kokkos::ALL());
+    auto Sp = Kokkos::subview(wmat, b, 2, Kokkos::ALL(), Kokkos::ALL());
+
+    // 1. Centre with the old mean; reject a non-finite sample.
+    int bad = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, d),
+        [&](const int i, int& nb) {
+          const Scalar xi = X(b, i);
+          const Scalar yi = xi - mu(b, i);
+          y(i) = yi;
+          e(i) = yi;
+          if (!kmath::isfinite(xi)) nb += 1;
+        },
+        bad);
+    m.team_barrier();
+    if (bad != 0) {
+      fail(m, b, breakdown_nonfinite_sample, step_index);
+      return;
+    }
+
+    // 2. z = U^T y (fixed-chunk axpy form).
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nc), [&](const int c) {
+      Scalar* zp = &wzp(b, c, 0);
+      for (int j = 0; j < r; ++j) zp[j] = Scalar(0);
+      int begin, end, stride;
+      chunk(d, c, begin, end, stride);
+      for (int i = begin; i < end; i += stride) {
+        const Scalar yi = y(i);
+        for (int j = 0; j < r; ++j) zp[j] += Ub(i, j) * yi;
+      }
+    });
+    m.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {
+      Scalar s = 0;
+      for (int c = 0; c < nc; ++c) s += wzp(b, c, j);
+      z(j) = s;
+    });
+    m.team_barrier();
+
+    // 3. e = y - U z, rho = ||e||.
+    team_gemv_blocked(m, Scalar(-1), Ub_view, z, Scalar(1), e);
+    m.team_barrier();
+    const Scalar rho2 = team_sum(m, b, d, [&](const int i) { return e(i) * e(i); });
+    const Scalar rho = kmath::sqrt(rho2);
+    const Scalar s2_old = s2(b);
+
+    // 4. Precision solve w = S^{-1} z.
+    for_each_entry(m, r, r, [&](const int a, const int c) {
+      A1(a, c) = S(b, a, c);
+    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = z(j); });
+    if (!cholesky(m, A1)) {
+      fail(m, b, breakdown_s_not_spd, step_index);
+      return;
+    }
+    cholesky_solve(m, A1, w);
+    Scalar q = 0;
+    for (int j = 0; j < r; ++j) q += z(j) * w(j);
+
+    // 5. Step length, clamp, covariance update in the old frame.
+    const Scalar ell = eta_S * kmath::sqrt((q - 1) * (q - 1) + Scalar(r - 1));
+    Scalar eta = eta_S;
+    bool clamped = false;
+    if (ell > max_step) {
+      eta = eta_S * max_step / ell;
+      clamped = true;
+    }
+    if (exact) {
+      const Scalar cc = q > Scalar(0) ? kmath::expm1(eta * q) / q : eta;
+      const Scalar decay = kmath::exp(-eta);
+      for_each_entry(m, r, r, [&](const int a, const int c) {
+        Sp(a, c) = decay * (S(b, a, c) + cc * z(a) * z(c));
+      });
+    } else {
+      for_each_entry(m, r, r, [&](const int a, const int c) {
+        Sp(a, c) = (1 - eta) * S(b, a, c) + eta * z(a) * z(c);
+      });
+    }
+
+    // 6. Subspace direction g (old S).
+    if (precision) {
+      if (gamma_zero) {
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = w(j); });
+      } else {
+        copy_shift_diagonal(m, r, Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()), A2, Scalar(gamma * s2_old));
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = z(j); });
+        if (!cholesky(m, A2)) {
+          fail(m, b, breakdown_regularized_not_spd, step_index);
+          return;
+        }
+        cholesky_solve(m, A2, g);
+      }
+    } else {
+      Scalar trace = 0;
+      for (int j = 0; j < r; ++j) trace += S(b, j, j);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r),
+                           [&](const int j) { g(j) = z(j) / (trace / Scalar(r)); });
+    }
+    m.team_barrier();
+    Scalar gnorm = 0;
+    for (int j = 0; j < r; ++j) gnorm += g(j) * g(j);
+    gnorm = kmath::sqrt(gnorm);
+
+    // 7. Rotation angle and transport of S' to the new frame.
+    const FrameRotation<Scalar> rot =
+        rotate_frame_transport_S<Scalar>(m, r, rho, gnorm, tiny, eta_U, s2_old, g, gh, u, Sp);
+    const bool rotate = rot.rotate;
+    const Scalar theta = rot.theta, sn = rot.sn, cm1 = rot.cm1;
+    const Scalar s2_new = (1 - eta_s) * s2_old + eta_s * rho2 / Scalar(d - r);
+
+    // Never write non-finite numbers: check before the state is touched.
+    if (!step_update_is_finite<Scalar>(m, r, Sp, rho2, q, gnorm, theta, s2_new)) {
+      fail(m, b, breakdown_nonfinite_update, step_index);
+      return;
+    }
+
+    // 8. Writes: frame rotation (fused U gh and rank-one update per row), S, s2, mu.
+    if (rotate) {
+      // Host (row-major): four rows at a time, four independent dot-product
+      // chains (each still summed in increasing j, as in the reference).
+      // Device (column-major): one row per thread, so neighbouring threads
+      // touch neighbouring addresses.
+      constexpr int rows_per = Tuning<ExecSpace>::rotation_rows_per_thread;
+      const int nq = (d + rows_per - 1) / rows_per;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nq), [&](const int q4) {
+        const int i0 = rows_per * q4;
+        if (!column_major && i0 + 4 <= d) {
+          Scalar g0 = 0, g1 = 0, g2 = 0, g3 = 0;
+          for (int j = 0; j < r; ++j) {
+            const Scalar ghj = gh(j);
+            g0 += Ub(i0, j) * ghj;
+            g1 += Ub(i0 + 1, j) * ghj;
+            g2 += Ub(i0 + 2, j) * ghj;
+            g3 += Ub(i0 + 3, j) * ghj;
+          }
+          const Scalar c0 = cm1 * g0 + sn * e(i0) / rho, c1 = cm1 * g1 + sn * e(i0 + 1) / rho,
+                       c2 = cm1 * g2 + sn * e(i0 + 2) / rho, c3 = cm1 * g3 + sn * e(i0 + 3) / rho;
+          for (int j = 0; j < r; ++j) {
+            const Scalar ghj = gh(j);
+            Ub(i0, j) += c0 * ghj;
+            Ub(i0 + 1, j) += c1 * ghj;
+            Ub(i0 + 2, j) += c2 * ghj;
+            Ub(i0 + 3, j) += c3 * ghj;
+          }
+        } else {
+          const int i1 = i0 + rows_per < d ? i0 + rows_per : d;
+          for (int i = i0; i < i1; ++i) {
+            Scalar ugh = 0;
+            for (int j = 0; j < r; ++j) ugh += Ub(i, j) * gh(j);
+            const Scalar coef = cm1 * ugh + sn * e(i) / rho;
+            for (int j = 0; j < r; ++j) Ub(i, j) += coef * gh(j);
+          }
+        }
+      });
+    }
+    symmetrize(m, r, Sp, Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()));
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d),
+                         [&](const int i) { mu(b, i) += eta_mu * y(i); });
+    Kokkos::single(Kokkos::PerTeam(m), [&]() {
+      s2(b) = s2_new;
+      steps(b) = step_index + 1;
+      if (clamped) clamped_steps(b) += 1;
+    });
+    m.team_barrier();
+
+    // 9. Cholesky-QR every reorth_every steps.
+    if (reorth_every > 0 && (step_index + 1) % reorth_every == 0) reorthonormalize(m, b, step_index);
+  }
+
+  // U^T U = L L^T, U <- U L^{-T}, S <- L^T S L (reference_reorthonormalize).
+  KOKKOS_INLINE_FUNCTION void reorthonormalize(const member_type& m, int b,
+                                               std::int64_t step_index) const {
+    const Basis Ub{&U(b, 0, 0), d, r};
+    auto Ub_view = Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL());
+    auto L = Kokkos::subview(wmat, b, 0, Kokkos::ALL(), Kokkos::ALL());  // U^T U, then its factor
+    auto SL = Kokkos::subview(wmat, b, 2, Kokkos::ALL(), Kokkos::ALL());
+    auto out = Kokkos::subview(wmat, b, 3, Kokkos::ALL(), Kokkos::ALL());
+    using namespace KokkosBatched;
+    TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Unblocked>::invoke(
+        m, Scalar(1), Ub_view, Ub_view, Scalar(0), L);
+    if (!cholesky(m, L)) {  // only the lower triangle (L) is read below
+      fail(m, b, breakdown_reorthonormalize, step_index);
+      return;
+    }
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
+      for (int a = 0; a < r; ++a) {
+        Scalar v = Ub(i, a);
+        for (int k = 0; k < a; ++k) v -= L(a, k) * Ub(i, k);
+        Ub(i, a) = v / L(a, a);
+      }
+    });
+    rotate_S_by_factor<Scalar>(m, r, L, Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()), SL, out);
+    Kokkos::single(Kokkos::PerTeam(m), [&]() { reorths(b) += 1; });
+    m.team_barrier();
+  }
+};
+
+}  // namespace detail
+
+// MosaicEngine::init_data failed for the stream at index `stream` of the
+// batch (the reference's message: a rank-deficient start, non-finite samples).
+struct StreamInitError : std::invalid_argument {
+  int stream;
+  StreamInitError(int b, const std::string& what) : std::invalid_argument(what), stream(b) {}
+};
+
+// algorithm.block_size: auto. The samples per block of the blocked update:
+// k = 2r clamped to [32, 128]. Measured on the host (docs/PERFORMANCE.md,
+// "block_size: auto": float, 8 streams, d = 256 .. 8192, r = 8 .. 128) it
+// was within 5% of the best k of {8, 16, 32, 64, 128} at every point; the
+// flop model d (4r + k + 2r^2/k) alone would put it at sqrt(2) r, and the
+// O(k^2 + r k) per-step coefficient work pulls it down at small d. Devices
+// use the same rule, not yet measured on a GPU.
+template <class ExecSpace>
+int auto_block_size(int d, int r) {
+  (void)d;
+  return std::min(128, std::max(32, 2 * r));
+}
+
+// Wall seconds of the phases of the blocked update with gemm vendor (the
+// other kernels are one launch), summed since
+// MosaicEngine::set_phase_timing(true): pack [U0 | D], the products (G, H,
+// W0), the coefficient steps, the new bases. The phases are separated by
+// fences while timing is on; when each host thread packs and multiplies
+// whole streams in one launch, its wall time is split by the streams' own
+// seconds in each.
+struct BlockPhases {
+  double pack = 0, products = 0, coefficients = 0, materialize = 0;
+};
+
+template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
+class MosaicEngine {
+ public:
+  using execution_space = ExecSpace;
+  using memory_space = typename ExecSpace::memory_space;
+  using batch_type = StreamBatch<Scalar, ExecSpace>;
+  using sample_view = Kokkos::View<const Scalar**, Kokkos::LayoutStride, memory_space>;  // B x d
+  using block_view = Kokkos::View<const Scalar***, Kokkos::LayoutStride, memory_space>;  // B x n x d
+  using functor_type = detail::StepFunctor<Scalar, ExecSpace>;
+
+  MosaicEngine(const MosaicParams& params, int batch, int d, int r)
+      : params_(params), batch_(batch), d_(d), r_(r) {
+    params_.validate(d, r);
+    if (batch < 1) throw std::invalid_argument("MosaicEngine: batch must be >= 1");
+    f_.d = d;
+    f_.r = r;
+    f_.nc = Tuning<ExecSpace>::reduction_chunks;
+    f_.eta_mu = Scalar(params.eta_mu);
+    f_.eta_S = Scalar(params.eta_S);
+    f_.eta_U = Scalar(params.eta_U);
+    f_.eta_s = Scalar(params.eta_s);
+    f_.gamma = Scalar(params.gamma);
+    f_.max_step = Scalar(params.max_step);
+    f_.tiny = detail::rotation_tiny<Scalar>();
+    f_.exact = params.covariance_update == CovarianceUpdate::exact;
+    f_.precision = params.subspace_direction == SubspaceDirection::precision;
+    f_.gamma_zero = params.gamma == 0.0;
+    // block_size: auto (the deck default) follows auto_block_size; 0 and 1
+    // select the sequential kernel.
+    block_size_ = params.block_size == kAuto ? auto_block_size<ExecSpace>(d, r) : std::max(1, params.block_size);
+    // reorthonormalize_every: auto = a Cholesky-QR at every block end for
+    // float blocked runs (ALGORITHM.md section 6: G and H are float GEMMs,
+    // so U0 A + D B drifts from orthonormality by ~eps_float per block), never
+    // otherwise. An explicit K keeps its sequential meaning: after every
+    // step whose count is a multiple of K (blocks end there: block_length).
+    const bool is_float = sizeof(Scalar) < sizeof(double);
+    f_.reorth_every = params.reorthonormalize_every == kAuto ? 0 : params.reorthonormalize_every;
+    blk_.reorth_at_block_end = params.reorthonormalize_every == kAuto && is_float && block_size_ > 1;
+    f_.wy = decltype(f_.wy)("mosaic::work_y", batch, d);
+    f_.we = decltype(f_.we)("mosaic::work_e", batch, d);
+    f_.wzp = decltype(f_.wzp)("mosaic::work_zpart", batch, f_.nc, r);
+    f_.wvec = decltype(f_.wvec)("mosaic::work_vec", batch, 6, r);
+    f_.wmat = decltype(f_.wmat)("mosaic::work_mat", batch, 4, r, r);
+    f_.wpart = decltype(f_.wpart)("mosaic::work_part", batch, f_.nc);
+    // Host spaces: spread the threads over the streams, but give a team more
+    // than one thread only when each thread gets a large share of U between
+    // the step's many team barriers. Measured on the 2-core machine with one
+    // stream, team of 2 vs 1 thread: d=256, r=8 ran 10x slower, d=8192, r=64
+    // 1.7x slower. Results do not depend on the team size (every reduction
+    // has a fixed order), only the speed does.
+    const int conc = ExecSpace().concurrency();
+    constexpr long long basis_entries_per_thread = 1LL << 20;
+    if (is_host_space<ExecSpace>)
+      team_size_ = int(std::max<long long>(
+          1, std::min<long long>(conc / batch, (long long)d * r / basis_entries_per_thread)));
+    if constexpr (Tuning<ExecSpace>::vendor_gemm_over_streams)
+      vendor_over_streams_allowed_ = batch >= conc && vendor_blas::host_calls_nest_single_threaded();
+    vendor_over_streams_ = vendor_over_streams_allowed_;
+    maintained_ = params.precision_solve == PrecisionSolve::maintained;
+    if (block_size_ > 1 || maintained_) allocate_block(block_size_);
+    set_block_gemm(BlockGemm::automatic);
+  }
+
+  const MosaicParams& params() const { return params_; }
+  int batch() const { return batch_; }
+  int d() const { return d_; }
+  int r() const { return r_; }
+
+  // Threads per team; 0 = Kokkos::AUTO (device default). Results do not
+  // depend on it (see the file comment); exposed for tests and tuning.
+  void set_team_size(int team_size) { team_size_ = team_size; }
+  int team_size() const { return team_size_; }
+
+  // Samples per block of step_block (0: the engine was built for the
+  // sequential kernel only).
+  int block_capacity() const { return kcap_; }
+
+  // The resolved algorithm.block_size: k > 1 = the blocked kernel (advance()
+  // runs step_block), 1 = the sequential kernel.
+  int block_size() const { return block_size_; }
+  bool blocked() const { return block_size_ > 1; }
+  // The resolved re-orthonormalization: every K steps (K > 0), at every
+  // block end, or never (K == 0 and not at block ends).
+  int reorthonormalize_every() const { return f_.reorth_every; }
+  bool reorthonormalize_at_block_end() const { return blk_.reorth_at_block_end; }
+
+  // The longest block advance() may take next when `steps_done` steps (the
+  // streams' step count, warm-up included) are done: block_size(), cut at
+  // the next multiple of an explicit reorthonormalize_every so that the
+  // Cholesky-QR falls on the same steps as in the sequential kernel.
+  int block_length(std::int64_t steps_done) const {
+    std::int64_t n = block_size_;
+    if (blocked() && f_.reorth_every > 0) n = std::min<std::int64_t>(n, f_.reorth_every - steps_done % f_.reorth_every);
+    return int(n);
+  }
+
+  // Advances every healthy stream by the n = Xb.extent(1) samples of Xb
+  // (B x n x d) with the engine's kernel: step_block (n <= block_size())
+  // when blocked, n sequential steps otherwise.
+  void advance(batch_type& sb, block_view Xb) const {
+    if (blocked()) {
+      step_block(sb, Xb);
+      return;
+    }
+    for (int j = 0; j < int(Xb.extent(1)); ++j) step(sb, Kokkos::subview(Xb, Kokkos::ALL(), j, Kokkos::ALL()));
+  }
+
+  // GEMM kernel of the blocked update (blocked_step.hpp); automatic = the
+  // backend's: vendor where Kokkos Kernels has a vendor TPL for this space
+  // (vendor_gemm_tpl), else tiled on host spaces and KokkosBatched::TeamGemm
+  // on devices; tiled exists on host spaces only. Allocates the chosen
+  // kernel's work arrays (and frees the others').
+  void set_block_gemm(BlockGemm g) {
+    const BlockGemm resolved = g != BlockGemm::automatic ? g
+                               : vendor_gemm_tpl<ExecSpace>() ? BlockGemm::vendor
+                               : is_host_space<ExecSpace>     ? BlockGemm::tiled
+                                                              : BlockGemm::kokkos_batched;
+    if (resolved == BlockGemm::tiled && !is_host_space<ExecSpace>)
+      throw std::invalid_argument(std::string("MosaicEngine: block GEMM 'tiled' runs on host execution spaces only, not ") +
+                                  ExecSpace::name());
+    gemm_ = g;
+    gemm_resolved_ = resolved;
+    if (kcap_ > 0) allocate_block_gemm();
+  }
+  BlockGemm block_gemm() const { return gemm_; }
+  // The kernel automatic stands for on this backend.
+  BlockGemm block_gemm_resolved() const { return gemm_resolved_; }
+  // Phase timing of the blocked update with gemm vendor (BlockPhases).
+  void set_phase_timing(bool on) {
+    phase_timing_ = on;
+    phases_ = {};
+  }
+  const BlockPhases& block_phases() const { return phases_; }
+
+  // gemm vendor: columns of D per GEMM of the products (the panels of H;
+  // Tuning<ExecSpace>::vendor_panel_cols unless set; the bench's
+  // --panel-cols). Any value >= 1 gives the same products up to the
+  // library's summation order.
+  void set_vendor_panel_cols(int cols) {
+    if (cols < 1) throw std::invalid_argument("MosaicEngine: vendor panel columns must be >= 1, got " + std::to_string(cols));
+    panel_cols_ = cols;
+  }
+  int vendor_panel_cols() const { return panel_cols_; }
+
+  // gemm vendor: each host thread packs and multiplies whole streams
+  // (HostTuning::vendor_gemm_over_streams), else one GEMM at a time.
+  bool vendor_gemm_over_streams() const { return vendor_over_streams_; }
+  // false: one GEMM at a time whatever the batch; true restores the
+  // default where it is allowed (host space, at least as many streams as
+  // threads, a BLAS that runs single-threaded inside a parallel region).
+  void set_vendor_gemm_over_streams(bool on) { vendor_over_streams_ = on && vendor_over_streams_allowed_; }
+
+  // init: data from the first n0 samples of every stream (X: B x n0 x d),
+  // on the execution space (init_data.hpp); throws StreamInitError naming
+  // the batch index of the first stream that cannot start, before any
+  // stream is written.
+  void init_data(batch_type& sb, Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> X) const {
+    check_batch(sb);
+    if (int(X.extent(0)) != batch_ || int(X.extent(2)) != d_)
+      throw std::invalid_argument("MosaicEngine::init_data: X must be B x n0 x d = " +
+                                  std::to_string(batch_) + " x n0 x " + std::to_string(d_));
+    const std::vector<std::string> errors = init_data_batch(sb, X, params_);
+    for (int b = 0; b < batch_; ++b)
+      if (!errors[std::size_t(b)].empty()) throw StreamInitError(b, errors[std::size_t(b)]);
+  }
+
+  // init: random, per stream id (reference_init_random).
+  void init_random(batch_type& sb, std::uint64_t seed) const {
+    check_batch(sb);
+    for (int b = 0; b < batch_; ++b)
+      sb.from_host(b, reference_init_random<Scalar>(d_, r_, params_, seed, sb.stream_ids[b]));
+  }
+
+  // One MOSAIC step of every healthy stream with its sample X(b, :).
+  void step(batch_type& sb, sample_view X) const;
+
+  // n <= block_capacity() MOSAIC steps of every healthy stream with the
+  // samples Xb(b, 0..n-1, :) (B x n x d), by the exact blocked form
+  // (blocked_step.hpp). The state afterwards is the sequential kernel's after
+  // the same n steps (up to rounding), with the same clamp counts and the
+  // same breakdown step and code.
+  void step_block(batch_type& sb, block_view Xb) const;
+
+ private:
+  // The one launch of a block with the GEMM kernel Gemm (its functor type).
+  template <class Gemm>
+  void launch_block(batch_type& sb, block_view Xb, const detail::BlockGemmWork<Scalar, ExecSpace, Gemm>& work) const;
+
+  functor_type bind(batch_type& sb) const {
+    functor_type f = f_;
+    f.mu = sb.mu;
+    f.U = sb.U;
+    f.S = sb.S;
+    f.s2 = sb.s2;
+    f.steps = sb.steps;
+    f.clamped_steps = sb.clamped_steps;
+    f.breakdown_step = sb.breakdown_step;
+    f.reorths = sb.reorthonormalizations;
+    f.unresolved_residual_steps = sb.unresolved_residual_steps;
+    f.status = sb.status;
+    return f;
+  }
+
+  void allocate_block(int k) {
+    const int B = batch_, r = r_, K = k;
+    kcap_ = k;
+    auto& f = blk_;
+    f.kcap = k;
+    f.maintained = maintained_;
+    f.refactor_every = params_.refactor_every;
+    f.dG = decltype(f.dG)("mosaic::block_dG", B, K, r);
+    f.dH = decltype(f.dH)("mosaic::block_dH", B, K, K);
+    f.dA = decltype(f.dA)("mosaic::block_dA", B, r, r);
+    f.dB = decltype(f.dB)("mosaic::block_dB", B, K, r);
+    f.dQ = decltype(f.dQ)("mosaic::block_dQ", B, K, r);
+    f.dBt = decltype(f.dBt)("mosaic::block_dBt", B, r, K);
+    f.dM = decltype(f.dM)("mosaic::block_dM", B, int(detail::bm_count), r, r);
+    f.dv = decltype(f.dv)("mosaic::block_dv", B, int(detail::bv_count), std::max(r, K));
+    f.dsc = decltype(f.dsc)("mosaic::block_dsc", B, 3);
+  }
+
+  // The work arrays of the chosen GEMM kernel of the blocked update.
+  void allocate_block_gemm() {
+    batched_work_ = {};
+    vendor_work_ = {};
+    if constexpr (is_host_space<ExecSpace>) tiled_work_ = {};
+    if (gemm_resolved_ == BlockGemm::kokkos_batched) batched_work_.allocate(batch_, d_, r_, kcap_);
+    if (gemm_resolved_ == BlockGemm::vendor) vendor_work_.allocate(batch_, d_, r_, kcap_);
+    if constexpr (is_host_space<ExecSpace>)
+      if (gemm_resolved_ == BlockGemm::tiled) tiled_work_.allocate(batch_, d_, r_, kcap_);
+  }
+
+  void check_batch(const batch_type& sb) const {
+    if (sb.batch != batch_ || sb.d != d_ || sb.r != r_)
+      throw std::invalid_argument("MosaicEngine: batch is B=" + std::to_string(sb.batch) +
+                                  ", d=" + std::to_string(sb.d) + ", r=" + std::to_string(sb.r) +
+                                  ", engine was built for B=" + std::to_string(batch_) +
+                                  ", d=" + std::to_string(d_) + ", r=" + std::to_string(r_));
+  }
+
+  MosaicParams params_;
+  int batch_, d_, r_;
+  int team_size_ = 0;
+  functor_type f_;
+  detail::BlockCoefficients<functor_type> blk_;
+  detail::BlockGemmWork<Scalar, ExecSpace, gemm::TeamBatched> batched_work_;
+  detail::BlockGemmWork<Scalar, ExecSpace, gemm::Vendor> vendor_work_;
+  struct NoHostTiledWork {};
+  std::conditional_t<is_host_space<ExecSpace>, detail::BlockGemmWork<Scalar, ExecSpace, gemm::HostTiled>,
+                     NoHostTiledWork>
+      tiled_work_;
+  int kcap_ = 0, block_size_ = 1;
+  bool maintained_ = false, vendor_over_streams_allowed_ = false, vendor_over_streams_ = false, phase_timing_ = false;
+  int panel_cols_ = Tuning<ExecSpace>::vendor_panel_cols;
+  mutable BlockPhases phases_;
+  BlockGemm gemm_ = BlockGemm::automatic, gemm_resolved_ = BlockGemm::kokkos_batched;
+};
+
+// The kernels' launches, outside the class so that `extern template` below
+// keeps them out of every translation unit but their own.
+template <class Scalar, class ExecSpace>
+void MosaicEngine<Scalar, ExecSpace>::step(batch_type& sb, sample_view X) const {
+  check_batch(sb);
+  if (int(X.extent(0)) != batch_ || int(X.extent(1)) != d_)
+    throw std::invalid_argument("MosaicEngine::step: X must be B x d = " +
+                                std::to_string(batch_) + " x " + std::to_string(d_));
+  if (maintained_) {
+    // The maintained solve lives in the blocked kernel: a block of one,
+    // a B x 1 x d view of X's memory.
+    const Kokkos::LayoutStride one(batch_, X.stride(0), 1, X.stride(0), d_, X.stride(1));
+    step_block(sb, block_view(X.data(), one));
+    return;
+  }
+  functor_type f = bind(sb);
+  f.X = X;
+  // Dynamic schedule: streams are independent, so a thread that is slowed
+  // down (shared cores) does not hold back the others; results do not
+  // depend on which thread runs which stream.
+  using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
+  if (team_size_ > 0)
+    Kokkos::parallel_for("mosaic::step", policy(ExecSpace(), batch_, team_size_), f);
+  else
+    Kokkos::parallel_for("mosaic::step", policy(ExecSpace(), batch_, Kokkos::AUTO), f);
+}
+
+template <class Scalar, class ExecSpace>
+void MosaicEngine<Scalar, ExecSpace>::step_block(batch_type& sb, block_view Xb) const {
+  check_batch(sb);
+  const int n = int(Xb.extent(1));
+  if (kcap_ < 1)
+    throw std::invalid_argument("MosaicEngine::step_block: the engine was built with block_size " +
+                                std::to_string(params_.block_size) + " (sequential kernel)");
+  if (int(Xb.extent(0)) != batch_ || int(Xb.extent(2)) != d_ || n < 1 || n > kcap_)
+    throw std::invalid_argument("MosaicEngine::step_block: X must be B x n x d = " + std::to_string(batch_) +
+                                " x n x " + std::to_string(d_) + " with 1 <= n <= " + std::to_string(kcap_));
+  if constexpr (is_host_space<ExecSpace>)
+    if (gemm_resolved_ == BlockGemm::tiled) return launch_block(sb, Xb, tiled_work_);
+  if (gemm_resolved_ == BlockGemm::vendor) return launch_block(sb, Xb, vendor_work_);
+  launch_block(sb, Xb, batched_work_);
+}
+
+template <class Scalar, class ExecSpace>
+template <class Gemm>
+void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb,
+                                                 const detail::BlockGemmWork<Scalar, ExecSpace, Gemm>& work) const {
+  detail::BlockFunctor<functor_type, Gemm> f(blk_, work);
+  f.base = bind(sb);
+  f.Rfac = sb.Rfac;
+  f.factor_age = sb.factor_age;
+  f.refactors = sb.refactors;
+  f.solve_drift = sb.solve_drift;
+  f.Xb = Xb;
+  f.n = int(Xb.extent(1));
+  using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
+  const policy pol =
+      team_size_ > 0 ? policy(ExecSpace(), batch_, team_size_) : policy(ExecSpace(), batch_, Kokkos::AUTO);
+  if constexpr (!std::is_same_v<Gemm, gemm::Vendor>) {
+    Kokkos::parallel_for("mosaic::step_block", work.with_scratch(pol), f);
+  } else {
+    // Pack and products, the coefficient steps (one launch), the new bases.
+    using F = decltype(f);
+    f.with_w0 = blk_.reorth_at_block_end || f_.reorth_every > 0;
+    f.time_phases = phase_timing_;
+    f.panel_cols = panel_cols_;
+    using clock = std::chrono::steady_clock;
+    auto t = clock::now();
+    auto lap = [&](double& phase) {  // phase timing: fence, add the time since the last lap
+      if (!phase_timing_) return;
+      Kokkos::fence();
+      const auto now = clock::now();
+      phase += std::chrono::duration<double>(now - t).count();
+      t = now;
+    };
+    // Host-only launches (their functor members are host code) exist only
+    // where the tuning allows them at all.
+    constexpr bool host_streams = Tuning<ExecSpace>::vendor_gemm_over_streams;
+    if (host_streams && vendor_over_streams_) {
+      if constexpr (host_streams) {
+        if (phase_timing_) Kokkos::deep_copy(work.stream_seconds, 0.0);
+        using streams = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>, typename F::PackGemmTag>;
+        Kokkos::parallel_for("mosaic::block_pack_products", streams(ExecSpace(), 0, batch_), f);
+        double both = 0;
+        lap(both);
+        double pack = 0, products = 0;
+        for (int b = 0; phase_timing_ && b < batch_; ++b) {
+          pack += work.stream_seconds(b, 0);
+          products += work.stream_seconds(b, 1);
+        }
+        if (pack + products > 0) {
+          phases_.pack += both * pack / (pack + products);
+          phases_.products += both * products / (pack + products);
+        }
+      }
+    } else {
+      const int chunks = (d_ + F::pack_chunk_rows - 1) / F::pack_chunk_rows;
+      using pack = Kokkos::TeamPolicy<ExecSpace, typename F::PackTag>;
+      Kokkos::parallel_for("mosaic::block_pack",
+                           is_host_space<ExecSpace> ? pack(ExecSpace(), batch_ * chunks, 1)
+                                                    : pack(ExecSpace(), batch_ * chunks, Kokkos::AUTO),
+                           f);
+      lap(phases_.pack);
+      f.gemm_products(0, batch_);  // every stream at once (one library call per GEMM on Cuda)
+      lap(phases_.products);
+    }
+    Kokkos::parallel_for("mosaic::block_coefficients", pol, f);
+    lap(phases_.coefficients);
+    if (host_streams && vendor_over_streams_) {
+      if constexpr (host_streams) {
+        using streams = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>, typename F::MaterializeTag>;
+        Kokkos::parallel_for("mosaic::block_materialize", streams(ExecSpace(), 0, batch_), f);
+      }
+    } else {
+      f.gemm_materialize(0, batch_);
+    }
+    lap(phases_.materialize);
+  }
+}
+
+// The engines of the default execution space are compiled once, in
+// engine_float.cpp and engine_double.cpp (the mosaic library); other spaces
+// (the tests' Serial and OpenMP engines) are instantiated where they are used.
+extern template class MosaicEngine<float, Kokkos::DefaultExecutionSpace>;
+extern template class MosaicEngine<double, Kokkos::DefaultExecutionSpace>;
+
+}  // namespace mosaic

@@ -1,0 +1,5 @@
+// MosaicEngine<float> of the default execution space: the sequential and
+// blocked kernels, compiled once (batched_engine.hpp declares it extern).
+#include "mosaic/engine/batched_engine.hpp"
+
+template class mosaic::MosaicEngine<float, Kokkos::DefaultExecutionSpace>;

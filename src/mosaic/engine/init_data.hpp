@@ -1,0 +1,235 @@
+// init: data (ALGORITHM.md section 3) for a whole batch on its execution
+// space: the fast twin of reference_init_data (reference.hpp), which the
+// tests compare it with (tests/test_engine.cpp, basis-free).
+//
+// Everything is in double whatever the run's dtype, as the section says:
+//  1. one team per stream, one pass over the samples: mu = the mean of the
+//     n0 samples (the sum first, then one division: the reference's mu,
+//     bitwise), the centred samples Y, the mean squared norm of the
+//     uncentred samples; the count of non-finite ones where that norm is
+//     not finite;
+//  2. the Gram matrices Y^T Y / n0 by Kokkos Kernels' gemm (the vendor
+//     library behind it: OpenBLAS on the host, cuBLAS on Cuda);
+//  3. per stream, the n0 x n0 eigen-decomposition (n0 = 2r by default:
+//     tridiagonal_eigen.hpp, one thread per stream), then on the host the
+//     reference's own checks on the eigenvalues and s2
+//     (detail::require_init_spectrum, init_noise_variance,
+//     require_start_in_range);
+//  4. U = Y v_j / sqrt(n0 lambda_j) by gemm, then the state rounded to the
+//     run's dtype on the execution space.
+// The reference sums in a fixed order with Jacobi eigenvectors, so the two
+// starts agree to rounding (relative ~1e-15 in double, at the r-th
+// eigenvalue's gap), not bitwise.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <Kokkos_Core.hpp>
+#include <KokkosBlas3_gemm.hpp>
+
+#include "mosaic/util/kokkos_compat.hpp"
+#include "mosaic/algorithm/reference.hpp"
+#include "mosaic/engine/stream_batch.hpp"
+#include "mosaic/engine/transfer.hpp"
+#include "mosaic/algorithm/tridiagonal_eigen.hpp"
+
+namespace mosaic {
+
+namespace detail {
+
+// Step 1: mu, Y and the per-stream sums of one stream per team.
+template <class Scalar, class ExecSpace>
+struct InitMomentsFunctor {
+  using memory_space = typename ExecSpace::memory_space;
+  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> X;  // B x n0 x d
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Y;    // B x n0 x d centred
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> mu;    // B x d
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> sums;  // B x 3: raw2, non-finite, mu outside Scalar
+  int n0, d;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
+    const int b = m.league_rank();
+    // One pass over the samples: the mean, the centred samples and the sum
+    // of squares of each coordinate.
+    double raw = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, d),
+        [&](const int i, double& acc) {
+          double s = 0;
+          for (int k = 0; k < n0; ++k) s += double(X(b, k, i));
+          const double mean = s / double(n0);
+          mu(b, i) = mean;
+          for (int k = 0; k < n0; ++k) {
+            const double x = double(X(b, k, i));
+            Y(b, k, i) = x - mean;
+            acc += x * x;
+          }
+        },
+        raw);
+    // Kokkos 3.4's Cuda team reduction reuses one scratch buffer: a second
+    // reduction that starts before every thread has read the first's result
+    // can overwrite it. A barrier after each one keeps them apart.
+    m.team_barrier();
+    // A non-finite sample makes the sum of squares non-finite: only then are
+    // they counted (so are samples whose squares overflow double, of which
+    // the count finds none).
+    double bad = 0, outside = 0;
+    if (!kmath::isfinite(raw))
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(m, d),
+          [&](const int i, double& acc) {
+            for (int k = 0; k < n0; ++k)
+              if (!kmath::isfinite(X(b, k, i))) acc += 1;
+          },
+          bad);
+    m.team_barrier();
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, d),
+        [&](const int i, double& acc) {
+          if (!kmath::isfinite(Scalar(mu(b, i)))) acc += 1;
+        },
+        outside);
+    m.team_barrier();
+    Kokkos::single(Kokkos::PerTeam(m), [&]() {
+      sums(b, 0) = raw / double(n0);
+      sums(b, 1) = bad;
+      sums(b, 2) = outside;
+    });
+  }
+};
+
+}  // namespace detail
+
+// Starts every stream of `sb` from its first n0 samples X (B x n0 x d).
+// Returns one message per stream, empty where the stream started; the batch
+// is written only when every stream can start. The messages are the
+// reference's (a non-finite sample, a rank-deficient start, a start outside
+// the dtype's range).
+template <class Scalar, class ExecSpace>
+std::vector<std::string> init_data_batch(StreamBatch<Scalar, ExecSpace>& sb,
+                                         Kokkos::View<const Scalar***, Kokkos::LayoutRight,
+                                                      typename ExecSpace::memory_space> X,
+                                         const MosaicParams& p) {
+  using memory_space = typename ExecSpace::memory_space;
+  using matrix = Kokkos::View<double**, Kokkos::LayoutLeft, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  const int B = sb.batch, d = sb.d, r = sb.r, n0 = int(X.extent(1));
+  p.validate(d, r);
+  detail::require_init_samples(n0, r);
+  const std::size_t per_stream = std::size_t(n0) * d;
+  // Y(b, k, :) is sample k centred; per stream the same memory is the
+  // column-major d x n0 matrix Y of the section.
+  // Y, K and U are written whole (the moments kernel, gemms with beta = 0):
+  // not zeroed first (tens of MB at d = 8192).
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Y(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::init_Y")), B, n0, d);
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> mu("mosaic::init_mu", B, d);
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> sums("mosaic::init_sums", B, 3);
+  Kokkos::parallel_for("mosaic::init_moments", Kokkos::TeamPolicy<ExecSpace>(ExecSpace(), B, Kokkos::AUTO),
+                       detail::InitMomentsFunctor<Scalar, ExecSpace>{X, Y, mu, sums, n0, d});
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> K(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::init_gram")), B, n0, n0);
+  for (int b = 0; b < B; ++b) {
+    const matrix Yb(Y.data() + std::size_t(b) * per_stream, d, n0);
+    KokkosBlas::gemm("T", "N", 1.0 / double(n0), Yb, Yb, 0.0,
+                     matrix(K.data() + std::size_t(b) * n0 * n0, n0, n0));
+  }
+  // Step 3 on the execution space, one thread per stream: K's symmetric
+  // part (the mean of both triangles, which the gemm need not round alike)
+  // decomposed in place, eigenvalues ascending in w, eigenvectors the
+  // columns of K.
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> w("mosaic::init_eigenvalues", B, n0),
+      ework("mosaic::init_eigen_work", B, n0);
+  Kokkos::View<int*, Kokkos::LayoutRight, memory_space> converged("mosaic::init_eigen_converged", B);
+  Kokkos::parallel_for(
+      "mosaic::init_eigen", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const int b) {
+        const auto Kb = Kokkos::subview(K, b, Kokkos::ALL(), Kokkos::ALL());
+        for (int a = 0; a < n0; ++a)
+          for (int c = a + 1; c < n0; ++c) Kb(a, c) = Kb(c, a) = 0.5 * (Kb(a, c) + Kb(c, a));
+        converged(b) = tridiagonal_ql_eigen(Kb, Kokkos::subview(w, b, Kokkos::ALL()),
+                                            Kokkos::subview(ework, b, Kokkos::ALL()), n0, true)
+                           ? 1
+                           : 0;
+      });
+  const auto hw = transfer::to_host(w);
+  const auto hconv = transfer::to_host(converged);
+  const auto hsums = transfer::to_host(sums);
+
+  // Per stream: lambda_1..r and s2 (the host checks the reference's
+  // conditions on the n0 eigenvalues: O(n0) per stream).
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> lam("mosaic::init_lambda", B, r);
+  Kokkos::View<double*, Kokkos::LayoutRight, memory_space> s2("mosaic::init_s2", B);
+  const auto hlam = transfer::host_buffer(lam);
+  const auto hs2 = transfer::host_buffer(s2);
+  std::vector<std::string> errors(static_cast<std::size_t>(B));
+  for (int b = 0; b < B; ++b) {
+    try {
+      // A stream with a non-finite sample: the reference's message, with
+      // the first bad index.
+      if (hsums(b, 1) > 0) {
+        const auto xb = transfer::to_host(Kokkos::subview(X, b, Kokkos::ALL(), Kokkos::ALL()));
+        detail::require_finite(xb.data(), int(per_stream), "init: data samples");  // n0 x d, row-major
+      }
+      if (!hconv(b)) throw std::invalid_argument("init: data: the samples' second moments overflow double");
+      std::vector<double> lambda(static_cast<std::size_t>(n0));  // descending
+      for (int j = 0; j < n0; ++j) lambda[std::size_t(j)] = hw(b, n0 - 1 - j);
+      detail::require_init_spectrum<Scalar>(lambda, n0, r, hsums(b, 0));
+      const double noise = detail::init_noise_variance(lambda, n0, d, r);
+      if constexpr (!std::is_same_v<Scalar, double>)
+        detail::require_start_in_range<Scalar>(lambda, r, noise, hsums(b, 2) == 0);
+      for (int j = 0; j < r; ++j) hlam(b, j) = lambda[std::size_t(j)];
+      hs2(b) = noise;
+    } catch (const std::invalid_argument& e) {
+      errors[std::size_t(b)] = e.what();
+    }
+  }
+  for (const std::string& e : errors)
+    if (!e.empty()) return errors;
+  transfer::copy_from_host(lam, hlam);
+  transfer::copy_from_host(s2, hs2);
+  // Vs(b, j, :) = eigenvector j / sqrt(n0 lambda_j), the descending j-th:
+  // per stream the column-major n0 x r matrix V_r / sqrt(n0 lambda).
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Vs(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::init_vectors")), B, r, n0);
+  Kokkos::parallel_for(
+      "mosaic::init_vectors", Kokkos::RangePolicy<ExecSpace>(0, B * r), KOKKOS_LAMBDA(const int bj) {
+        const int b = bj / r, j = bj % r;
+        const double scale = 1.0 / kmath::sqrt(double(n0) * lam(b, j));
+        for (int k = 0; k < n0; ++k) Vs(b, j, k) = K(b, k, n0 - 1 - j) * scale;
+      });
+  // Ud(b, j, :) is column j of U in double: the column-major d x r U = Y Vs.
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Ud(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::init_U")), B, r, d);
+  for (int b = 0; b < B; ++b)
+    KokkosBlas::gemm("N", "N", 1.0, matrix(Y.data() + std::size_t(b) * per_stream, d, n0),
+                     matrix(Vs.data() + std::size_t(b) * n0 * r, n0, r), 0.0,
+                     matrix(Ud.data() + std::size_t(b) * r * d, d, r));
+  const auto smu = sb.mu;
+  const auto sU = sb.U;
+  const auto sS = sb.S;
+  const auto ss2 = sb.s2;
+  Kokkos::parallel_for(
+      "mosaic::init_round", Kokkos::RangePolicy<ExecSpace>(0, B * d), KOKKOS_LAMBDA(const int bi) {
+        const int b = bi / d, i = bi % d;
+        smu(b, i) = Scalar(mu(b, i));
+        for (int j = 0; j < r; ++j) sU(b, i, j) = Scalar(Ud(b, j, i));
+        if (i < r)
+          for (int c = 0; c < r; ++c) sS(b, i, c) = i == c ? Scalar(lam(b, i)) : Scalar(0);
+        if (i == 0) ss2(b) = Scalar(s2(b));
+      });
+  // A fresh start, as StreamBatch::from_host leaves one.
+  Kokkos::deep_copy(sb.steps, std::int64_t(0));
+  Kokkos::deep_copy(sb.clamped_steps, std::int64_t(0));
+  Kokkos::deep_copy(sb.reorthonormalizations, std::int64_t(0));
+  Kokkos::deep_copy(sb.unresolved_residual_steps, std::int64_t(0));
+  Kokkos::deep_copy(sb.status, 0);
+  Kokkos::deep_copy(sb.breakdown_step, std::int64_t(-1));
+  Kokkos::deep_copy(sb.factor_age, std::int64_t(-1));
+  Kokkos::fence();
+  return errors;
+}
+
+}  // namespace mosaic

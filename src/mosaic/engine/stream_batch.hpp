@@ -1,0 +1,216 @@
+// The states of a batch of B independent MOSAIC streams (ALGORITHM.md
+// section 1), resident in the memory of one Kokkos execution space.
+//
+// Memory layout (one team per stream works on one stream at a time):
+//   mu  B x d      LayoutRight: a stream's mean is contiguous, and the team's
+//                  threads over i read consecutive addresses (coalesced).
+//   S   B x r x r  LayoutRight: a stream's r x r block is contiguous.
+//   U   B x d x r  LayoutStride, always indexed U(b, i, j), each stream's
+//                  d x r block contiguous, with the order *inside* the block
+//                  chosen per execution space by BasisLayout below:
+//     - host spaces (Serial, OpenMP, Threads): row-major inside the stream,
+//       U(b,i,j) at b*d*r + i*r + j. The engine's hot loops walk a row i and
+//       run over j (dot product with a length-r vector, rank-one row
+//       update), so the inner loop is unit-stride and vectorizes, and a team
+//       thread owning a block of rows streams through contiguous memory.
+//     - device spaces (anything that cannot touch host memory, e.g. Cuda,
+//       HIP): column-major inside the stream ("column j of U contiguous"),
+//       U(b,i,j) at b*d*r + j*d + i. There the team's threads run over i,
+//       so at fixed j consecutive threads read consecutive addresses and
+//       every pass over U is coalesced. LayoutRight B x d x r would make
+//       neighbouring threads stride by r instead.
+// Both cases are the same View type, so every kernel is written once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <Kokkos_Core.hpp>
+
+#include "mosaic/engine/backend.hpp"
+#include "mosaic/algorithm/reference.hpp"
+#include "mosaic/engine/transfer.hpp"
+
+namespace mosaic {
+
+// Storage order of U inside one stream for an execution space.
+template <class ExecSpace>
+struct BasisLayout {
+  // True where the execution space is a GPU-like device (it cannot read host
+  // memory): then column-major within the stream, else row-major.
+  static constexpr bool column_major = !is_host_space<ExecSpace>;
+
+  static Kokkos::LayoutStride layout(int batch, int d, int r) {
+    const std::size_t per = std::size_t(d) * std::size_t(r);
+    return column_major ? Kokkos::LayoutStride(batch, per, d, 1, r, std::size_t(d))
+                        : Kokkos::LayoutStride(batch, per, d, std::size_t(r), r, 1);
+  }
+};
+
+// The first element of stream b's block of a batch View whose leading index
+// is the stream (U, mu, S, ...): host code takes it with data() and the
+// stride, never by evaluating the View at (b, 0, ...), which on a device
+// aborts from host code.
+template <class V>
+KOKKOS_INLINE_FUNCTION typename V::pointer_type stream_block_data(const V& v, int b) {
+  return v.data() + std::size_t(b) * std::size_t(v.stride(0));
+}
+
+// Stream status codes (0 = healthy; anything else freezes the stream).
+enum BreakdownCode : int {
+  breakdown_none = 0,
+  breakdown_nonfinite_sample = 1,  // the sample had a NaN/Inf entry
+  breakdown_s_not_spd = 2,         // S failed to factor (non-positive or non-finite LU pivot)
+  breakdown_regularized_not_spd = 3,  // S + gamma s2 I failed to factor
+  breakdown_nonfinite_update = 4,  // the step would have produced non-finite numbers
+  breakdown_reorthonormalize = 5,  // U^T U failed to factor during Cholesky-QR
+};
+
+inline const char* breakdown_name(int code) {
+  switch (code) {
+    case breakdown_none: return "none";
+    case breakdown_nonfinite_sample: return "nonfinite_sample";
+    case breakdown_s_not_spd: return "S_not_spd";
+    case breakdown_regularized_not_spd: return "S_plus_gamma_s2_not_spd";
+    case breakdown_nonfinite_update: return "nonfinite_update";
+    case breakdown_reorthonormalize: return "reorthonormalize_failed";
+    default: return "unknown";
+  }
+}
+
+template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
+struct StreamBatch {
+  using execution_space = ExecSpace;
+  using memory_space = typename ExecSpace::memory_space;
+  using scalar_type = Scalar;
+  using basis_view = Kokkos::View<Scalar***, Kokkos::LayoutStride, memory_space>;
+
+  int batch = 0, d = 0, r = 0;
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> mu;   // B x d
+  basis_view U;                                                   // B x d x r (see above)
+  Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space> S;   // B x r x r
+  Kokkos::View<Scalar*, Kokkos::LayoutRight, memory_space> s2;    // B
+  // steps: MOSAIC steps taken (init samples excluded); clamped_steps: steps
+  // whose covariance step was shortened to max_step; breakdown_step: value
+  // of `steps` when the stream broke down (the 0-based index of the failed
+  // step), -1 while healthy; reorthonormalizations: Cholesky-QR passes done;
+  // unresolved_residual_steps: blocked steps whose computed rho^2 was below
+  // 64 eps ||y||^2 (residual at rounding level, ALGORITHM.md section 6;
+  // always 0 for the sequential kernel, which computes e directly).
+  Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> steps, clamped_steps, breakdown_step,
+      reorthonormalizations, unresolved_residual_steps;
+  Kokkos::View<int*, Kokkos::LayoutRight, memory_space> status;  // BreakdownCode; nonzero = frozen
+  // precision_solve: maintained (blocked_step.hpp): upper-triangular R with
+  // R^T R = S, kept in double; factor_age = steps since R was last computed
+  // afresh (-1 = none yet: the next step factors S); refactors = fresh
+  // factorizations that replaced a maintained R; solve_drift = the largest
+  // max|R_maintained - R_fresh| / max|R_fresh| seen at those.
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Rfac;  // B x r x r
+  Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> factor_age, refactors;
+  Kokkos::View<double*, Kokkos::LayoutRight, memory_space> solve_drift;
+  std::vector<std::uint64_t> stream_ids;    // global ids, host
+
+  StreamBatch() = default;
+  StreamBatch(int batch_, int d_, int r_, std::vector<std::uint64_t> ids)
+      : batch(batch_), d(d_), r(r_), stream_ids(std::move(ids)) {
+    if (batch < 1 || d < 1 || r < 1 || r > d)
+      throw std::invalid_argument("StreamBatch: need batch >= 1 and 1 <= r <= d, got batch=" +
+                                  std::to_string(batch) + ", d=" + std::to_string(d) +
+                                  ", r=" + std::to_string(r));
+    if (int(stream_ids.size()) != batch)
+      throw std::invalid_argument("StreamBatch: " + std::to_string(stream_ids.size()) +
+                                  " stream ids for a batch of " + std::to_string(batch));
+    mu = decltype(mu)("mosaic::mu", batch, d);
+    U = basis_view(Kokkos::view_alloc(std::string("mosaic::U")),
+                   BasisLayout<ExecSpace>::layout(batch, d, r));
+    S = decltype(S)("mosaic::S", batch, r, r);
+    s2 = decltype(s2)("mosaic::s2", batch);
+    steps = decltype(steps)("mosaic::steps", batch);
+    clamped_steps = decltype(clamped_steps)("mosaic::clamped_steps", batch);
+    breakdown_step = decltype(breakdown_step)("mosaic::breakdown_step", batch);
+    reorthonormalizations = decltype(reorthonormalizations)("mosaic::reorth", batch);
+    unresolved_residual_steps = decltype(unresolved_residual_steps)("mosaic::unresolved_residual_steps", batch);
+    status = decltype(status)("mosaic::status", batch);
+    Kokkos::deep_copy(breakdown_step, std::int64_t(-1));
+    Rfac = decltype(Rfac)("mosaic::Rfac", batch, r, r);
+    factor_age = decltype(factor_age)("mosaic::factor_age", batch);
+    refactors = decltype(refactors)("mosaic::refactors", batch);
+    solve_drift = decltype(solve_drift)("mosaic::solve_drift", batch);
+    Kokkos::deep_copy(factor_age, std::int64_t(-1));
+  }
+
+  // mu, U, S, s2 of one stream (the fixed-size state of ALGORITHM.md section 1).
+  std::size_t state_bytes_per_stream() const {
+    return sizeof(Scalar) * (std::size_t(d) + std::size_t(d) * r + std::size_t(r) * r + 1);
+  }
+
+  // Copies stream b out into the reference's row-major form.
+  ReferenceState<Scalar> to_host(int b) const {
+    check_index(b);
+    ReferenceState<Scalar> st(d, r);
+    const auto h_mu = transfer::to_host(Kokkos::subview(mu, b, Kokkos::ALL()));
+    const auto h_U = transfer::to_host(Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL()));
+    const auto h_S = transfer::to_host(Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()));
+    for (int i = 0; i < d; ++i) st.mu[i] = h_mu(i);
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j < r; ++j) st.u(i, j) = h_U(i, j);
+    for (int a = 0; a < r; ++a)
+      for (int c = 0; c < r; ++c) st.S[std::size_t(a) * r + c] = h_S(a, c);
+    st.s2 = read_scalar(s2, b);
+    st.steps = read_scalar(steps, b);
+    st.clamped_steps = read_scalar(clamped_steps, b);
+    st.reorthonormalizations = read_scalar(reorthonormalizations, b);
+    return st;
+  }
+
+  // Overwrites stream b with a host state (also resets status to healthy).
+  void from_host(int b, const ReferenceState<Scalar>& st) {
+    check_index(b);
+    if (st.d != d || st.r != r)
+      throw std::invalid_argument("StreamBatch::from_host: state is d=" + std::to_string(st.d) +
+                                  ", r=" + std::to_string(st.r) + ", batch is d=" +
+                                  std::to_string(d) + ", r=" + std::to_string(r));
+    auto d_mu = Kokkos::subview(mu, b, Kokkos::ALL());
+    auto d_U = Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL());
+    auto d_S = Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL());
+    const auto h_mu = transfer::host_buffer(d_mu);
+    const auto h_U = transfer::host_buffer(d_U);
+    const auto h_S = transfer::host_buffer(d_S);
+    for (int i = 0; i < d; ++i) h_mu(i) = st.mu[i];
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j < r; ++j) h_U(i, j) = st.u(i, j);
+    for (int a = 0; a < r; ++a)
+      for (int c = 0; c < r; ++c) h_S(a, c) = st.S[std::size_t(a) * r + c];
+    transfer::copy_from_host(d_mu, h_mu);
+    transfer::copy_from_host(d_U, h_U);
+    transfer::copy_from_host(d_S, h_S);
+    write_scalar(s2, b, st.s2);
+    write_scalar(steps, b, st.steps);
+    write_scalar(clamped_steps, b, st.clamped_steps);
+    write_scalar(reorthonormalizations, b, st.reorthonormalizations);
+    write_scalar(unresolved_residual_steps, b, std::int64_t(0));
+    write_scalar(status, b, 0);
+    write_scalar(breakdown_step, b, std::int64_t(-1));
+    write_scalar(factor_age, b, std::int64_t(-1));  // S changed: no maintained factor
+  }
+
+ private:
+  void check_index(int b) const {
+    if (b < 0 || b >= batch)
+      throw std::out_of_range("StreamBatch: stream index " + std::to_string(b) +
+                              " outside [0, " + std::to_string(batch) + ")");
+  }
+  template <class V>
+  static typename V::non_const_value_type read_scalar(const V& v, int b) {
+    return transfer::to_host(Kokkos::subview(v, b))();
+  }
+  template <class V, class T>
+  static void write_scalar(const V& v, int b, T value) {
+    Kokkos::deep_copy(Kokkos::subview(v, b), typename V::non_const_value_type(value));
+  }
+};
+
+}  // namespace mosaic

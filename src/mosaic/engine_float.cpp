@@ -1,5 +1,0 @@
-// MosaicEngine<float> of the default execution space: the sequential and
-// blocked kernels, compiled once (batched_engine.hpp declares it extern).
-#include "batched_engine.hpp"
-
-template class mosaic::MosaicEngine<float, Kokkos::DefaultExecutionSpace>;

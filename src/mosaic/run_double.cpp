@@ -1,5 +1,0 @@
-// The run loop for double with both data sources (synthetic drift, npy files),
-// compiled once (run.hpp declares it extern).
-#include "run.hpp"
-
-template nlohmann::json mosaic::run_point<double>(const mosaic::RunConfig&, MPI_Comm, mosaic::RunControl*);

@@ -1,0 +1,106 @@
+// The reference cross-check (reference_check.hpp): it passes for the
+// engine's own result, in double and float, with the sequential and the
+// blocked kernel, and it fails when the engine's state is not what the
+// reference computed from the same samples.
+#include <mpi.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "mosaic/engine/batched_engine.hpp"
+#include "mosaic/app/reference_check.hpp"
+#include "mosaic/sources/synthetic_source.hpp"
+
+namespace {
+
+using namespace mosaic;
+using Exec = Kokkos::DefaultExecutionSpace;
+using Mem = Exec::memory_space;
+
+// Advances two streams (ids 0 and 1) with the check on stream 1 for
+// `steps` timed steps; `tamper` may change the engine's state before the
+// window closes. Returns the check's result.
+template <class T>
+nlohmann::json run_checked(int block_size, std::int64_t steps,
+                           const std::function<void(StreamBatch<T, Exec>&)>& tamper = {}) {
+  const int d = 40, r = 4;
+  RunConfig cfg;
+  cfg.problem.d = d;
+  cfg.problem.rank = r;
+  cfg.algorithm.block_size = block_size;
+  cfg.run.reference_check_steps = steps;
+  cfg.run.reference_check_stream = 1;
+  cfg.streams.mode = StreamMode::weak;
+  cfg.streams.per_rank = 2;
+  const StreamDecomposition decomp = decompose_streams(cfg.streams, 0, 1);
+  SyntheticSpec spec;
+  spec.d = d;
+  spec.r = r;
+  spec.drift = 1e-3;
+  spec.seed = 11;
+  SyntheticDriftSource<T, Exec> source(spec, decomp.local_ids);
+  StreamBatch<T, Exec> batch(2, d, r, decomp.local_ids);
+  MosaicEngine<T, Exec> engine(cfg.algorithm, 2, d, r);
+  const int n0 = cfg.algorithm.resolved_init_samples(r);
+  Kokkos::View<T***, Kokkos::LayoutRight, Mem> X0("X0", 2, n0, d);
+  source.read_init(n0, X0);
+  engine.init_data(batch, X0);
+  ReferenceCrossCheck<T, Exec> check(cfg, decomp, 0, nlohmann::json(), MPI_COMM_WORLD);
+  check.start(batch);
+  std::int64_t k = 0;
+  while (check.open()) {
+    const auto X = source.next_block(n0 + k, engine.block_length(k));
+    engine.advance(batch, X);
+    k += std::int64_t(X.extent(1));
+    check.consume(X);
+    if (tamper && k >= steps) tamper(batch);
+    check.at_block_end(batch, k);
+  }
+  return check.result();
+}
+
+TEST(ReferenceCheck, PassesForTheEngineInDoubleSequentialAndBlocked) {
+  for (int k : {1, 16}) {
+    const nlohmann::json res = run_checked<double>(k, 50);
+    ASSERT_EQ(res["status"], "compared") << res.dump();
+    EXPECT_TRUE(res["passed"].get<bool>()) << "block_size " << k << ": " << res.dump();
+    EXPECT_LE(res["rel_error"].get<double>(), 1e-10);
+    EXPECT_EQ(res["stream_id"], 1);
+    // The window closes at the first block end at or after 50 steps.
+    EXPECT_EQ(res["to_timed_step"], k == 1 ? 50 : 64);
+    EXPECT_EQ(res["reference_steps"], res["to_timed_step"]);
+  }
+}
+
+TEST(ReferenceCheck, PassesForTheEngineInFloat) {
+  const nlohmann::json res = run_checked<float>(16, 50);
+  ASSERT_EQ(res["status"], "compared");
+  EXPECT_TRUE(res["passed"].get<bool>()) << res.dump();
+  EXPECT_EQ(res["threshold"].get<double>(), 1e-3);
+}
+
+TEST(ReferenceCheck, FailsWhenTheEngineStateDiffers) {
+  // A relative change of 1e-6 in s2 alone: far below what a tracking check
+  // could see, far above the double threshold.
+  const nlohmann::json res = run_checked<double>(16, 50, [](StreamBatch<double, Exec>& batch) {
+    ReferenceState<double> st = batch.to_host(1);
+    st.s2 *= 1.0 + 1e-6;
+    batch.from_host(1, st);
+  });
+  ASSERT_EQ(res["status"], "compared");
+  EXPECT_FALSE(res["passed"].get<bool>()) << res.dump();
+  EXPECT_NEAR(res["s2_rel_error"].get<double>(), 1e-6, 1e-9);
+  // A change of U S U^T: one entry of S.
+  const nlohmann::json cov = run_checked<double>(1, 30, [](StreamBatch<double, Exec>& batch) {
+    ReferenceState<double> st = batch.to_host(1);
+    st.S[0] *= 1.0 + 1e-5;
+    batch.from_host(1, st);
+  });
+  EXPECT_FALSE(cov["passed"].get<bool>()) << cov.dump();
+  EXPECT_GT(cov["covariance_rel_error"].get<double>(), 1e-7);
+}
+
+}  // namespace

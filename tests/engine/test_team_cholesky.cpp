@@ -1,0 +1,227 @@
+// The blocked update's team Cholesky factorization and solve
+// (team_cholesky.hpp) against the plain sequential loops it must equal:
+// bitwise on host spaces and between team sizes on every backend (each
+// entry receives its updates in the loops' order, whichever thread applies
+// them), within rounding of the loops on devices (nvcc may fuse a product
+// and its subtraction into an FMA where the host build does not). Also:
+// R^T R = A and (R^T R) x = b to rounding, and a failed pivot seen by every
+// thread of the team.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <Kokkos_Core.hpp>
+
+#include "mosaic/engine/backend.hpp"
+#include "mosaic/engine/team_cholesky.hpp"
+#include "mosaic/engine/transfer.hpp"
+
+namespace {
+
+using Exec = Kokkos::DefaultExecutionSpace;
+using Mem = Exec::memory_space;
+using Mats = Kokkos::View<double***, Kokkos::LayoutRight, Mem>;  // count x r x ld
+using Vecs = Kokkos::View<double**, Kokkos::LayoutRight, Mem>;   // count x r
+using Flags = Kokkos::View<int**, Kokkos::LayoutRight, Mem>;     // count x team size: each thread's verdict
+
+constexpr bool on_host = mosaic::is_host_space<Exec>;
+
+// The plain loops: right-looking factorization, then R^T y = b by rows of
+// R and R x = y by columns.
+bool plain_cholesky(std::vector<double>& a, int r, int ld) {
+  for (int j = 0; j < r; ++j) {
+    const double piv = a[j * ld + j];
+    if (!(piv > 0.0) || !std::isfinite(piv)) return false;
+    const double rjj = std::sqrt(piv);
+    for (int i = j + 1; i < r; ++i) a[j * ld + i] /= rjj;
+    a[j * ld + j] = rjj;
+    for (int c = j + 1; c < r; ++c) {
+      const double lc = a[j * ld + c];
+      for (int i = c; i < r; ++i) a[c * ld + i] -= a[j * ld + i] * lc;
+    }
+  }
+  return true;
+}
+
+void plain_solve(const std::vector<double>& R, int r, int ld, std::vector<double>& x) {
+  for (int k = 0; k < r; ++k) {
+    x[k] /= R[k * ld + k];
+    for (int i = k + 1; i < r; ++i) x[i] -= R[k * ld + i] * x[k];
+  }
+  for (int j = r - 1; j >= 0; --j) {
+    x[j] /= R[j * ld + j];
+    for (int i = 0; i < j; ++i) x[i] -= R[i * ld + j] * x[j];
+  }
+}
+
+// The team forms on `count` matrices, one team of `team_size` threads each;
+// ok(b, t) is thread t's verdict; x(b) is solved where the factorization held.
+void on_teams(const Mats& A, const Vecs& x, const Flags& ok, int r, int team_size) {
+  const long ld = long(A.extent(2));
+  using policy = Kokkos::TeamPolicy<Exec>;
+  Kokkos::parallel_for(
+      "test::team_cholesky", policy(int(A.extent(0)), team_size), KOKKOS_LAMBDA(const policy::member_type& m) {
+        const int b = m.league_rank();
+        double* const a = &A(b, 0, 0);
+        const bool factored = mosaic::detail::team_cholesky_upper(m, a, ld, r);
+        ok(b, m.team_rank()) = factored ? 1 : 0;
+        if (factored) mosaic::detail::team_cholesky_solve(m, a, ld, &x(b, 0), r);
+      });
+  Kokkos::fence();
+}
+
+// An SPD r x r matrix X X^T / r + I (upper triangle stored, lower left as
+// garbage that must not be read) in a row of leading dimension ld.
+std::vector<double> spd(int r, int ld, std::mt19937_64& gen) {
+  std::normal_distribution<double> n01;
+  std::vector<double> X(std::size_t(r) * r), a(std::size_t(r) * ld, std::numeric_limits<double>::quiet_NaN());
+  for (double& v : X) v = n01(gen);
+  for (int i = 0; i < r; ++i)
+    for (int j = i; j < r; ++j) {
+      double s = i == j ? 1.0 : 0.0;
+      for (int p = 0; p < r; ++p) s += X[i * r + p] * X[j * r + p] / r;
+      a[i * ld + j] = s;
+    }
+  return a;
+}
+
+std::vector<int> team_sizes() {
+  std::vector<int> sizes;
+  const int most = on_host ? Exec().concurrency() : 128;
+  for (int ts : {1, 2, 3, 4, 5, 8, 32, 64, 128})
+    if (ts <= most) sizes.push_back(ts);
+  return sizes;
+}
+
+struct TeamResult {
+  std::vector<std::vector<double>> R, x;
+  std::vector<std::vector<int>> ok;
+};
+
+TeamResult run(const std::vector<std::vector<double>>& mats, const std::vector<std::vector<double>>& rhs, int r, int ld,
+        int team_size) {
+  const int count = int(mats.size());
+  Mats A("A", count, r, ld);
+  Vecs x("x", count, r);
+  Flags ok("ok", count, team_size);
+  auto hA = mosaic::transfer::to_host(A);
+  auto hx = mosaic::transfer::to_host(x);
+  for (int b = 0; b < count; ++b)
+    for (int i = 0; i < r; ++i) {
+      hx(b, i) = rhs[b][i];
+      for (int j = 0; j < ld; ++j) hA(b, i, j) = mats[b][i * ld + j];
+    }
+  mosaic::transfer::copy_from_host(A, hA);
+  mosaic::transfer::copy_from_host(x, hx);
+  on_teams(A, x, ok, r, team_size);
+  hA = mosaic::transfer::to_host(A);
+  hx = mosaic::transfer::to_host(x);
+  const auto hok = mosaic::transfer::to_host(ok);
+  TeamResult out;
+  for (int b = 0; b < count; ++b) {
+    std::vector<double> R(std::size_t(r) * ld), xb(r);
+    std::vector<int> verdicts(team_size);
+    for (int i = 0; i < r; ++i) {
+      xb[i] = hx(b, i);
+      for (int j = 0; j < ld; ++j) R[i * ld + j] = hA(b, i, j);
+    }
+    for (int t = 0; t < team_size; ++t) verdicts[t] = hok(b, t);
+    out.R.push_back(R);
+    out.x.push_back(xb);
+    out.ok.push_back(verdicts);
+  }
+  return out;
+}
+
+// Bitwise equality of doubles, NaN equal to NaN (the untouched lower triangle).
+bool same_bits(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+TEST(TeamCholesky, EqualsThePlainLoopsAtEveryTeamSize) {
+  std::mt19937_64 gen(20261204);
+  for (int r : {1, 2, 3, 4, 5, 8, 13, 37, 64}) {
+    const int ld = r + 3;  // rows not packed: the leading dimension is honoured
+    std::vector<std::vector<double>> mats, rhs;
+    std::normal_distribution<double> n01;
+    for (int b = 0; b < 3; ++b) {
+      mats.push_back(spd(r, ld, gen));
+      std::vector<double> v(r);
+      for (double& e : v) e = n01(gen);
+      rhs.push_back(v);
+    }
+    // The plain loops, and the exactness of their result.
+    std::vector<std::vector<double>> plainR = mats, plainx = rhs;
+    for (int b = 0; b < 3; ++b) {
+      ASSERT_TRUE(plain_cholesky(plainR[b], r, ld));
+      plain_solve(plainR[b], r, ld, plainx[b]);
+      double err = 0, scale = 0, res = 0, bnorm = 0;
+      for (int i = 0; i < r; ++i) {
+        for (int j = i; j < r; ++j) {
+          double s = 0;
+          for (int p = 0; p <= i; ++p) s += plainR[b][p * ld + i] * plainR[b][p * ld + j];
+          err = std::max(err, std::abs(s - mats[b][i * ld + j]));
+          scale = std::max(scale, std::abs(mats[b][i * ld + j]));
+        }
+        double ax = 0;  // (A x)_i from the upper triangle
+        for (int j = 0; j < r; ++j) ax += (j >= i ? mats[b][i * ld + j] : mats[b][j * ld + i]) * plainx[b][j];
+        res = std::max(res, std::abs(ax - rhs[b][i]));
+        bnorm = std::max(bnorm, std::abs(rhs[b][i]));
+      }
+      EXPECT_LT(err, 1e-13 * scale * r) << "r = " << r;
+      EXPECT_LT(res, 1e-11 * bnorm * r) << "r = " << r;
+    }
+    const TeamResult one = run(mats, rhs, r, ld, 1);
+    for (int ts : team_sizes()) {
+      const TeamResult t = ts == 1 ? one : run(mats, rhs, r, ld, ts);
+      for (int b = 0; b < 3; ++b) {
+        const std::string where = "r = " + std::to_string(r) + ", team size " + std::to_string(ts) + ", matrix " +
+                                  std::to_string(b);
+        for (int v : t.ok[b]) EXPECT_EQ(v, 1) << where;
+        for (std::size_t i = 0; i < t.R[b].size(); ++i) {
+          ASSERT_TRUE(same_bits(t.R[b][i], one.R[b][i])) << where << ", entry " << i;
+          if (on_host) {
+            ASSERT_TRUE(same_bits(t.R[b][i], plainR[b][i])) << where << ", entry " << i;
+          } else if (!std::isnan(plainR[b][i])) {
+            ASSERT_NEAR(t.R[b][i], plainR[b][i], 1e-12 * (1 + std::abs(plainR[b][i]))) << where << ", entry " << i;
+          }
+        }
+        for (int i = 0; i < r; ++i) {
+          ASSERT_TRUE(same_bits(t.x[b][i], one.x[b][i])) << where << ", x " << i;
+          if (on_host)
+            ASSERT_TRUE(same_bits(t.x[b][i], plainx[b][i])) << where << ", x " << i;
+          else
+            ASSERT_NEAR(t.x[b][i], plainx[b][i], 1e-10 * (1 + std::abs(plainx[b][i]))) << where << ", x " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(TeamCholesky, AFailedPivotIsSeenByEveryThread) {
+  std::mt19937_64 gen(7);
+  const int r = 13, ld = r;
+  // Matrix 0 is SPD; 1 loses positive definiteness at pivot 6 (a diagonal
+  // below the sum of squares above it), 2 at pivot 0, 3 has a NaN pivot at
+  // 9, 4 an infinite one at 11.
+  std::vector<std::vector<double>> mats(5, spd(r, ld, gen));
+  mats[1][6 * ld + 6] = -1.0;
+  mats[2][0] = 0.0;
+  mats[3][9 * ld + 9] = std::numeric_limits<double>::quiet_NaN();
+  mats[4][11 * ld + 11] = std::numeric_limits<double>::infinity();
+  const std::vector<std::vector<double>> rhs(5, std::vector<double>(r, 1.0));
+  for (int ts : team_sizes()) {
+    const TeamResult t = run(mats, rhs, r, ld, ts);
+    for (int b = 0; b < 5; ++b) {
+      std::vector<double> plain = mats[b];
+      const int expected = plain_cholesky(plain, r, ld) ? 1 : 0;
+      EXPECT_EQ(expected, b == 0 ? 1 : 0);
+      for (int v : t.ok[b]) EXPECT_EQ(v, expected) << "team size " << ts << ", matrix " << b;
+    }
+  }
+}
+
+}  // namespace
