@@ -24,6 +24,7 @@
 #include "mosaic/config/run_config.hpp"
 #include "mosaic/app/stop_signal.hpp"
 #include "mosaic/app/timers.hpp"
+#include "mosaic/util/mpi_collectives.hpp"
 
 namespace mosaic {
 
@@ -131,12 +132,6 @@ class CheckpointPolicy {
 
 namespace detail {
 
-inline double allreduce_d(double v, MPI_Op op, MPI_Comm comm) {
-  double out = 0;
-  MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, op, comm);
-  return out;
-}
-
 // The statistics of this segment so far, reduced over the ranks
 // (collective): timers (max/min/mean over ranks per phase), the timed and
 // warm-up steps it did, the timed loop's wall time (max over ranks), the
@@ -152,9 +147,9 @@ inline nlohmann::json segment_stats(const TimerSet& timers, MPI_Comm comm, std::
                       {"timed_steps", timed_steps},
                       {"warmup_steps", warmup_steps},
                       {"timers", timer_stats},
-                      {"loop_max_s", allreduce_d(loop_s, MPI_MAX, comm)},
-                      {"per_rank_update_samples_per_second_min", allreduce_d(rate, MPI_MIN, comm)},
-                      {"per_rank_update_samples_per_second_max", allreduce_d(rate, MPI_MAX, comm)}};
+                      {"loop_max_s", allreduce(loop_s, MPI_MAX, comm)},
+                      {"per_rank_update_samples_per_second_min", allreduce(rate, MPI_MIN, comm)},
+                      {"per_rank_update_samples_per_second_max", allreduce(rate, MPI_MAX, comm)}};
   if (!io.is_null()) s["io"] = io;
   return s;
 }

@@ -1,0 +1,71 @@
+// The checks of an npy run's input files before anything runs, agreed over
+// the ranks (the driver calls it for every sweep point before the memory
+// check; run_point for a point whose run.steps: all is still unresolved).
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <exception>
+#include <string>
+
+#include "mosaic/app/decomposition.hpp"
+#include "mosaic/config/run_config.hpp"
+#include "mosaic/sources/npy_source.hpp"
+#include "mosaic/util/mpi_collectives.hpp"
+
+namespace mosaic {
+
+// The checks of an npy run's files, before any step (collective over comm):
+// every rank opens the files of its own streams and checks each one
+// (preflight_npy_file: a readable little-endian float32/float64 2-D .npy
+// with problem.d features, enough rows, finite init rows). Then the ranks
+// agree: the message of the lowest rank that found a problem is returned on
+// every rank ("" when all is well). With run.steps: all, sets cfg.run.steps
+// to the rows of the shortest file (over all ranks) minus init_samples and
+// warmup_steps. Does nothing for other sources.
+inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
+  if (cfg.source.type != "npy") return "";
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &nranks);
+  const StreamDecomposition decomp = decompose_streams(cfg.streams, rank, nranks);
+  const std::int64_t n0 =
+      cfg.algorithm.init == InitMode::data ? cfg.algorithm.resolved_init_samples(cfg.problem.rank) : 0;
+  const std::int64_t w = cfg.run.warmup_steps;
+  const bool all = cfg.run.steps_all;
+  const std::int64_t need = n0 + w + (all ? 1 : cfg.run.steps);
+  const std::string what = "algorithm.init_samples (" + std::to_string(n0) + ") + run.warmup_steps (" +
+                           std::to_string(w) + ") + " +
+                           (all ? std::string("at least one step (run.steps: all)")
+                                : "run.steps (" + std::to_string(cfg.run.steps) + ")");
+  std::string error;
+  long long min_rows = LLONG_MAX;
+  for (auto id : decomp.local_ids) {
+    if (id >= cfg.source.paths.size()) {
+      error = "stream " + std::to_string(id) + " has no file: source.paths lists " +
+              std::to_string(cfg.source.paths.size());
+      break;
+    }
+    try {
+      const std::string& path = cfg.source.paths[id];
+      const std::int64_t rows =
+          cfg.problem.dtype == Dtype::float32
+              ? preflight_npy_file<float>(path, cfg.problem.d, need, what, n0)
+              : preflight_npy_file<double>(path, cfg.problem.d, need, what, n0);
+      min_rows = std::min<long long>(min_rows, rows);
+    } catch (const std::exception& e) {
+      error = e.what();
+      break;
+    }
+  }
+  const int first_bad = int(detail::allreduce((long long)(error.empty() ? nranks : rank), MPI_MIN, comm));
+  if (first_bad < nranks) return detail::broadcast_string(error, first_bad, comm);
+  min_rows = detail::allreduce(min_rows, MPI_MIN, comm);
+  if (all) cfg.run.steps = std::int64_t(min_rows) - n0 - w;
+  return "";
+}
+
+}  // namespace mosaic

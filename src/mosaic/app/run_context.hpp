@@ -1,0 +1,95 @@
+// What one run of one sweep point on one rank carries from phase to phase
+// (run.hpp runs the phases: setup, start, warm-up, the timed loop, its end,
+// output): the deck, the rank's streams and their source, the batch and the
+// engine, the position in the streams, the checks and the checkpoint policy,
+// and what the loop has recorded so far.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include <Kokkos_Core.hpp>
+#include <nlohmann/json.hpp>
+
+#include "mosaic/app/decomposition.hpp"
+#include "mosaic/app/reference_check.hpp"
+#include "mosaic/app/run_checkpoint.hpp"
+#include "mosaic/app/timers.hpp"
+#include "mosaic/config/run_config.hpp"
+#include "mosaic/engine/batch_diagnostics.hpp"
+#include "mosaic/engine/batched_engine.hpp"
+#include "mosaic/engine/stream_batch.hpp"
+#include "mosaic/sources/stream_source.hpp"
+
+namespace mosaic {
+
+// An input problem found while a run starts (after the deck and the files
+// were checked): e.g. a rank-deficient init: data start. Thrown on every
+// rank with the same message; the driver reports it and exits 2, like the
+// input errors found before the run.
+struct RunInputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+
+template <class Scalar>
+struct RunContext {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  using Source = StreamSource<Scalar, Exec>;
+  using block_view = typename Source::block_view;
+
+  RunContext(const RunConfig& c, MPI_Comm m, const StreamDecomposition& dc, Source& s, TimerSet& tm,
+             RunControl* ctl)
+      : cfg(c), comm(m), decomp(dc), source(s), timers(tm), control(ctl),
+        restart(ctl ? ctl->restart : nullptr), B(int(dc.local_ids.size())), d(c.problem.d), r(c.problem.rank),
+        params(c.algorithm) {
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+  }
+
+  // The run as asked for. `cfg.run.steps` is the resolved number of timed steps.
+  const RunConfig& cfg;
+  MPI_Comm comm;
+  const StreamDecomposition& decomp;
+  Source& source;
+  TimerSet& timers;
+  RunControl* control;                // optional: the restart, and what stopped the run
+  const ckpt::RestartPlan* restart;   // resuming from this checkpoint, or nullptr
+  int rank = 0, nranks = 1;
+  const int B, d, r;                  // this rank's streams, the dimension, the rank of the states
+  const MosaicParams& params;
+
+  // Set up (setup phase).
+  std::optional<StreamBatch<Scalar, Exec>> batch;
+  std::optional<MosaicEngine<Scalar, Exec>> engine;
+
+  // The position: the sample index of the next sample each stream consumes;
+  // the warm-up and timed steps done, and where this process started them
+  // (all non-zero at the start only when resuming from a checkpoint).
+  std::int64_t t = 0, warm = 0, k = 0, warm0 = 0, k0 = 0;
+
+  // Checked and agreed from the start on (start phase).
+  std::optional<ReferenceCrossCheck<Scalar, Exec>> reference_check;
+  std::optional<CheckpointPolicy> policy;
+  int stop = 0;  // the agreed SIGTERM/SIGINT that stops the run
+
+  // Recorded by the loop.
+  nlohmann::json segments = nlohmann::json::array();  // statistics of the process runs before this one
+  nlohmann::json series = nlohmann::json::array();    // the diagnostics points
+  std::string last_checkpoint;
+  std::int64_t last_checkpoint_at = -1, checkpoints_written = 0;
+  std::optional<std::chrono::steady_clock::time_point> loop_start;
+  double loop_s = 0;  // the timed loop's wall time, its end settled
+  DiagnosticsWork<Exec> diagnostics_work;
+  nlohmann::json final_diag;  // the diagnostics at the end, reduced over the ranks
+  BatchDiagnostics diag;      // and this rank's
+};
+
+}  // namespace detail
+}  // namespace mosaic

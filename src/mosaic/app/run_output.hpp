@@ -1,0 +1,193 @@
+// The run's output phase: what is gathered and reduced over the ranks at
+// the end (per-stream checksums and breakdowns, peak memory, I/O, the
+// segments' statistics), the state files, and the result document (its
+// fields: docs/result.schema.json) with the verification.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mosaic/app/memory_estimate.hpp"
+#include "mosaic/app/run_checkpoint.hpp"
+#include "mosaic/app/run_context.hpp"
+#include "mosaic/app/run_statistics.hpp"
+#include "mosaic/app/verification.hpp"
+#include "mosaic/io/environment.hpp"
+#include "mosaic/io/state_files.hpp"
+#include "mosaic/util/mpi_collectives.hpp"
+
+namespace mosaic::detail {
+
+// What the ranks hand to rank 0 at the end of a run.
+struct GatheredOutputs {
+  std::vector<unsigned long long> ids;  // stream ids, rank order
+  std::vector<double> checksums;        // per stream, the same order
+  std::vector<long long> breakdowns;    // (stream id, step, code) triples
+  std::vector<long long> rss;           // each rank's peak resident memory
+  long long device_used = -1;           // max over the ranks (-1: not a device)
+  nlohmann::json state_files;           // output.state_dir's set (rank 0)
+  std::optional<SourceIoStats> io_end;  // a file source's I/O accounting
+  nlohmann::json total;                 // the segments' statistics combined
+};
+
+// Collective: the per-stream verification checksums and breakdown records
+// and the memory figures (reduce), the state files (output; not for a run
+// a signal stopped: output.state_dir holds final states only), then this
+// process's statistics added to those of the segments before it (a run
+// that was never stopped has one segment). The timers are read last:
+// everything before is in them.
+template <class Scalar>
+GatheredOutputs gather_outputs(RunContext<Scalar>& run) {
+  GatheredOutputs g;
+  run.timers.time("reduce", [&] {
+    std::vector<unsigned long long> ids(run.decomp.local_ids.begin(), run.decomp.local_ids.end());
+    g.ids = gather_to_root(ids, MPI_UNSIGNED_LONG_LONG, run.comm);
+    g.checksums = gather_to_root(run.diag.per_stream_checksum, MPI_DOUBLE, run.comm);
+    std::vector<long long> breaks;
+    for (const auto& b : run.diag.breakdowns)
+      breaks.insert(breaks.end(), {(long long)b.stream_id, (long long)b.step, (long long)b.code});
+    g.breakdowns = gather_to_root(breaks, MPI_LONG_LONG, run.comm);
+    g.rss = gather_to_root(std::vector<long long>{peak_rss_bytes()}, MPI_LONG_LONG, run.comm);
+    g.device_used = allreduce(device_memory_used_bytes(), MPI_MAX, run.comm);
+  });
+  if (!run.cfg.output.state_dir.empty() && !run.stop)
+    run.timers.time("output", [&] {
+      g.state_files = write_state_files(*run.batch, run.cfg, state_dir_for(run.cfg), run.comm);
+    });
+  nlohmann::json io_now;
+  run.timers.time("reduce", [&] {
+    g.io_end = run.source.io_report();
+    if (g.io_end) io_now = reduce_io(*g.io_end, run.comm);
+  });
+  run.segments.push_back(segment_stats(run.timers, run.comm, run.k - run.k0, run.warm - run.warm0, run.loop_s, run.B,
+                                       reduce_timers(run.timers, run.comm, run.nranks), io_now));
+  g.total = combine_segments(run.segments);
+  return g;
+}
+
+// The result document of the run (rank 0).
+template <class Scalar>
+nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutputs& g) {
+  using Exec = typename RunContext<Scalar>::Exec;
+  const RunConfig& cfg = run.cfg;
+  const MosaicParams& params = run.params;
+  const auto& engine = *run.engine;
+  const nlohmann::json& total = g.total;
+  const nlohmann::json timer_stats = total["timers"];
+  const double loop_max_s = total["loop_max_s"];
+  const double update_max = timer_stats["update"]["max_s"];
+  const double samples = double(run.k) * double(run.decomp.total_streams);
+
+  nlohmann::json checksums = nlohmann::json::array();
+  for (std::size_t i = 0; i < g.ids.size(); ++i)
+    checksums.push_back({{"stream_id", g.ids[i]}, {"checksum", g.checksums[i]}});
+  std::sort(checksums.begin(), checksums.end(), [](const auto& a, const auto& b) {
+    return a["stream_id"].template get<unsigned long long>() < b["stream_id"].template get<unsigned long long>();
+  });
+  nlohmann::json breakdowns = nlohmann::json::array();
+  for (std::size_t i = 0; i + 2 < g.breakdowns.size(); i += 3)
+    breakdowns.push_back(
+        {{"stream_id", g.breakdowns[i]}, {"step", g.breakdowns[i + 1]}, {"code", g.breakdowns[i + 2]}});
+
+  const nlohmann::json& ref_check = run.reference_check->result();
+  const Verification v = verify_run(cfg, std::is_same<Scalar, float>::value, run.final_diag, ref_check,
+                                    double(run.warm + run.k) * double(run.decomp.total_streams));
+  nlohmann::json warnings = nlohmann::json::array();
+  if (update_max < 10.0)
+    warnings.push_back("the timed update lasted " + std::to_string(update_max) +
+                       " s (< 10 s): the figure of merit is noisy; raise run.steps for a number to report");
+
+  const std::int64_t init_samples = params.init == InitMode::data ? params.resolved_init_samples(run.r) : 0;
+  const long long broken = run.final_diag["breakdown_streams"];
+  const std::size_t state_bytes = run.batch->state_bytes_per_stream();
+  nlohmann::json result = {
+      {"sweep_point", nlohmann::json::object()},
+      {"resolved_deck", cfg.resolved},
+      {"dtype", to_string(cfg.problem.dtype)},
+      {"decomposition",
+       {{"ranks", run.nranks},
+        {"mode", to_string(cfg.streams.mode)},
+        {"total_streams", run.decomp.total_streams},
+        {"streams_per_rank_min", run.decomp.min_per_rank},
+        {"streams_per_rank_max", run.decomp.max_per_rank},
+        {"imbalance", run.decomp.imbalance},
+        {"policy", "each stream is owned whole by one rank; stream states are never split, exchanged or averaged; only statistics cross ranks"}}},
+      {"kernel",
+       {{"update", engine.blocked() ? "blocked" : "sequential"},
+        {"block_size", engine.block_size()},
+        {"block_size_from", params.block_size == kAuto ? "auto" : "deck"},
+        {"block_gemm", engine.blocked() ? nlohmann::json(to_string(engine.block_gemm_resolved())) : nlohmann::json()},
+        {"block_gemm_streams", engine.blocked() && engine.block_gemm_resolved() == BlockGemm::vendor
+                                   ? nlohmann::json(engine.vendor_gemm_over_streams() ? "one thread per stream"
+                                                                                      : "all streams at once")
+                                   : nlohmann::json()},
+        {"reorthonormalize", engine.reorthonormalize_at_block_end() ? nlohmann::json("every block end")
+                             : engine.reorthonormalize_every() > 0
+                                 ? nlohmann::json("every " + std::to_string(engine.reorthonormalize_every()) + " steps")
+                                 : nlohmann::json("never")}}},
+      {"steps", {{"timed", run.k}, {"warmup", run.warm}, {"timed_planned", cfg.run.steps},
+                 {"init_samples", init_samples}}},
+      {"timers", timer_stats},
+      {"timer_coverage",
+       {{"accounted_fraction", timer_coverage(timer_stats)},
+        {"definition", "sum over the phases of their mean seconds over the ranks, over the mean total"}}},
+      {"figure_of_merit",
+       {{"name", "update_samples_per_second"},
+        {"value", update_max > 0 ? samples / update_max : 0.0},
+        {"definition", "timed steps x total streams / max over ranks of the update-only time"}}},
+      {"throughput",
+       {{"update_samples_per_second", update_max > 0 ? samples / update_max : 0.0},
+        {"end_to_end_samples_per_second", loop_max_s > 0 ? samples / loop_max_s : 0.0},
+        {"per_rank_update_samples_per_second_min", total["per_rank_update_samples_per_second_min"].get<double>()},
+        {"per_rank_update_samples_per_second_max", total["per_rank_update_samples_per_second_max"].get<double>()},
+        {"communication_seconds_max", timer_stats["reduce"]["max_s"]}}},
+      {"diagnostics", {{"final", run.final_diag}, {"series", run.series}}},
+      {"memory",
+       {{"state_bytes_per_stream", state_bytes},
+        {"state_bytes_total", state_bytes * std::size_t(run.decomp.total_streams)},
+        {"device_bytes_in_use_max", g.device_used >= 0 ? nlohmann::json(g.device_used) : nlohmann::json()},
+        {"peak_rss_bytes_per_rank", g.rss},
+        {"peak_rss_definition", "each rank's VmHWM (/proc/self/status): the peak resident memory of the process "
+                                "since it started, so a sweep point's includes the points before it"},
+        {"estimate_rank0",
+         estimate_rank_memory<Exec>(cfg, run.B, run.decomp.total_streams, true,
+                                    init_samples + cfg.run.warmup_steps + cfg.run.steps)
+             .to_json()}}},
+      {"counts", {{"clamped_steps", run.final_diag["clamped_steps"]},
+                  {"breakdown_streams", broken},
+                  {"breakdowns", breakdowns}}},
+      {"verification", {{"passed", v.passed},
+                        {"verdict", v.verdict},
+                        {"accuracy", v.accuracy},
+                        {"checks", v.checks},
+                        {"reference_check", ref_check},
+                        {"per_stream_checksums", checksums}}},
+      {"warnings", warnings},
+  };
+  if (g.io_end) result["io"] = total["io"];
+  if (!g.state_files.is_null()) result["state_files"] = g.state_files;
+  if (run.restart || run.segments.size() > 1)
+    result["restart"] = {{"restarted_from", run.restart ? nlohmann::json(run.restart->dir) : nlohmann::json()},
+                         {"segments", run.segments.size()},
+                         {"per_segment", run.segments}};
+  if (run.policy->enabled()) {
+    const auto& ck = cfg.output.checkpoint;
+    result["checkpoints"] = {{"dir", ck.dir},
+                             {"written", run.checkpoints_written},
+                             {"last", run.last_checkpoint.empty() ? nlohmann::json()
+                                                                  : nlohmann::json(run.last_checkpoint)},
+                             {"keep", ck.keep},
+                             {"every_steps", ck.every_steps},
+                             {"every_seconds", ck.every_seconds}};
+  }
+  return result;
+}
+
+}  // namespace mosaic::detail

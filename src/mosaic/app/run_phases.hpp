@@ -1,0 +1,162 @@
+// The phases of one run before its output, in the order run.hpp calls them,
+// each under its timer: setup (the batch and the engine), start (init, or
+// the checkpoint's state when resuming), warm-up, the timed loop and its
+// end. The work of one block is in run_block.hpp.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include <Kokkos_Core.hpp>
+#include <nlohmann/json.hpp>
+
+#include "mosaic/app/progress.hpp"
+#include "mosaic/app/run_block.hpp"
+#include "mosaic/app/run_context.hpp"
+#include "mosaic/io/checkpoint.hpp"
+#include "mosaic/util/mpi_collectives.hpp"
+
+namespace mosaic::detail {
+
+// setup: the batch of this rank's streams and the engine.
+template <class Scalar>
+void setup(RunContext<Scalar>& run) {
+  run.timers.time("setup", [&] {
+    run.batch.emplace(run.B, run.d, run.r, run.decomp.local_ids);
+    run.engine.emplace(run.params, run.B, run.d, run.r);
+  });
+}
+
+// init: the streams' first state (init: data from the source's first
+// samples, or init: random). A stream whose init: data failed (e.g. a
+// rank-deficient start) is an input error on every rank: the lowest rank's
+// message.
+template <class Scalar>
+void initialize_streams(RunContext<Scalar>& run) {
+  using Mem = typename RunContext<Scalar>::Exec::memory_space;
+  std::string init_error;
+  run.timers.time("init", [&] {
+    if (run.params.init == InitMode::data) {
+      const int n0 = run.params.resolved_init_samples(run.r);
+      Kokkos::View<Scalar***, Kokkos::LayoutRight, Mem> X0("mosaic::init_samples", run.B, n0, run.d);
+      run.source.read_init(n0, X0);
+      try {
+        run.engine->init_data(*run.batch, X0);
+      } catch (const StreamInitError& e) {
+        init_error = run.source.describe(e.stream) + ": " + e.what();
+      }
+      run.t = n0;
+    } else {
+      run.engine->init_random(*run.batch, run.cfg.run.seed);
+    }
+  });
+  const int first_bad =
+      int(allreduce((long long)(init_error.empty() ? run.nranks : run.rank), MPI_MIN, run.comm));
+  if (first_bad < run.nranks) throw RunInputError(broadcast_string(init_error, first_bad, run.comm));
+}
+
+// checkpoint (resuming): the streams, the source's position and the
+// statistics so far, from the checkpoint.
+template <class Scalar>
+void resume_streams(RunContext<Scalar>& run) {
+  const ckpt::RestartPlan& restart = *run.restart;
+  run.timers.time("checkpoint", [&] {
+    const ckpt::LoadedSources loaded = ckpt::load_streams(restart, *run.batch);
+    const auto& pos = restart.manifest.at("position");
+    run.t = pos.at("sample_index").get<std::int64_t>();
+    run.warm = pos.at("warmup_done").get<std::int64_t>();
+    run.k = pos.at("timed_done").get<std::int64_t>();
+    SourcePosition earlier{loaded.frozen, {}, {}};
+    for (const auto& e : loaded.data_errors)
+      earlier.data_errors.push_back(SourceDataError{e.at("stream_id").get<std::uint64_t>(),
+                                                    e.at("path").get<std::string>(), e.at("row").get<std::int64_t>(),
+                                                    e.at("message").get<std::string>()});
+    run.source.resume_at(run.t, std::move(earlier));
+  });
+  run.segments = restart.manifest.at("segments");
+  run.series = restart.manifest.at("diagnostics_series");
+}
+
+// start: the streams' state (initialized, or resumed), then the reference
+// cross-check (carried over from a checkpoint) and the checkpoint policy.
+template <class Scalar>
+void start(RunContext<Scalar>& run) {
+  if (run.restart) resume_streams(run);
+  else initialize_streams(run);
+  run.warm0 = run.warm;
+  run.k0 = run.k;
+  const nlohmann::json earlier_check = run.restart && run.restart->manifest.contains("reference_check")
+                                           ? run.restart->manifest["reference_check"]
+                                           : nlohmann::json();
+  run.reference_check.emplace(run.cfg, run.decomp, run.k, earlier_check, run.comm);
+  run.policy.emplace(run.cfg.output.checkpoint, run.comm);
+}
+
+// warmup: run.warmup_steps untimed steps; a signal stops them (and is
+// checkpointed when checkpoints are on).
+template <class Scalar>
+void warm_up(RunContext<Scalar>& run) {
+  run.timers.time("warmup", [&] {
+    while (run.warm < run.cfg.run.warmup_steps && !run.stop) {
+      const auto Xn = next_block(run, run.cfg.run.warmup_steps - run.warm);
+      run.engine->advance(*run.batch, Xn);
+      run.warm += std::int64_t(Xn.extent(1));
+      run.t += std::int64_t(Xn.extent(1));
+      run.stop = run.policy->after_step(-1).signal;
+    }
+  });
+  run.last_checkpoint_at = run.restart ? run.t : -1;
+  if (run.stop && run.policy->enabled()) write_checkpoint(run);
+}
+
+// The timed loop: block by block until run.steps timed steps are done or a
+// signal stops it. A block ends at every diagnostics point and every_steps
+// checkpoint (run.hpp: where blocks end).
+template <class Scalar>
+void timed_loop(RunContext<Scalar>& run) {
+  const auto& rc = run.cfg.run;
+  ProgressReporter progress(run.rank == 0, rc.progress_every_s, rc.steps, run.decomp.total_streams);
+  progress.resume(run.k0);
+  const std::int64_t every = rc.diagnostics_every;
+  run.loop_start = std::chrono::steady_clock::now();
+  const std::int64_t ck_every = run.cfg.output.checkpoint.every_steps;
+  if (!run.stop) run.timers.time("verify", [&] { run.reference_check->start(*run.batch); });
+  while (run.k < rc.steps && !run.stop) {
+    std::int64_t limit = rc.steps - run.k;
+    if (every > 0) limit = std::min(limit, every - run.k % every);
+    if (ck_every > 0) limit = std::min(limit, ck_every - run.k % ck_every);
+    const auto Xn = generate_and_update(run, limit);
+    check_block(run, Xn);
+    if (every > 0 && run.k % every == 0 && run.k < rc.steps) run.series.push_back(diagnose(run, run.k).first);
+    progress.update(run.k, run.timers.seconds("update"));
+    agree_at_block_end(run);
+  }
+}
+
+// The loop's end: a signal during the last block; the reference check's
+// last comparison; the end of the run checkpointed too (a later run can
+// extend it, with a larger run.steps, from there); the final diagnostics.
+template <class Scalar>
+void finish_loop(RunContext<Scalar>& run) {
+  run.timers.time("reduce", [&] {
+    const int late = run.policy->finish();
+    if (!run.stop) run.stop = late;
+  });
+  if (!run.stop && run.reference_check->open())
+    run.timers.time("verify", [&] { run.reference_check->at_block_end(*run.batch, run.k, true); });
+  if (run.policy->enabled() && run.last_checkpoint_at != run.t) write_checkpoint(run);
+  run.loop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - *run.loop_start).count();
+  auto final_result = diagnose(run, run.k);
+  run.final_diag = final_result.first;
+  run.diag = final_result.second;
+  run.series.push_back(run.final_diag);
+  if (run.control) {
+    run.control->stop_signal = run.stop;
+    run.control->last_checkpoint = run.last_checkpoint;
+  }
+}
+
+}  // namespace mosaic::detail

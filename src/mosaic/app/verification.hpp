@@ -1,0 +1,112 @@
+// The run's verification (HPCG style): named checks, each with its value,
+// relation and threshold, and the verdict over them. The verdict says
+// PASSED only about what was checked: it names the accuracy checks that
+// ran and the reference cross-check's status.
+//   invariant  ALGORITHM.md section 4 at the end of the run: orthonormality
+//              of U, symmetry and positive spectrum of S, s2 > 0, no
+//              non-finite value, no broken-down stream.
+//   reference  the reference cross-check (reference_check.hpp), when it
+//              compared.
+//   accuracy   unless run.accuracy: throughput_only: the share of clamped
+//              steps against run.max_clamped_fraction; and, for a source
+//              with a truth, the projector distance to it against
+//              run.tracking_threshold and against a random subspace's
+//              (1 - r/d).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "mosaic/config/run_config.hpp"
+
+namespace mosaic {
+
+struct Verification {
+  bool passed = true;
+  std::string verdict;   // "PASSED" or "FAILED (<names>)", then what was checked
+  std::string accuracy;  // what the accuracy checks covered
+  nlohmann::json checks = nlohmann::json::array();
+};
+
+namespace detail {
+
+inline nlohmann::json named_check(const char* group, const char* name, double value, const char* relation,
+                                  double threshold, bool ok) {
+  return nlohmann::json{{"group", group},         {"name", name},           {"value", value},
+                        {"relation", relation},   {"threshold", threshold}, {"passed", ok}};
+}
+
+// The invariants of the final diagnostics (reduced over the ranks), with
+// the scalar type's tolerances.
+inline nlohmann::json invariant_checks(const nlohmann::json& final_diag, bool is_float) {
+  const double orth_tol = is_float ? 1e-2 : 1e-8;
+  const double sym_tol = is_float ? 1e-5 : 1e-12;
+  const double orth = final_diag["orthonormality_error_max"];
+  const double sym = final_diag["symmetry_error_max"];
+  const double smin = final_diag["s_min_eig_min"];
+  const double s2min = final_diag["s2_min"];
+  const long long nonfinite = final_diag["nonfinite_count"];
+  const long long broken = final_diag["breakdown_streams"];
+  return nlohmann::json::array({
+      named_check("invariant", "orthonormality_error_max", orth, "<=", orth_tol, orth <= orth_tol),
+      named_check("invariant", "symmetry_error_max", sym, "<=", sym_tol, sym <= sym_tol),
+      named_check("invariant", "s_min_eig_min", smin, ">", 0.0, smin > 0.0),
+      named_check("invariant", "s2_min", s2min, ">", 0.0, s2min > 0.0),
+      named_check("invariant", "nonfinite_count", double(nonfinite), "==", 0.0, nonfinite == 0),
+      named_check("invariant", "breakdown_streams", double(broken), "==", 0.0, broken == 0),
+  });
+}
+
+// The accuracy checks into `checks`; returns what they covered.
+// `steps_taken`: MOSAIC steps of all streams (warm-up and timed).
+inline std::string accuracy_checks(const RunConfig& cfg, const nlohmann::json& final_diag, double steps_taken,
+                                   nlohmann::json& checks) {
+  if (!cfg.run.check_accuracy) return "not checked (run.accuracy: throughput_only)";
+  const double clamped_steps = final_diag["clamped_steps"];
+  const double clamped = steps_taken > 0 ? clamped_steps / steps_taken : 0.0;
+  checks.push_back(named_check("accuracy", "clamped_step_fraction", clamped, "<=", cfg.run.max_clamped_fraction,
+                               clamped <= cfg.run.max_clamped_fraction));
+  if (!final_diag.contains("accuracy")) return "clamped steps only (the source has no truth to track)";
+  const double proj = final_diag["accuracy"]["projector_distance_max"];
+  // E[1 - ||U^T V||_F^2 / k] for U uniformly random
+  const double random = 1.0 - double(cfg.problem.rank) / double(cfg.problem.d);
+  checks.push_back(named_check("accuracy", "projector_distance_max", proj, "<=", cfg.run.tracking_threshold,
+                               proj <= cfg.run.tracking_threshold));
+  checks.push_back(named_check("accuracy", "projector_distance_over_random", proj / random, "<=", 0.5,
+                               proj / random <= 0.5));
+  return "checked";
+}
+
+}  // namespace detail
+
+// Every check of a finished run and the verdict. `ref_check`: the
+// reference cross-check's result (null if the run stopped first).
+inline Verification verify_run(const RunConfig& cfg, bool is_float, const nlohmann::json& final_diag,
+                               const nlohmann::json& ref_check, double steps_taken) {
+  Verification v;
+  v.checks = detail::invariant_checks(final_diag, is_float);
+  if (!ref_check.is_null() && ref_check.value("status", "") == "compared") {
+    const double e = ref_check["rel_error"].is_number() ? ref_check["rel_error"].get<double>()
+                                                        : std::numeric_limits<double>::infinity();
+    v.checks.push_back(detail::named_check("reference", "reference_rel_error", e, "<=",
+                                           ref_check["threshold"].get<double>(), ref_check["passed"].get<bool>()));
+  }
+  v.accuracy = detail::accuracy_checks(cfg, final_diag, steps_taken, v.checks);
+  std::string failed;
+  for (const auto& c : v.checks)
+    if (!c["passed"].get<bool>()) {
+      v.passed = false;
+      failed += (failed.empty() ? "" : ", ") + c["name"].get<std::string>();
+    }
+  v.verdict = v.passed ? "PASSED" : "FAILED (" + failed + ")";
+  v.verdict += "; accuracy " + v.accuracy + "; reference cross-check " +
+               (ref_check.is_null() ? std::string("not finished (the run stopped first)")
+                : ref_check.value("status", "") == "compared" ? std::string("compared")
+                                                               : ref_check.value("status", "unknown"));
+  return v;
+}
+
+}  // namespace mosaic

@@ -1,0 +1,141 @@
+// The final states of a run as a state set: one NumPy file per array,
+// gathered to rank 0, with a manifest written last (output.state_dir;
+// analysis/states.py reads it).
+#pragma once
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mosaic/config/run_config.hpp"
+#include "mosaic/engine/stream_batch.hpp"
+#include "mosaic/engine/transfer.hpp"
+#include "mosaic/io/checkpoint.hpp"
+#include "mosaic/io/environment.hpp"
+#include "mosaic/io/result_writer.hpp"
+#include "mosaic/sources/npy.hpp"
+#include "mosaic/util/atomic_file.hpp"
+#include "mosaic/util/mpi_collectives.hpp"
+
+namespace mosaic::detail {
+
+// The manifest of a state set, written last (write_state_files).
+constexpr const char* kStateManifestName = "states.json";
+
+// The final state of every stream, gathered to rank 0 (rank order = stream id
+// order: each rank owns a contiguous block of ids) and written by rank 0 into
+// `dir` as NumPy files, each atomically: mu (streams, d), U (streams, d, r)
+// row-major, S (streams, r, r), s2 (streams,), stream_ids (uint64), steps
+// (int64: MOSAIC steps taken, init excluded), status (int64: 0 = healthy,
+// else the BreakdownCode that froze the stream). Collective. Returns
+// {"directory", "files", "manifest"} on rank 0.
+//
+// The set is atomic as a whole, not only file by file: the manifest
+// states.json (the run that wrote the set; each file's name, shape, size and
+// CRC-32) is removed first, durably, and written last, so a set without a
+// manifest is incomplete (a crash or a full disk in the middle leaves the
+// new mu.npy beside the previous run's U.npy) and readers refuse it
+// (analysis/states.py). A manifest is chosen over a staging directory
+// renamed into place: a directory cannot be renamed over a non-empty one
+// atomically (only renameat2 RENAME_EXCHANGE, which NFS lacks), and the
+// state directory also holds its lock file (dir_lock.hpp) and, for a sweep,
+// the other points' directories.
+template <class Scalar, class Exec>
+nlohmann::json write_state_files(const StreamBatch<Scalar, Exec>& batch, const RunConfig& cfg, const std::string& dir,
+                                 MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const int B = batch.batch, d = batch.d, r = batch.r;
+  const long long per_stream = (long long)d * r;
+  const long long total_streams = allreduce((long long)B, MPI_SUM, comm);
+  if (total_streams * per_stream > (long long)INT_MAX)
+    throw std::runtime_error("output.state_dir: the states of " + std::to_string(total_streams) +
+                             " streams (d x r = " + std::to_string(per_stream) +
+                             ") are too large to gather to rank 0 in one message");
+  std::vector<Scalar> mu, U, S, s2;
+  std::vector<std::int64_t> steps, status;
+  const auto h_status = transfer::to_host(batch.status);
+  for (int b = 0; b < B; ++b) {
+    const ReferenceState<Scalar> st = batch.to_host(b);
+    mu.insert(mu.end(), st.mu.begin(), st.mu.end());
+    U.insert(U.end(), st.U.begin(), st.U.end());
+    S.insert(S.end(), st.S.begin(), st.S.end());
+    s2.push_back(st.s2);
+    steps.push_back(st.steps);
+    status.push_back(h_status(b));
+  }
+  std::vector<std::uint64_t> ids(batch.stream_ids.begin(), batch.stream_ids.end());
+  const auto all_mu = gather_to_root(mu, mpi_type<Scalar>(), comm);
+  const auto all_U = gather_to_root(U, mpi_type<Scalar>(), comm);
+  const auto all_S = gather_to_root(S, mpi_type<Scalar>(), comm);
+  const auto all_s2 = gather_to_root(s2, mpi_type<Scalar>(), comm);
+  const auto all_steps = gather_to_root(steps, mpi_type<std::int64_t>(), comm);
+  const auto all_status = gather_to_root(status, mpi_type<std::int64_t>(), comm);
+  const auto all_ids = gather_to_root(ids, mpi_type<std::uint64_t>(), comm);
+  if (rank != 0) return nlohmann::json::object();
+  const std::int64_t n = std::int64_t(all_ids.size());
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(dir + ": cannot create the state directory: " + ec.message());
+  auto file = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
+  const std::string manifest = file(kStateManifestName);
+  if (::unlink(manifest.c_str()) != 0 && errno != ENOENT)
+    throw std::runtime_error(manifest + ": cannot remove the previous state set's manifest before writing a new "
+                             "set (" + std::strerror(errno) + ")");
+  fsync_directory(dir);
+  nlohmann::json files = nlohmann::json::array();
+  auto put = [&](const char* name, const std::vector<std::int64_t>& shape, const auto* data) {
+    const NpyWritten w = write_npy(file(name), shape, data);
+    files.push_back({{"name", name}, {"shape", shape}, {"bytes", w.bytes}, {"crc32", w.crc32}});
+  };
+  put("mu.npy", {n, d}, all_mu.data());
+  put("U.npy", {n, d, r}, all_U.data());
+  put("S.npy", {n, r, r}, all_S.data());
+  put("s2.npy", {n}, all_s2.data());
+  put("stream_ids.npy", {n}, all_ids.data());
+  put("steps.npy", {n}, all_steps.data());
+  put("status.npy", {n}, all_status.data());
+  const nlohmann::json m = {
+      {"format", "mosaic-states"},
+      {"format_version", 1},
+      {"written_utc", utc_timestamp()},
+      {"run", {{"deck_path", cfg.deck_path},
+               {"host", host_name()},
+               {"pid", (long long)::getpid()},
+               {"build", ckpt::build_info()},
+               {"resolved_deck", cfg.resolved}}},
+      {"dtype", to_string(cfg.problem.dtype)},
+      {"streams", n},
+      {"d", d},
+      {"r", r},
+      {"checksum", "crc32 (zlib.crc32) of every byte of each file"},
+      {"files", files},
+  };
+  write_json_atomically(manifest, m);
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& f : files) names.push_back(f["name"]);
+  return {{"directory", dir}, {"files", names}, {"manifest", kStateManifestName}};
+}
+
+// The directory a run writes its states into: output.state_dir itself, or
+// state_dir/point_<index> for each point of a sweep of more than one point.
+inline std::string state_dir_for(const RunConfig& cfg) {
+  if (cfg.output.state_dir.empty()) return "";
+  const auto& sw = cfg.resolved.contains("sweep") ? cfg.resolved["sweep"] : nlohmann::json();
+  if (sw.is_object() && sw.value("count", std::size_t(1)) > 1)
+    return (std::filesystem::path(cfg.output.state_dir) / ("point_" + std::to_string(sw["index"].get<std::size_t>())))
+        .string();
+  return cfg.output.state_dir;
+}
+
+}  // namespace mosaic::detail

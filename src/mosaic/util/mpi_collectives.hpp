@@ -1,0 +1,64 @@
+// The few MPI collectives the driver's statistics use, typed: one scalar
+// reduced over the ranks, a per-rank vector gathered to rank 0, one rank's
+// string sent to all. Everything that crosses ranks during a run is a
+// statistic built from these; stream states never are (app/run.hpp).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace mosaic::detail {
+
+inline double allreduce(double v, MPI_Op op, MPI_Comm comm) {
+  double out = 0;
+  MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, op, comm);
+  return out;
+}
+inline long long allreduce(long long v, MPI_Op op, MPI_Comm comm) {
+  long long out = 0;
+  MPI_Allreduce(&v, &out, 1, MPI_LONG_LONG, op, comm);
+  return out;
+}
+
+// Gathers a per-rank vector to rank 0 (concatenated in rank order).
+template <class T>
+std::vector<T> gather_to_root(const std::vector<T>& local, MPI_Datatype type, MPI_Comm comm) {
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &nranks);
+  int count = int(local.size());
+  std::vector<int> counts(nranks), displs(nranks);
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
+  int total = 0;
+  for (int k = 0; k < nranks; ++k) {
+    displs[k] = total;
+    total += counts[k];
+  }
+  std::vector<T> all(rank == 0 ? total : 0);
+  MPI_Gatherv(local.data(), count, type, all.data(), counts.data(), displs.data(), type, 0, comm);
+  return all;
+}
+
+// Sends rank `from`'s string to every rank.
+inline std::string broadcast_string(std::string s, int from, MPI_Comm comm) {
+  long long n = (long long)s.size();
+  MPI_Bcast(&n, 1, MPI_LONG_LONG, from, comm);
+  s.resize(std::size_t(n));
+  if (n > 0) MPI_Bcast(s.data(), int(n), MPI_CHAR, from, comm);
+  return s;
+}
+
+template <class T>
+MPI_Datatype mpi_type() {
+  if constexpr (std::is_same<T, float>::value) return MPI_FLOAT;
+  else if constexpr (std::is_same<T, double>::value) return MPI_DOUBLE;
+  else if constexpr (std::is_same<T, std::int64_t>::value) return MPI_INT64_T;
+  else if constexpr (std::is_same<T, std::uint64_t>::value) return MPI_UINT64_T;
+  else return MPI_CHAR;
+}
+
+}  // namespace mosaic::detail
