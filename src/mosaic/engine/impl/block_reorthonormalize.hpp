@@ -1,0 +1,79 @@
+// The Cholesky-QR of the new basis on the blocked update's coefficients
+// (blocked_step.hpp, step 4): U^T U from the products and the
+// coefficients, its Cholesky factor R, then A, B and S rotated by it, so
+// that the one GEMM that forms U writes the re-orthonormalized basis.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include "mosaic/engine/frame_rotation.hpp"
+#include "mosaic/engine/impl/block_coefficients.hpp"
+#include "mosaic/util/team_loops.hpp"
+
+namespace mosaic {
+namespace detail {
+
+template <class Base>
+KOKKOS_INLINE_FUNCTION bool BlockCoefficients<Base>::reorthonormalize_coefficients(const member_type& m, int b, int done) const {
+  const int r = base.r, K = done;
+  auto W0 = Kokkos::subview(dM, b, int(bm_W0), Kokkos::ALL(), Kokkos::ALL());
+  auto P = Kokkos::subview(dM, b, int(bm_F), Kokkos::ALL(), Kokkos::ALL());    // W0 A + G B
+  auto Gr = Kokkos::subview(dM, b, int(bm_F2), Kokkos::ALL(), Kokkos::ALL());  // U^T U, then R
+  auto S = Kokkos::subview(dM, b, int(bm_S), Kokkos::ALL(), Kokkos::ALL());
+  auto T1 = Kokkos::subview(dM, b, int(bm_Sp), Kokkos::ALL(), Kokkos::ALL());  // S rotation work
+  // P = W0 A + G B (r x r), Q = G^T A + H B (K x r), then U^T U = A^T P + B^T Q,
+  // each row a combination of unit-stride rows (of A and B, then of P and
+  // Q; A^T's and B^T's rows are those of At and Bt), every entry one
+  // running sum in increasing q then j.
+  auto combine = [&](double* out, const double* ca, const double* cb, const double* rows_a, const double* rows_b,
+                     int ldb, int nb) {
+    for (int c = 0; c < r; ++c) out[c] = 0.0;
+    for (int q = 0; q < r; ++q) {
+      const double coef = ca[q];
+      const double* row = rows_a + long(q) * r;
+      for (int c = 0; c < r; ++c) out[c] += coef * row[c];
+    }
+    for (int j = 0; j < nb; ++j) {
+      const double coef = cb[long(j) * ldb];
+      const double* row = rows_b + long(j) * r;
+      for (int c = 0; c < r; ++c) out[c] += coef * row[c];
+    }
+  };
+  const double* const Ap = &dA(b, 0, 0);
+  const double* const Bp = &dB(b, 0, 0);
+  team_share(m, r, [&](const int lo, const int hi) {
+    for (int p = lo; p < hi; ++p) combine(&P(p, 0), &W0(p, 0), &dG(b, 0, p), Ap, Bp, r, K);  // G(p, j) = dG(b, j, p)
+  });
+  team_share(m, K, [&](const int lo, const int hi) {
+    for (int j = lo; j < hi; ++j) combine(&dQ(b, j, 0), &dG(b, j, 0), &dH(b, j, 0), Ap, Bp, 1, K);
+  });
+  m.team_barrier();
+  team_share(m, r, [&](const int lo, const int hi) {
+    for (int a = lo; a < hi; ++a) combine(&Gr(a, 0), &dM(b, bm_At, a, 0), &dBt(b, a, 0), &P(0, 0), &dQ(b, 0, 0), 1, K);
+  });
+  m.team_barrier();
+  if (!cholesky_upper(m, Gr, r)) return false;
+  // Rows x of A and B: x <- x R^-1 (x R = old x, forward in the columns),
+  // right-looking: once x[q] is final, subtract x[q] R(q, c) from every
+  // later x[c] along R's row q (unit stride); each x[c] still receives
+  // its subtractions in increasing q before its division.
+  auto solve_row = [&](double* x) {
+    for (int q = 0; q < r; ++q) {
+      const double xq = x[q] / Gr(q, q);
+      x[q] = xq;
+      const double* const Rq = &Gr(q, 0);
+      for (int c = q + 1; c < r; ++c) x[c] -= xq * Rq[c];
+    }
+  };
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r + K), [&](const int p) {
+    solve_row(p < r ? &dA(b, p, 0) : &dB(b, p - r, 0));
+  });
+  // S <- R S R^T = L^T S L with L = R^T.
+  rotate_S_by_factor<double>(m, r, [&](const int t, const int c) { return Gr(c, t); }, S, T1, P);
+  Kokkos::single(Kokkos::PerTeam(m), [&]() { base.reorths(b) += 1; });
+  m.team_barrier();
+  return true;
+}
+
+}  // namespace detail
+}  // namespace mosaic
