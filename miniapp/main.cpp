@@ -303,7 +303,7 @@ int main(int argc, char** argv) {
         error = e.what();
       }
     }
-    error = mosaic::ckpt::bcast_string(error, 0, MPI_COMM_WORLD);
+    error = mosaic::detail::broadcast_string(error, 0, MPI_COMM_WORLD);
     if (!error.empty()) return fail(error, 2);
   }
 
@@ -351,9 +351,9 @@ int main(int argc, char** argv) {
         error = e.what();
       }
     }
-    error = mosaic::ckpt::bcast_string(error, 0, MPI_COMM_WORLD);
+    error = mosaic::detail::broadcast_string(error, 0, MPI_COMM_WORLD);
     if (!error.empty()) return fail(error, 2);
-    where = mosaic::ckpt::bcast_string(where, 0, MPI_COMM_WORLD);
+    where = mosaic::detail::broadcast_string(where, 0, MPI_COMM_WORLD);
     if (!where.empty()) {
       const auto total = mosaic::decompose_streams(c.streams, rank, nranks).total_streams;
       error = mosaic::ckpt::prepare_restart(c, where, total, MPI_COMM_WORLD, restart_plan);
@@ -410,7 +410,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     kokkos_error = e.what();
   }
-  kokkos_error = mosaic::ckpt::agree_on_error(kokkos_error, MPI_COMM_WORLD);
+  kokkos_error = mosaic::detail::agree_on_error(kokkos_error, MPI_COMM_WORLD);
   if (!kokkos_error.empty()) {
     if (Kokkos::is_initialized()) Kokkos::finalize();
     return fail("Kokkos::initialize: " + kokkos_error, 2);
@@ -425,7 +425,7 @@ int main(int argc, char** argv) {
   try {
     // Every rank's host and device, on rank 0 (collective).
     nlohmann::json ranks_environment = nlohmann::json::array();
-    for (const auto& entry : mosaic::ckpt::gather_strings(mosaic::rank_environment(rank).dump(), MPI_COMM_WORLD))
+    for (const auto& entry : mosaic::detail::gather_strings(mosaic::rank_environment(rank).dump(), MPI_COMM_WORLD))
       ranks_environment.push_back(nlohmann::json::parse(entry));
     nlohmann::json runs = nlohmann::json::array();
     mosaic::RunControl control;

@@ -181,7 +181,7 @@ std::string check_host_memory(const std::vector<SweepPoint>& points, const std::
   const HostMemoryAvailable avail = host_memory_available();
   if (error.empty() && avail.bytes >= 0 && sum > avail.bytes)
     error = refusal(deck, "host", points[k].config, e, need, rank, on_node, sum, avail.bytes, avail.source);
-  return ckpt::agree_on_error(error, comm);
+  return detail::agree_on_error(error, comm);
 }
 
 std::string check_device_memory(const std::vector<SweepPoint>& points, const std::string& deck, MPI_Comm comm) {
@@ -218,7 +218,7 @@ std::string check_device_memory(const std::vector<SweepPoint>& points, const std
   if (known && sum > (long long)free_bytes)
     error = refusal(deck, "device", points[k].config, e, need, rank, sharing, sum, (long long)free_bytes,
                     "cudaMemGetInfo free bytes of device " + std::to_string(device));
-  return ckpt::agree_on_error(error, comm);
+  return detail::agree_on_error(error, comm);
 #else
   (void)points;
   (void)deck;

@@ -61,8 +61,8 @@ inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
       break;
     }
   }
-  const int first_bad = int(detail::allreduce((long long)(error.empty() ? nranks : rank), MPI_MIN, comm));
-  if (first_bad < nranks) return detail::broadcast_string(error, first_bad, comm);
+  const std::string agreed = detail::agree_on_error(error, comm);
+  if (!agreed.empty()) return agreed;
   min_rows = detail::allreduce(min_rows, MPI_MIN, comm);
   if (all) cfg.run.steps = std::int64_t(min_rows) - n0 - w;
   return "";

@@ -53,9 +53,8 @@ void initialize_streams(RunContext<Scalar>& run) {
       run.engine->init_random(*run.batch, run.cfg.run.seed);
     }
   });
-  const int first_bad =
-      int(allreduce((long long)(init_error.empty() ? run.nranks : run.rank), MPI_MIN, run.comm));
-  if (first_bad < run.nranks) throw RunInputError(broadcast_string(init_error, first_bad, run.comm));
+  const std::string agreed = agree_on_error(init_error, run.comm);
+  if (!agreed.empty()) throw RunInputError(agreed);
 }
 
 // checkpoint (resuming): the streams, the source's position and the

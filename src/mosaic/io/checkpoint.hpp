@@ -54,6 +54,7 @@
 #include "mosaic/io/build_info.hpp"
 #include "mosaic/io/environment.hpp"
 #include "mosaic/util/fnv1a.hpp"
+#include "mosaic/util/mpi_collectives.hpp"
 #include "mosaic/sources/npy.hpp"
 #include "mosaic/io/result_writer.hpp"
 #include "mosaic/config/run_config.hpp"
@@ -333,49 +334,6 @@ inline std::string read_whole_file(const std::string& path) {
   return s;
 }
 
-// ---------------------------------------------------------------- MPI helpers
-
-// Every rank's string, on rank 0 (rank order); empty elsewhere.
-inline std::vector<std::string> gather_strings(const std::string& s, MPI_Comm comm) {
-  int rank = 0, nranks = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &nranks);
-  int n = int(s.size());
-  std::vector<int> counts(nranks), displs(nranks);
-  MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
-  int total = 0;
-  for (int k = 0; k < nranks; ++k) {
-    displs[k] = total;
-    total += counts[k];
-  }
-  std::string all(rank == 0 ? std::size_t(total) : 0, '\0');
-  MPI_Gatherv(s.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, 0, comm);
-  std::vector<std::string> out;
-  if (rank == 0)
-    for (int k = 0; k < nranks; ++k) out.push_back(all.substr(std::size_t(displs[k]), std::size_t(counts[k])));
-  return out;
-}
-
-inline std::string bcast_string(std::string s, int from, MPI_Comm comm) {
-  long long n = (long long)s.size();
-  MPI_Bcast(&n, 1, MPI_LONG_LONG, from, comm);
-  s.resize(std::size_t(n));
-  if (n > 0) MPI_Bcast(s.data(), int(n), MPI_CHAR, from, comm);
-  return s;
-}
-
-// The ranks agree on a per-rank error: "" on every rank when no rank has
-// one, else the message of the lowest rank that has one.
-inline std::string agree_on_error(const std::string& local, MPI_Comm comm) {
-  int rank = 0, nranks = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &nranks);
-  int mine = local.empty() ? nranks : rank, first = nranks;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
-  if (first == nranks) return "";
-  return bcast_string(local, first, comm);
-}
-
 // ---------------------------------------------------------------- manifest
 
 inline std::string manifest_checksum(nlohmann::json m) {
@@ -503,8 +461,8 @@ std::string write_checkpoint(const WriteRequest& req, const StreamBatch<Scalar, 
                                 {"stream_ids", rec.ids},
                                 {"bytes", bytes.size()},
                                 {"fnv1a64", hex64(fnv1a64(bytes.data(), bytes.size()))}};
-  const auto entries = gather_strings(entry.dump(), comm);
-  const auto rank_inputs = gather_strings(inputs.dump(), comm);
+  const auto entries = detail::gather_strings(entry.dump(), comm);
+  const auto rank_inputs = detail::gather_strings(inputs.dump(), comm);
   if (rank == 0) {
     nlohmann::json m = req.manifest_extra;
     m["format"] = "mosaic-checkpoint";
@@ -715,10 +673,10 @@ inline std::string prepare_restart(const RunConfig& cfg, const std::string& wher
       error = e.what();
     }
   }
-  error = agree_on_error(error, comm);
+  error = detail::agree_on_error(error, comm);
   if (!error.empty()) return error;
-  text = bcast_string(text, 0, comm);
-  plan.dir = bcast_string(plan.dir, 0, comm);
+  text = detail::broadcast_string(text, 0, comm);
+  plan.dir = detail::broadcast_string(plan.dir, 0, comm);
   plan.manifest = nlohmann::json::parse(text);
   // Every file's checksum and header, the files spread over the ranks.
   const auto& files = plan.manifest["files"];
@@ -742,7 +700,7 @@ inline std::string prepare_restart(const RunConfig& cfg, const std::string& wher
       error = e.what();
     }
   }
-  error = agree_on_error(error, comm);
+  error = detail::agree_on_error(error, comm);
   if (!error.empty() || cfg.source.type != "npy") return error;
   // The input files, spread over the ranks too. A checkpoint of a build that
   // did not record them is accepted: refusing it would strand the runs it
@@ -766,8 +724,8 @@ inline std::string prepare_restart(const RunConfig& cfg, const std::string& wher
       error = e.what();
     }
   }
-  error = agree_on_error(error, comm);
-  for (const std::string& rank_notes : gather_strings(notes, comm))
+  error = detail::agree_on_error(error, comm);
+  for (const std::string& rank_notes : detail::gather_strings(notes, comm))
     for (std::size_t from = 0, to; (to = rank_notes.find('\n', from)) != std::string::npos; from = to + 1)
       plan.notes.push_back(rank_notes.substr(from, to - from));
   return error;

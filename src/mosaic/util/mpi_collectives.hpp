@@ -1,7 +1,8 @@
-// The few MPI collectives the driver's statistics use, typed: one scalar
-// reduced over the ranks, a per-rank vector gathered to rank 0, one rank's
-// string sent to all. Everything that crosses ranks during a run is a
-// statistic built from these; stream states never are (app/run.hpp).
+// The few MPI collectives the driver, its statistics and the checkpoints
+// use, typed: one scalar reduced over the ranks, a per-rank vector or
+// string gathered to rank 0, one rank's string sent to all, the ranks'
+// agreement on an error. During a run only statistics built from these
+// cross ranks; stream states never do (app/run.hpp).
 #pragma once
 
 #include <mpi.h>
@@ -50,6 +51,39 @@ inline std::string broadcast_string(std::string s, int from, MPI_Comm comm) {
   s.resize(std::size_t(n));
   if (n > 0) MPI_Bcast(s.data(), int(n), MPI_CHAR, from, comm);
   return s;
+}
+
+// Every rank's string, on rank 0 (rank order); empty elsewhere.
+inline std::vector<std::string> gather_strings(const std::string& s, MPI_Comm comm) {
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &nranks);
+  int n = int(s.size());
+  std::vector<int> counts(nranks), displs(nranks);
+  MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
+  int total = 0;
+  for (int k = 0; k < nranks; ++k) {
+    displs[k] = total;
+    total += counts[k];
+  }
+  std::string all(rank == 0 ? std::size_t(total) : 0, '\0');
+  MPI_Gatherv(s.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, 0, comm);
+  std::vector<std::string> out;
+  if (rank == 0)
+    for (int k = 0; k < nranks; ++k) out.push_back(all.substr(std::size_t(displs[k]), std::size_t(counts[k])));
+  return out;
+}
+
+// The ranks agree on a per-rank error: "" on every rank when no rank has
+// one, else the message of the lowest rank that has one.
+inline std::string agree_on_error(const std::string& local, MPI_Comm comm) {
+  int rank = 0, nranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &nranks);
+  int mine = local.empty() ? nranks : rank, first = nranks;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+  if (first == nranks) return "";
+  return broadcast_string(local, first, comm);
 }
 
 template <class T>
