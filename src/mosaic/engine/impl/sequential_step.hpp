@@ -1,0 +1,401 @@
+// The sequential MOSAIC kernel (MosaicEngine::step, batched_engine.hpp):
+// one call advances every stream of a StreamBatch by one sample, exactly
+// as ALGORITHM.md section 2 and the host reference (reference.hpp) do,
+// with one Kokkos team per stream.
+//
+// Per team (stream b), in order; nothing is written to the stream's state
+// until every check has passed, so a stream that breaks down keeps the state
+// it had before the failed step (as reference_step does) and is frozen:
+//   1. y = x - mu (and e = y), count non-finite sample entries.
+//   2. z = U^T y: a team reduction over i in NC fixed chunks (each chunk
+//      summed in increasing i by one thread, the NC partial r-vectors then
+//      added in chunk order). KokkosBatched's TeamGemv computes U^T y as one
+//      dot product per output j, which for row-major U on the host (see
+//      stream_batch.hpp) strides through memory, so this product is written
+//      as the axpy form instead.
+//   3. e = y - U z: the Kokkos Kernels team GEMV (NoTranspose, Blocked:
+//      several rows per thread, each row summed in increasing j; through
+//      kokkos_compat.hpp, since its home moved between Kokkos Kernels 3.4 and
+//      4.x), in place on e; rho^2 = ||e||^2 by the same fixed-chunk reduction.
+//   4. w = S^{-1} z: a team Cholesky of a copy of S written here (Kokkos
+//      Kernels 3.4 has no batched Cholesky; it follows host::cholesky's
+//      operation order, so the factor is the reference's, bit for bit), then
+//      two KokkosBatched::TeamTrsv. A non-positive or non-finite pivot is the
+//      reference's breakdown test.
+//   5. q, ell, eta and the clamp; S' (exact or first_order).
+//   6. g: precision (second Cholesky/TeamTrsv on S + gamma s2 I, or w when
+//      gamma == 0) or oja.
+//   7. rotation angle, gh, transport of S', symmetrization; s2'; finiteness
+//      of all new scalars and of S' is checked here.
+//   8. writes: U <- U + ((cos-1) U gh + sin e/rho) gh^T (one fused pass per
+//      row), S, s2, mu, counters.
+//   9. every reorthonormalize_every steps: Cholesky-QR of U with S rotated
+//      (KokkosBatched::TeamGemm for U^T U, the team Cholesky for its factor).
+// Formula order follows reference.hpp term by term (including cos(theta)-1
+// as -2 sin^2(theta/2) and the rotation_tiny threshold), so in double the
+// engine differs from the reference only by the summation order of the
+// length-d reductions (z, rho^2) and of the back substitution.
+//
+// Determinism: every reduction has a fixed order that depends neither on the
+// team size nor on the thread count (chunk count NC is a per-backend constant
+// of backend.hpp's tuning points, and
+// every r-length or r x r quantity is computed by one thread per output), so
+// Serial and OpenMP with any number of threads give bitwise-identical states.
+//
+// Memory: all work arrays are allocated once in the constructor (B x ...
+// views); step() allocates nothing and never copies to the host.
+#pragma once
+
+#include <cstdint>
+
+#include <Kokkos_Core.hpp>
+#include <KokkosBatched_Gemm_Decl.hpp>
+#include <KokkosBatched_Trsv_Decl.hpp>
+
+#include "mosaic/engine/backend.hpp"
+#include "mosaic/engine/frame_rotation.hpp"
+#include "mosaic/engine/stream_batch.hpp"
+#include "mosaic/util/kokkos_compat.hpp"
+#include "mosaic/util/team_loops.hpp"
+
+namespace mosaic {
+namespace detail {
+
+// Raw access to one stream's d x r basis with the storage order fixed at
+// compile time (unit-stride inner loops, no runtime strides).
+template <class Scalar, bool ColumnMajor>
+struct BasisRef {
+  Scalar* p;
+  int d, r;
+  KOKKOS_INLINE_FUNCTION Scalar& operator()(int i, int j) const {
+    return ColumnMajor ? p[std::size_t(j) * d + i] : p[std::size_t(i) * r + j];
+  }
+};
+
+template <class Scalar, class ExecSpace>
+struct StepFunctor {
+  using scalar_type = Scalar;
+  using execution_space = ExecSpace;
+  using memory_space = typename ExecSpace::memory_space;
+  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  static constexpr bool column_major = BasisLayout<ExecSpace>::column_major;
+  using Basis = BasisRef<Scalar, column_major>;
+  template <class DataType>
+  using view_t = Kokkos::View<DataType, Kokkos::LayoutRight, memory_space>;
+
+  // state
+  view_t<Scalar**> mu;
+  typename StreamBatch<Scalar, ExecSpace>::basis_view U;
+  view_t<Scalar***> S;
+  view_t<Scalar*> s2;
+  view_t<std::int64_t*> steps, clamped_steps, breakdown_step, reorths, unresolved_residual_steps;
+  view_t<int*> status;
+  // sample (a row of a staged block: any strides)
+  Kokkos::View<const Scalar**, Kokkos::LayoutStride, memory_space> X;
+  // work
+  view_t<Scalar**> wy, we;    // B x d
+  view_t<Scalar***> wzp;       // B x NC x r
+  view_t<Scalar***> wvec;      // B x 6 x r: z, w, g, gh, u, spare
+  view_t<Scalar****> wmat;      // B x 4 x r x r
+  view_t<Scalar**> wpart;     // B x NC
+  // sizes and options
+  int d = 0, r = 0, nc = 0;
+  Scalar eta_mu, eta_S, eta_U, eta_s, gamma, max_step, tiny;
+  bool exact = true, precision = true, gamma_zero = false;
+  int reorth_every = 0;
+
+  KOKKOS_INLINE_FUNCTION void chunk(int n, int c, int& begin, int& end, int& stride) const {
+    if (column_major) {  // interleaved: consecutive threads, consecutive rows
+      begin = c;
+      end = n;
+      stride = nc;
+    } else {  // contiguous blocks of rows
+      const int len = (n + nc - 1) / nc;
+      begin = c * len;
+      end = begin + len < n ? begin + len : n;
+      stride = 1;
+    }
+  }
+
+  // sum_{i<n} f(i) in a fixed order (see the file comment); every thread of
+  // the team gets the result.
+  template <class F>
+  KOKKOS_INLINE_FUNCTION Scalar team_sum(const member_type& m, int b, int n, const F& f) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nc), [&](const int c) {
+      int begin, end, stride;
+      chunk(n, c, begin, end, stride);
+      Scalar s = 0;
+      for (int i = begin; i < end; i += stride) s += f(i);
+      wpart(b, c) = s;
+    });
+    m.team_barrier();
+    Scalar t = 0;
+    for (int c = 0; c < nc; ++c) t += wpart(b, c);
+    m.team_barrier();
+    return t;
+  }
+
+  KOKKOS_INLINE_FUNCTION void fail(const member_type& m, int b, int code, std::int64_t at) const {
+    Kokkos::single(Kokkos::PerTeam(m), [&]() {
+      status(b) = code;
+      breakdown_step(b) = at;
+    });
+  }
+
+  // Cholesky A = L L^T in place (lower triangle of A becomes L; the upper
+  // triangle is left as it was), in exactly host::cholesky's operation order,
+  // rows of each column spread over the team. Returns false (same decision
+  // on every thread) on a non-positive or non-finite pivot, like the
+  // reference's failed factorization. There is no batched Cholesky in Kokkos
+  // Kernels 3.4 (and KokkosBatched::TeamLU's element loop, with an integer
+  // division per update, was the largest cost of a step at r >= 64).
+  template <class A>
+  KOKKOS_INLINE_FUNCTION bool cholesky(const member_type& m, const A& a) const {
+    m.team_barrier();
+    for (int j = 0; j < r; ++j) {
+      Scalar diag = a(j, j);
+      for (int k = 0; k < j; ++k) diag -= a(j, k) * a(j, k);
+      if (!(diag > Scalar(0)) || !kmath::isfinite(diag)) {
+        m.team_barrier();
+        return false;
+      }
+      const Scalar ljj = kmath::sqrt(diag);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, j + 1, r), [&](const int i) {
+        Scalar v = a(i, j);
+        for (int k = 0; k < j; ++k) v -= a(i, k) * a(j, k);
+        a(i, j) = v / ljj;
+      });
+      m.team_barrier();  // everyone has read a(j, j) before it is overwritten
+      Kokkos::single(Kokkos::PerTeam(m), [&]() { a(j, j) = ljj; });
+      m.team_barrier();
+    }
+    return true;
+  }
+
+  // x <- (L L^T)^{-1} x with KokkosBatched::TeamTrsv.
+  template <class A, class V>
+  KOKKOS_INLINE_FUNCTION void cholesky_solve(const member_type& m, const A& l, const V& x) const {
+    using namespace KokkosBatched;
+    m.team_barrier();
+    TeamTrsv<member_type, Uplo::Lower, Trans::NoTranspose, Diag::NonUnit,
+             Algo::Trsv::Unblocked>::invoke(m, Scalar(1), l, x);
+    m.team_barrier();
+    TeamTrsv<member_type, Uplo::Lower, Trans::Transpose, Diag::NonUnit,
+             Algo::Trsv::Unblocked>::invoke(m, Scalar(1), l, x);
+    m.team_barrier();
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
+    const int b = m.league_rank();
+    if (status(b) != 0) return;  // frozen after a breakdown
+    const std::int64_t step_index = steps(b);
+    const Basis Ub{&U(b, 0, 0), d, r};
+    auto Ub_view = Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL());
+    auto y = Kokkos::subview(wy, b, Kokkos::ALL());
+    auto e = Kokkos::subview(we, b, Kokkos::ALL());
+    auto z = Kokkos::subview(wvec, b, 0, Kokkos::ALL());
+    auto w = Kokkos::subview(wvec, b, 1, Kokkos::ALL());
+    auto g = Kokkos::subview(wvec, b, 2, Kokkos::ALL());
+    auto gh = Kokkos::subview(wvec, b, 3, Kokkos::ALL());
+    auto u = Kokkos::subview(wvec, b, 4, Kokkos::ALL());
+    auto A1 = Kokkos::subview(wmat, b, 0, Kokkos::ALL(), Kokkos::ALL());
+    auto A2 = Kokkos::subview(wmat, b, 1, Kokkos::ALL(), Kokkos::ALL());
+    auto Sp = Kokkos::subview(wmat, b, 2, Kokkos::ALL(), Kokkos::ALL());
+
+    // 1. Centre with the old mean; reject a non-finite sample.
+    int bad = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, d),
+        [&](const int i, int& nb) {
+          const Scalar xi = X(b, i);
+          const Scalar yi = xi - mu(b, i);
+          y(i) = yi;
+          e(i) = yi;
+          if (!kmath::isfinite(xi)) nb += 1;
+        },
+        bad);
+    m.team_barrier();
+    if (bad != 0) {
+      fail(m, b, breakdown_nonfinite_sample, step_index);
+      return;
+    }
+
+    // 2. z = U^T y (fixed-chunk axpy form).
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nc), [&](const int c) {
+      Scalar* zp = &wzp(b, c, 0);
+      for (int j = 0; j < r; ++j) zp[j] = Scalar(0);
+      int begin, end, stride;
+      chunk(d, c, begin, end, stride);
+      for (int i = begin; i < end; i += stride) {
+        const Scalar yi = y(i);
+        for (int j = 0; j < r; ++j) zp[j] += Ub(i, j) * yi;
+      }
+    });
+    m.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {
+      Scalar s = 0;
+      for (int c = 0; c < nc; ++c) s += wzp(b, c, j);
+      z(j) = s;
+    });
+    m.team_barrier();
+
+    // 3. e = y - U z, rho = ||e||.
+    team_gemv_blocked(m, Scalar(-1), Ub_view, z, Scalar(1), e);
+    m.team_barrier();
+    const Scalar rho2 = team_sum(m, b, d, [&](const int i) { return e(i) * e(i); });
+    const Scalar rho = kmath::sqrt(rho2);
+    const Scalar s2_old = s2(b);
+
+    // 4. Precision solve w = S^{-1} z.
+    for_each_entry(m, r, r, [&](const int a, const int c) {
+      A1(a, c) = S(b, a, c);
+    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = z(j); });
+    if (!cholesky(m, A1)) {
+      fail(m, b, breakdown_s_not_spd, step_index);
+      return;
+    }
+    cholesky_solve(m, A1, w);
+    Scalar q = 0;
+    for (int j = 0; j < r; ++j) q += z(j) * w(j);
+
+    // 5. Step length, clamp, covariance update in the old frame.
+    const Scalar ell = eta_S * kmath::sqrt((q - 1) * (q - 1) + Scalar(r - 1));
+    Scalar eta = eta_S;
+    bool clamped = false;
+    if (ell > max_step) {
+      eta = eta_S * max_step / ell;
+      clamped = true;
+    }
+    if (exact) {
+      const Scalar cc = q > Scalar(0) ? kmath::expm1(eta * q) / q : eta;
+      const Scalar decay = kmath::exp(-eta);
+      for_each_entry(m, r, r, [&](const int a, const int c) {
+        Sp(a, c) = decay * (S(b, a, c) + cc * z(a) * z(c));
+      });
+    } else {
+      for_each_entry(m, r, r, [&](const int a, const int c) {
+        Sp(a, c) = (1 - eta) * S(b, a, c) + eta * z(a) * z(c);
+      });
+    }
+
+    // 6. Subspace direction g (old S).
+    if (precision) {
+      if (gamma_zero) {
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = w(j); });
+      } else {
+        copy_shift_diagonal(m, r, Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()), A2, Scalar(gamma * s2_old));
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = z(j); });
+        if (!cholesky(m, A2)) {
+          fail(m, b, breakdown_regularized_not_spd, step_index);
+          return;
+        }
+        cholesky_solve(m, A2, g);
+      }
+    } else {
+      Scalar trace = 0;
+      for (int j = 0; j < r; ++j) trace += S(b, j, j);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r),
+                           [&](const int j) { g(j) = z(j) / (trace / Scalar(r)); });
+    }
+    m.team_barrier();
+    Scalar gnorm = 0;
+    for (int j = 0; j < r; ++j) gnorm += g(j) * g(j);
+    gnorm = kmath::sqrt(gnorm);
+
+    // 7. Rotation angle and transport of S' to the new frame.
+    const FrameRotation<Scalar> rot =
+        rotate_frame_transport_S<Scalar>(m, r, rho, gnorm, tiny, eta_U, s2_old, g, gh, u, Sp);
+    const bool rotate = rot.rotate;
+    const Scalar theta = rot.theta, sn = rot.sn, cm1 = rot.cm1;
+    const Scalar s2_new = (1 - eta_s) * s2_old + eta_s * rho2 / Scalar(d - r);
+
+    // Never write non-finite numbers: check before the state is touched.
+    if (!step_update_is_finite<Scalar>(m, r, Sp, rho2, q, gnorm, theta, s2_new)) {
+      fail(m, b, breakdown_nonfinite_update, step_index);
+      return;
+    }
+
+    // 8. Writes: frame rotation (fused U gh and rank-one update per row), S, s2, mu.
+    if (rotate) {
+      // Host (row-major): four rows at a time, four independent dot-product
+      // chains (each still summed in increasing j, as in the reference).
+      // Device (column-major): one row per thread, so neighbouring threads
+      // touch neighbouring addresses.
+      constexpr int rows_per = Tuning<ExecSpace>::rotation_rows_per_thread;
+      const int nq = (d + rows_per - 1) / rows_per;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nq), [&](const int q4) {
+        const int i0 = rows_per * q4;
+        if (!column_major && i0 + 4 <= d) {
+          Scalar g0 = 0, g1 = 0, g2 = 0, g3 = 0;
+          for (int j = 0; j < r; ++j) {
+            const Scalar ghj = gh(j);
+            g0 += Ub(i0, j) * ghj;
+            g1 += Ub(i0 + 1, j) * ghj;
+            g2 += Ub(i0 + 2, j) * ghj;
+            g3 += Ub(i0 + 3, j) * ghj;
+          }
+          const Scalar c0 = cm1 * g0 + sn * e(i0) / rho, c1 = cm1 * g1 + sn * e(i0 + 1) / rho,
+                       c2 = cm1 * g2 + sn * e(i0 + 2) / rho, c3 = cm1 * g3 + sn * e(i0 + 3) / rho;
+          for (int j = 0; j < r; ++j) {
+            const Scalar ghj = gh(j);
+            Ub(i0, j) += c0 * ghj;
+            Ub(i0 + 1, j) += c1 * ghj;
+            Ub(i0 + 2, j) += c2 * ghj;
+            Ub(i0 + 3, j) += c3 * ghj;
+          }
+        } else {
+          const int i1 = i0 + rows_per < d ? i0 + rows_per : d;
+          for (int i = i0; i < i1; ++i) {
+            Scalar ugh = 0;
+            for (int j = 0; j < r; ++j) ugh += Ub(i, j) * gh(j);
+            const Scalar coef = cm1 * ugh + sn * e(i) / rho;
+            for (int j = 0; j < r; ++j) Ub(i, j) += coef * gh(j);
+          }
+        }
+      });
+    }
+    symmetrize(m, r, Sp, Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()));
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d),
+                         [&](const int i) { mu(b, i) += eta_mu * y(i); });
+    Kokkos::single(Kokkos::PerTeam(m), [&]() {
+      s2(b) = s2_new;
+      steps(b) = step_index + 1;
+      if (clamped) clamped_steps(b) += 1;
+    });
+    m.team_barrier();
+
+    // 9. Cholesky-QR every reorth_every steps.
+    if (reorth_every > 0 && (step_index + 1) % reorth_every == 0) reorthonormalize(m, b, step_index);
+  }
+
+  // U^T U = L L^T, U <- U L^{-T}, S <- L^T S L (reference_reorthonormalize).
+  KOKKOS_INLINE_FUNCTION void reorthonormalize(const member_type& m, int b,
+                                               std::int64_t step_index) const {
+    const Basis Ub{&U(b, 0, 0), d, r};
+    auto Ub_view = Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL());
+    auto L = Kokkos::subview(wmat, b, 0, Kokkos::ALL(), Kokkos::ALL());  // U^T U, then its factor
+    auto SL = Kokkos::subview(wmat, b, 2, Kokkos::ALL(), Kokkos::ALL());
+    auto out = Kokkos::subview(wmat, b, 3, Kokkos::ALL(), Kokkos::ALL());
+    using namespace KokkosBatched;
+    TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Unblocked>::invoke(
+        m, Scalar(1), Ub_view, Ub_view, Scalar(0), L);
+    if (!cholesky(m, L)) {  // only the lower triangle (L) is read below
+      fail(m, b, breakdown_reorthonormalize, step_index);
+      return;
+    }
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
+      for (int a = 0; a < r; ++a) {
+        Scalar v = Ub(i, a);
+        for (int k = 0; k < a; ++k) v -= L(a, k) * Ub(i, k);
+        Ub(i, a) = v / L(a, a);
+      }
+    });
+    rotate_S_by_factor<Scalar>(m, r, L, Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()), SL, out);
+    Kokkos::single(Kokkos::PerTeam(m), [&]() { reorths(b) += 1; });
+    m.team_barrier();
+  }
+};
+
+}  // namespace detail
+}  // namespace mosaic
