@@ -34,7 +34,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from analysis import common as C
 
-# In execution order (src/mosaic/timers.hpp, kTimerPhases); "total" is the run's wall time.
+# In execution order (src/mosaic/app/timers.hpp, kTimerPhases); "total" is the run's wall time.
 PHASES = ("setup", "init", "warmup", "generate", "update", "verify", "diagnostics", "checkpoint", "reduce", "output")
 TOTAL = "total"
 UNACCOUNTED = "not in a timer"

@@ -2,7 +2,7 @@
 
 A state set is the .npy files of docs/INPUT_DECK.md plus its manifest
 states.json, which the mini-app removes before it writes a new set and writes
-after the last file (src/mosaic/run.hpp, write_state_files). A directory
+after the last file (src/mosaic/app/run.hpp, write_state_files). A directory
 without the manifest holds an incomplete set: a run died (or the disk filled)
 while writing it, and its files may be of two different runs (the new mu.npy
 beside the previous U.npy). load_states refuses such a set, and a set whose

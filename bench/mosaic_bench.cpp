@@ -668,7 +668,7 @@ int main(int argc, char** argv) {
       for (const auto& l : phase_rows) std::printf("%s\n", l.c_str());
     }
     if (!model_rows.empty()) {
-      std::printf("\n# cost model (src/mosaic/cost_model.hpp) per phase: flops and bytes per sample, launches and library "
+      std::printf("\n# cost model (src/mosaic/engine/cost_model.hpp) per phase: flops and bytes per sample, launches and library "
                   "calls per block, predicted and measured us per sample (all streams); %s\n",
                   mosaic::is_host_space<Exec>
                       ? "host: predicted from this run's copy bandwidth, vendor GEMM rate at the block's "

@@ -7,8 +7,9 @@
 # Each tree is configured into a fresh /tmp build directory against the same
 # Kokkos (Kokkos_ROOT, default this repository's .deps/kokkos-openmp), built
 # with -j$(nproc), then rebuilt after touching one file of each kind:
-# the driver (miniapp/main.cpp), one test (tests/test_config.cpp) and a
-# kernel header (src/mosaic/blocked_step.hpp). Prints one table row per tree
+# the driver (miniapp/main.cpp), one test (test_config.cpp) and a kernel
+# header (blocked_step.hpp), each where the tree has it (src/mosaic/ was
+# split into folders at issue 29). Prints one table row per tree
 # and build; the machine should be otherwise idle.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,7 +17,7 @@ export Kokkos_ROOT="${Kokkos_ROOT:-$root/.deps/kokkos-openmp}"
 export KokkosKernels_ROOT="${KokkosKernels_ROOT:-$Kokkos_ROOT}"
 jobs="$(nproc)"
 echo "# build times: $(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), Kokkos_ROOT=$Kokkos_ROOT"
-echo "| tree | commit | clean build (s) | after touching miniapp/main.cpp (s) | tests/test_config.cpp (s) | src/mosaic/blocked_step.hpp (s) |"
+echo "| tree | commit | clean build (s) | after touching miniapp/main.cpp (s) | test_config.cpp (s) | blocked_step.hpp (s) |"
 echo "|---|---|---|---|---|---|"
 for tree in "$@"; do
   tree="$(cd "$tree" && pwd)"
@@ -32,8 +33,11 @@ for tree in "$@"; do
   }
   clean=$(timed)
   row="| $tree | $commit | $clean"
-  for f in miniapp/main.cpp tests/test_config.cpp src/mosaic/blocked_step.hpp; do
-    touch "$tree/$f"
+  for f in miniapp/main.cpp "tests/config/test_config.cpp tests/test_config.cpp" \
+           "src/mosaic/engine/blocked_step.hpp src/mosaic/blocked_step.hpp"; do
+    for candidate in $f; do
+      if [[ -e "$tree/$candidate" ]]; then touch "$tree/$candidate"; break; fi
+    done
     row+=" | $(timed)"
   done
   echo "$row |"

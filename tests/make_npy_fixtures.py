@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the tiny .npy fixtures of tests/test_npy.cpp into tests/fixtures/npy/.
+"""Writes the tiny .npy fixtures of tests/sources/test_npy.cpp into tests/fixtures/npy/.
 
 Run with the system Python and its NumPy (the files must be written by NumPy
 itself, not by our own writer):

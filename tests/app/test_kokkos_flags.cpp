@@ -1,4 +1,4 @@
-// Kokkos' command-line flags (src/mosaic/kokkos_flags.hpp): both spellings
+// Kokkos' command-line flags (src/mosaic/app/kokkos_flags.hpp): both spellings
 // reach Kokkos 3 and Kokkos 4 in the one each parses, what Kokkos 3 lacks is
 // left to the driver, and a flag no Kokkos knows is refused with the
 // closest name. Both versions are checked whichever Kokkos this build uses.

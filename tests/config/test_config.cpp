@@ -1,4 +1,4 @@
-// The YAML input deck (src/mosaic/config.hpp, docs/INPUT_DECK.md): every error
+// The YAML input deck (src/mosaic/config/config.hpp, docs/INPUT_DECK.md): every error
 // names file:line:col (or the --set argument), the key path, what was expected
 // and what was found; defaults, overrides and sweep expansion are exact.
 #include <algorithm>

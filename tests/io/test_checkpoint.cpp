@@ -1,4 +1,4 @@
-// Checkpoints (src/mosaic/checkpoint.hpp, docs/CHECKPOINT.md): a round trip
+// Checkpoints (src/mosaic/io/checkpoint.hpp, docs/CHECKPOINT.md): a round trip
 // restores every per-stream view bit for bit, also for a subset of the
 // streams (redistribution); every corrupted, partial or mismatched
 // checkpoint is refused with a message naming the file; an incomplete newest

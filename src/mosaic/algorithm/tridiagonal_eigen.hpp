@@ -8,7 +8,7 @@
 // per sweep over ~10 sweeps, and its loops run along rows. Both are backward
 // stable, so their eigenvalues agree to a few ulps of ||A|| and their
 // eigenvectors span the same invariant subspaces up to eps ||A|| / gap
-// (tests/test_tridiagonal_eigen.cpp compares them). It serves init: data's
+// (tests/algorithm/test_tridiagonal_eigen.cpp compares them). It serves init: data's
 // n0 x n0 Gram matrices (init_data.hpp) and the eigenvalues of S in the
 // diagnostics, one thread per matrix on the execution space; the reference
 // keeps Jacobi.

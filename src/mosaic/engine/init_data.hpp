@@ -1,6 +1,6 @@
 // init: data (ALGORITHM.md section 3) for a whole batch on its execution
 // space: the fast twin of reference_init_data (reference.hpp), which the
-// tests compare it with (tests/test_engine.cpp, basis-free).
+// tests compare it with (tests/engine/test_engine.cpp, basis-free).
 //
 // Everything is in double whatever the run's dtype, as the section says:
 //  1. one team per stream, one pass over the samples: mu = the mean of the

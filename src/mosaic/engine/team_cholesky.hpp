@@ -8,7 +8,7 @@
 // whatever the team size: every entry receives its updates one by one in
 // the loops' order; only which thread applies them changes. So a device's
 // wide team and a host's one thread give the same bits, and the CPU suite
-// checks the team form against the plain loops (tests/test_team_cholesky.cpp).
+// checks the team form against the plain loops (tests/engine/test_team_cholesky.cpp).
 //
 // No step is left to a single thread: every thread computes a pivot's
 // square root (or a solve's next value) from the same shared entry, and the
