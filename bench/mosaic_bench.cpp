@@ -56,25 +56,23 @@
 #include <type_traits>
 #include <vector>
 
-#include <Kokkos_Core.hpp>
-#include <KokkosBlas3_gemm.hpp>
 #include <KokkosKernels_config.h>
+#include <KokkosBlas3_gemm.hpp>
+#include <Kokkos_Core.hpp>
 
+#include "mosaic/algorithm/reference.hpp"
+#include "mosaic/app/kokkos_flags.hpp"
 #include "mosaic/engine/batched_engine.hpp"
 #include "mosaic/engine/cost_model.hpp"
-#include "mosaic/app/kokkos_flags.hpp"
-#include "mosaic/algorithm/reference.hpp"
-#include "mosaic/sources/synthetic_source.hpp"
 #include "mosaic/engine/tile_gemm.hpp"
 #include "mosaic/engine/transfer.hpp"
 #include "mosaic/engine/vendor_blas.hpp"
+#include "mosaic/sources/synthetic_source.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::vector<int> parse_list(const char* s) {
   std::vector<int> out;
@@ -90,13 +88,14 @@ struct Options {
   int streams = 8;
   long steps = 0;  // 0 = auto
   double seconds = 1.0;
-  long ref_steps = 0;  // 0 = auto
+  long ref_steps = 0;           // 0 = auto
   std::vector<int> block = {};  // k > 1 values of the blocked runs
   mosaic::BlockGemm gemm = mosaic::BlockGemm::automatic;
   mosaic::PrecisionSolve solve = mosaic::PrecisionSolve::dense;
   int reorth = mosaic::kAuto;  // reorthonormalize_every of the blocked runs
   bool dtype_double = false;   // --dtype double: every engine run in double
-  int panel_cols = mosaic::Tuning<Kokkos::DefaultExecutionSpace>::vendor_panel_cols;  // gemm vendor: columns of D per GEMM of the products
+  int panel_cols = mosaic::Tuning<
+      Kokkos::DefaultExecutionSpace>::vendor_panel_cols;  // gemm vendor: columns of D per GEMM of the products
 };
 
 Options parse(int argc, char** argv) {
@@ -150,11 +149,11 @@ Options parse(int argc, char** argv) {
         std::exit(2);
       }
       o.dtype_double = g == "double";
-    }
-    else if (!std::strcmp(argv[k], "--help") || !std::strcmp(argv[k], "-h")) {
-      std::printf("usage: mosaic_bench [--d list] [--r list] [--streams B] [--steps N] "
-                  "[--seconds T] [--ref-steps N] [--block-size list] [--gemm auto|vendor|kokkos_batched|tiled] "
-                  "[--solve dense|maintained] [--reorth auto|K] [--dtype float|double] [--panel-cols P]  (plus Kokkos flags)\n");
+    } else if (!std::strcmp(argv[k], "--help") || !std::strcmp(argv[k], "-h")) {
+      std::printf(
+          "usage: mosaic_bench [--d list] [--r list] [--streams B] [--steps N] "
+          "[--seconds T] [--ref-steps N] [--block-size list] [--gemm auto|vendor|kokkos_batched|tiled] "
+          "[--solve dense|maintained] [--reorth auto|K] [--dtype float|double] [--panel-cols P]  (plus Kokkos flags)\n");
       std::exit(0);
     } else if (std::strncmp(argv[k], "--kokkos", 8) != 0) {
       std::fprintf(stderr, "mosaic_bench: unknown option %s\n", argv[k]);
@@ -177,8 +176,8 @@ double copy_bandwidth_gbs() {
   for (int rep = 0; rep < 6; ++rep) {
     Kokkos::fence();
     const auto t0 = Clock::now();
-    Kokkos::parallel_for("stream_copy", Kokkos::RangePolicy<Exec>(0, n),
-                         KOKKOS_LAMBDA(const std::size_t i) { a(i) = b(i); });
+    Kokkos::parallel_for(
+        "stream_copy", Kokkos::RangePolicy<Exec>(0, n), KOKKOS_LAMBDA(const std::size_t i) { a(i) = b(i); });
     Kokkos::fence();
     if (rep > 0) best = std::min(best, seconds_since(t0));
   }
@@ -270,24 +269,27 @@ double sgemm_gflops(int n) {
     Kokkos::deep_copy(C, 0.0f);
     Kokkos::fence();
     const auto t0 = Clock::now();
-    Kokkos::parallel_for("sgemm_pack_A", Kokkos::RangePolicy<HostExec>(0, npanels), KOKKOS_LAMBDA(const int pn) {
-      for (int k = 0; k < n; ++k)
-        for (int a = 0; a < tile::MR; ++a) Ap(pn, std::size_t(k) * tile::MR + a) = A(pn * tile::MR + a, k);
-    });
+    Kokkos::parallel_for(
+        "sgemm_pack_A", Kokkos::RangePolicy<HostExec>(0, npanels), KOKKOS_LAMBDA(const int pn) {
+          for (int k = 0; k < n; ++k)
+            for (int a = 0; a < tile::MR; ++a) Ap(pn, std::size_t(k) * tile::MR + a) = A(pn * tile::MR + a, k);
+        });
     for (int j0 = 0; j0 < n; j0 += jc) {
       const int nj = j0 + jc < n ? jc : n - j0;
       for (int k0 = 0; k0 < n; k0 += kc) {
         const int nk = k0 + kc < n ? kc : n - k0;
-        Kokkos::parallel_for("sgemm_pack_B", Kokkos::RangePolicy<HostExec>(0, nk), KOKKOS_LAMBDA(const int k) {
-          for (int c = 0; c < nj; ++c) Bp(k, c) = B(k0 + k, j0 + c);
-        });
-        Kokkos::parallel_for("sgemm", Kokkos::RangePolicy<HostExec>(0, npanels), KOKKOS_LAMBDA(const int pn) {
-          const float* P = &Ap(pn, std::size_t(k0) * tile::MR);
-          float* Ct = &C(pn * tile::MR, j0);
-          tile::for_each_column_tile<float>(nj, [&](const int c0, const int width) {
-            tile::inner_tile_w(width, 0, nk, P, tile::MR, &Bp(0, c0), ldb, Ct + c0, n);
-          });
-        });
+        Kokkos::parallel_for(
+            "sgemm_pack_B", Kokkos::RangePolicy<HostExec>(0, nk), KOKKOS_LAMBDA(const int k) {
+              for (int c = 0; c < nj; ++c) Bp(k, c) = B(k0 + k, j0 + c);
+            });
+        Kokkos::parallel_for(
+            "sgemm", Kokkos::RangePolicy<HostExec>(0, npanels), KOKKOS_LAMBDA(const int pn) {
+              const float* P = &Ap(pn, std::size_t(k0) * tile::MR);
+              float* Ct = &C(pn * tile::MR, j0);
+              tile::for_each_column_tile<float>(nj, [&](const int c0, const int width) {
+                tile::inner_tile_w(width, 0, nk, P, tile::MR, &Bp(0, c0), ldb, Ct + c0, n);
+              });
+            });
       }
     }
     Kokkos::fence();
@@ -368,8 +370,7 @@ Row bench_point(const Options& o, int d, int r) {
   bool ref_broken = false;
   const auto ref0 = Clock::now();
   try {
-    while (o.ref_steps > 0 ? ref_steps < o.ref_steps
-                           : (ref_steps < 3 || seconds_since(ref0) < 0.5 * o.seconds)) {
+    while (o.ref_steps > 0 ? ref_steps < o.ref_steps : (ref_steps < 3 || seconds_since(ref0) < 0.5 * o.seconds)) {
       mosaic::synthetic_sample(spec, truth, ids[0], std::uint64_t(ref_steps), x.data());
       const auto t0 = Clock::now();
       mosaic::reference_step(ref, x.data(), p);
@@ -408,12 +409,12 @@ struct BlockRow {
   double sps;
   long clamped;
   int broken;
-  std::string gemm;  // the kernel that ran (and, for vendor, how its GEMMs were spread)
+  std::string gemm;     // the kernel that ran (and, for vendor, how its GEMMs were spread)
   bool phased = false;  // gemm vendor: the phases below were timed
   mosaic::BlockPhases phases;
-  double seconds = 0;  // sum of the timed blocks
+  double seconds = 0;                               // sum of the timed blocks
   double product_flops = 0, materialize_flops = 0;  // per timed run, all streams
-  mosaic::cost::Shape shape;  // the cost model's description of one block
+  mosaic::cost::Shape shape;                        // the cost model's description of one block
 };
 
 // The cost model's description of a bench block (cost_model.hpp).
@@ -544,33 +545,39 @@ int main(int argc, char** argv) {
   int rc = 0;
   {
     const Options o = parse(argc, argv);
-    std::printf("# mosaic_bench: Kokkos %d, execution space %s, concurrency %d, %s, %d streams\n",
-                KOKKOS_VERSION, Exec::name(), Exec().concurrency(), o.dtype_double ? "double" : "float", o.streams);
+    std::printf("# mosaic_bench: Kokkos %d, execution space %s, concurrency %d, %s, %d streams\n", KOKKOS_VERSION,
+                Exec::name(), Exec().concurrency(), o.dtype_double ? "double" : "float", o.streams);
     const double bw = copy_bandwidth_gbs();
-    const int gemm_n = 1104;  // a multiple of tile::MR and of 8 (whole tiles); 1008 (a 4032-byte row) was markedly slower (cache-set conflicts)
+    const int gemm_n =
+        1104;  // a multiple of tile::MR and of 8 (whole tiles); 1008 (a 4032-byte row) was markedly slower (cache-set conflicts)
     const double gf = sgemm_gflops(gemm_n);
     const double vendor_sgf = vendor_gemm_gflops<float>(gemm_n);
     // The rate the blocked rows are compared to: the run's own precision.
     const double vendor_gf = o.dtype_double ? vendor_gemm_gflops<double>(gemm_n) : vendor_sgf;
     std::printf("# roofline: copy bandwidth %.2f GB/s (Kokkos parallel_for a[i]=b[i], 2 x 256 MiB, read+write)\n", bw);
-    std::printf("# roofline: sgemm %.2f GFLOP/s (n=%d, the tiled micro-kernel of the blocked update, packed, no vendor BLAS, host execution space)\n", gf, gemm_n);
-    if (o.dtype_double) std::printf("# roofline: vendor dgemm %.2f GFLOP/s (n=%d, KokkosBlas::gemm)\n", vendor_gf, gemm_n);
+    std::printf(
+        "# roofline: sgemm %.2f GFLOP/s (n=%d, the tiled micro-kernel of the blocked update, packed, no vendor BLAS, host execution space)\n",
+        gf, gemm_n);
+    if (o.dtype_double)
+      std::printf("# roofline: vendor dgemm %.2f GFLOP/s (n=%d, KokkosBlas::gemm)\n", vendor_gf, gemm_n);
     std::printf("# roofline: vendor sgemm %.2f GFLOP/s (n=%d, KokkosBlas::gemm on %s: %s)\n", vendor_sgf, gemm_n,
                 Exec::name(), vendor_gemm_name().c_str());
     const double small_gf = in_cache_double_gflops();
-    std::printf("# roofline: in-cache double %.2f GFLOP/s (one host thread, y += a x over 2048 doubles, no FMA)\n", small_gf);
+    std::printf("# roofline: in-cache double %.2f GFLOP/s (one host thread, y += a x over 2048 doubles, no FMA)\n",
+                small_gf);
     std::printf("# model per sample: 4dr flops, 3dr floats of U traffic; impl: 8dr flops, 4dr floats\n");
-    std::printf("| d | r | engine steps | engine samples/s | reference samples/s (1 thread) | ratio | GB/s model | GB/s impl | %% of copy BW (impl) | GFLOP/s model | GFLOP/s impl | clamped | broken |\n");
+    std::printf(
+        "| d | r | engine steps | engine samples/s | reference samples/s (1 thread) | ratio | GB/s model | GB/s impl | %% of copy BW (impl) | GFLOP/s model | GFLOP/s impl | clamped | broken |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     std::vector<std::string> blocked_rows, phase_rows, model_rows;
     for (int d : o.d)
       for (int r : o.r) {
         if (2 * r > d) continue;
         const Row w = o.dtype_double ? bench_point<double>(o, d, r) : bench_point<float>(o, d, r);
-        std::printf("| %d | %d | %ld | %.1f | %.1f (%ld steps) | %.2f | %.2f | %.2f | %.0f%% | %.2f | %.2f | %ld | %d |\n",
-                    w.d, w.r, w.steps, w.engine_sps, w.ref_sps, w.ref_steps, w.engine_sps / w.ref_sps,
-                    w.model_gbs, w.impl_gbs, 100.0 * w.impl_gbs / bw, w.model_gflops, w.impl_gflops,
-                    w.clamped, w.broken);
+        std::printf(
+            "| %d | %d | %ld | %.1f | %.1f (%ld steps) | %.2f | %.2f | %.2f | %.0f%% | %.2f | %.2f | %ld | %d |\n", w.d,
+            w.r, w.steps, w.engine_sps, w.ref_sps, w.ref_steps, w.engine_sps / w.ref_sps, w.model_gbs, w.impl_gbs,
+            100.0 * w.impl_gbs / bw, w.model_gflops, w.impl_gflops, w.clamped, w.broken);
         std::fflush(stdout);
         if (w.broken) rc = 1;
         std::vector<BlockRow> rows;
@@ -582,10 +589,11 @@ int main(int argc, char** argv) {
           const double flops = double(d) * (4.0 * r + br.k + 2.0 * r * r / br.k);
           const double gfs = br.sps * flops / 1e9;
           const double vendor_block = o.dtype_double ? vendor_block_gemm_gflops<double>(o.streams, d, r, br.k)
-                                                        : vendor_block_gemm_gflops<float>(o.streams, d, r, br.k);
+                                                     : vendor_block_gemm_gflops<float>(o.streams, d, r, br.k);
           char line[512];
-          std::snprintf(line, sizeof line, "| %d | %d | %.1f | %d | %ld | %.1f | %.2fx | %.2f | %.0f%% | %.2f | %.0f%% | %ld | %d |%s",
-                        d, r, w.engine_sps, br.k, br.steps, br.sps, br.sps / w.engine_sps, gfs, 100.0 * gfs / gf,
+          std::snprintf(line, sizeof line,
+                        "| %d | %d | %.1f | %d | %ld | %.1f | %.2fx | %.2f | %.0f%% | %.2f | %.0f%% | %ld | %d |%s", d,
+                        r, w.engine_sps, br.k, br.steps, br.sps, br.sps / w.engine_sps, gfs, 100.0 * gfs / gf,
                         vendor_block, 100.0 * gfs / vendor_block, br.clamped, br.broken,
                         br.sps == best ? " **best k** |" : " |");
           blocked_rows.push_back(line);
@@ -595,13 +603,15 @@ int main(int argc, char** argv) {
             const double per = 1e6 / (double(o.streams) * br.steps);  // seconds -> us per sample
             const double gemm_s = ph.products + ph.materialize;
             const double gemm_gf = (br.product_flops + br.materialize_flops) / gemm_s / 1e9;
-            std::snprintf(line, sizeof line,
-                          "| %d | %d | %d | %s | %.2f | %.2f | %.2f (%.1f GFLOP/s) | %.2f | %.2f (%.1f GFLOP/s) | %.2f | %.0f%% | %.1f | %.0f%% | %.0f%% | %.0f%% |",
-                          d, r, br.k, br.gemm.c_str(), per * br.seconds, per * ph.pack, per * ph.products,
-                          br.product_flops / ph.products / 1e9, per * ph.coefficients, per * ph.materialize,
-                          br.materialize_flops / ph.materialize / 1e9, per * (br.seconds - ph.pack - ph.products - ph.coefficients - ph.materialize),
-                          100.0 * gemm_s / br.seconds, gemm_gf, 100.0 * gemm_gf / vendor_gf, 100.0 * gemm_gf / vendor_block,
-                          100.0 * ph.coefficients / br.seconds);
+            std::snprintf(
+                line, sizeof line,
+                "| %d | %d | %d | %s | %.2f | %.2f | %.2f (%.1f GFLOP/s) | %.2f | %.2f (%.1f GFLOP/s) | %.2f | %.0f%% | %.1f | %.0f%% | %.0f%% | %.0f%% |",
+                d, r, br.k, br.gemm.c_str(), per * br.seconds, per * ph.pack, per * ph.products,
+                br.product_flops / ph.products / 1e9, per * ph.coefficients, per * ph.materialize,
+                br.materialize_flops / ph.materialize / 1e9,
+                per * (br.seconds - ph.pack - ph.products - ph.coefficients - ph.materialize),
+                100.0 * gemm_s / br.seconds, gemm_gf, 100.0 * gemm_gf / vendor_gf, 100.0 * gemm_gf / vendor_block,
+                100.0 * ph.coefficients / br.seconds);
             phase_rows.push_back(line);
             // The cost model beside the measured phases: on a host space its
             // time comes from this run's rates (copy bandwidth, the vendor
@@ -634,10 +644,10 @@ int main(int argc, char** argv) {
                           {"coefficients", cost.coefficients, pred.coefficients, ph.coefficients},
                           {"bases", cost.bases, pred.bases, ph.materialize}};
             for (const auto& q : phases) {
-              std::snprintf(line, sizeof line, "| %d | %d | %d | %s | %.3g | %.3g | %g | %g | %.2f | %.2f | %.2f |", d, r,
-                            br.k, q.name, q.c.flops / (double(o.streams) * br.k), q.c.bytes / (double(o.streams) * br.k),
-                            q.c.launches, q.c.library_calls, per_block * q.predicted, per * q.measured,
-                            q.measured / blocks / q.predicted);
+              std::snprintf(line, sizeof line, "| %d | %d | %d | %s | %.3g | %.3g | %g | %g | %.2f | %.2f | %.2f |", d,
+                            r, br.k, q.name, q.c.flops / (double(o.streams) * br.k),
+                            q.c.bytes / (double(o.streams) * br.k), q.c.launches, q.c.library_calls,
+                            per_block * q.predicted, per * q.measured, q.measured / blocks / q.predicted);
               model_rows.push_back(line);
             }
             std::snprintf(line, sizeof line, "| %d | %d | %d | block | | | | | %.2f | %.2f | %.2f |", d, r, br.k,
@@ -649,34 +659,40 @@ int main(int argc, char** argv) {
         }
       }
     if (!blocked_rows.empty()) {
-      std::printf("\n# blocked update (ALGORITHM.md section 6), gemm %s, precision_solve %s, reorthonormalize_every %s, "
-                  "products in panels of %d columns (gemm vendor); model d(4r + k + 2r^2/k) flops/sample\n",
-                  mosaic::to_string(o.gemm), mosaic::to_string(o.solve),
-                  o.reorth == mosaic::kAuto ? "auto" : std::to_string(o.reorth).c_str(), o.panel_cols);
-      std::printf("| d | r | sequential samples/s | k | blocked steps | blocked samples/s | speedup | GFLOP/s (model) | %% of sgemm | "
-                  "vendor GFLOP/s (block shapes) | %% of vendor | clamped | broken | |\n");
+      std::printf(
+          "\n# blocked update (ALGORITHM.md section 6), gemm %s, precision_solve %s, reorthonormalize_every %s, "
+          "products in panels of %d columns (gemm vendor); model d(4r + k + 2r^2/k) flops/sample\n",
+          mosaic::to_string(o.gemm), mosaic::to_string(o.solve),
+          o.reorth == mosaic::kAuto ? "auto" : std::to_string(o.reorth).c_str(), o.panel_cols);
+      std::printf(
+          "| d | r | sequential samples/s | k | blocked steps | blocked samples/s | speedup | GFLOP/s (model) | %% of sgemm | "
+          "vendor GFLOP/s (block shapes) | %% of vendor | clamped | broken | |\n");
       std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       for (const auto& l : blocked_rows) std::printf("%s\n", l.c_str());
     }
     if (!phase_rows.empty()) {
-      std::printf("\n# phases of the blocked update (gemm vendor; wall us per sample, all streams; fenced while timed): "
-                  "pack [U0 | D], products G, H (W0), coefficient steps (one launch), new bases U = [U0 | D] W; "
-                  "GEMM = products + bases, at the rate of their own flops\n");
-      std::printf("| d | r | k | gemm | block | pack | products | coefficients | bases | other | GEMM share | GEMM GFLOP/s | "
-                  "%% of vendor gemm (n=1104, this precision) | %% of vendor (block shapes) | coefficients share |\n");
+      std::printf(
+          "\n# phases of the blocked update (gemm vendor; wall us per sample, all streams; fenced while timed): "
+          "pack [U0 | D], products G, H (W0), coefficient steps (one launch), new bases U = [U0 | D] W; "
+          "GEMM = products + bases, at the rate of their own flops\n");
+      std::printf(
+          "| d | r | k | gemm | block | pack | products | coefficients | bases | other | GEMM share | GEMM GFLOP/s | "
+          "%% of vendor gemm (n=1104, this precision) | %% of vendor (block shapes) | coefficients share |\n");
       std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       for (const auto& l : phase_rows) std::printf("%s\n", l.c_str());
     }
     if (!model_rows.empty()) {
-      std::printf("\n# cost model (src/mosaic/engine/cost_model.hpp) per phase: flops and bytes per sample, launches and library "
-                  "calls per block, predicted and measured us per sample (all streams); %s\n",
-                  mosaic::is_host_space<Exec>
-                      ? "host: predicted from this run's copy bandwidth, vendor GEMM rate at the block's "
-                        "shapes and in-cache double rate per thread"
-                      : "device: copy bandwidth and GEMM rate of this run, 5 us per launch or library call and 20 ns "
-                        "per dependent operation of the coefficient steps ASSUMED (not measured)");
-      std::printf("| d | r | k | phase | flops/sample | bytes/sample | launches/block | library calls/block | "
-                  "predicted us/sample | measured us/sample | measured/predicted |\n");
+      std::printf(
+          "\n# cost model (src/mosaic/engine/cost_model.hpp) per phase: flops and bytes per sample, launches and library "
+          "calls per block, predicted and measured us per sample (all streams); %s\n",
+          mosaic::is_host_space<Exec>
+              ? "host: predicted from this run's copy bandwidth, vendor GEMM rate at the block's "
+                "shapes and in-cache double rate per thread"
+              : "device: copy bandwidth and GEMM rate of this run, 5 us per launch or library call and 20 ns "
+                "per dependent operation of the coefficient steps ASSUMED (not measured)");
+      std::printf(
+          "| d | r | k | phase | flops/sample | bytes/sample | launches/block | library calls/block | "
+          "predicted us/sample | measured us/sample | measured/predicted |\n");
       std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
       for (const auto& l : model_rows) std::printf("%s\n", l.c_str());
     }

@@ -19,16 +19,16 @@
 #include <cuda_runtime.h>
 #endif
 
-#include "mosaic/config/config.hpp"
-#include "mosaic/io/dir_lock.hpp"
-#include "mosaic/io/environment.hpp"
 #include "mosaic/app/kokkos_flags.hpp"
 #include "mosaic/app/memory_check.hpp"
 #include "mosaic/app/node_comm.hpp"
-#include "mosaic/io/result_writer.hpp"
 #include "mosaic/app/run.hpp"
 #include "mosaic/app/stop_signal.hpp"
 #include "mosaic/app/timers.hpp"
+#include "mosaic/config/config.hpp"
+#include "mosaic/io/dir_lock.hpp"
+#include "mosaic/io/environment.hpp"
+#include "mosaic/io/result_writer.hpp"
 
 namespace {
 
@@ -131,9 +131,8 @@ void print_summary(const nlohmann::json& run) {
   const auto& fin = run["diagnostics"]["final"];
   std::printf("\n=== MOSAIC mini-app summary ===\n");
   std::printf("  d=%d r=%d dtype=%s  ranks=%d  streams=%lld (%s)  steps=%lld\n",
-              run["resolved_deck"]["problem"]["d"].get<int>(),
-              run["resolved_deck"]["problem"]["rank"].get<int>(), run["dtype"].get<std::string>().c_str(),
-              dec["ranks"].get<int>(), dec["total_streams"].get<long long>(),
+              run["resolved_deck"]["problem"]["d"].get<int>(), run["resolved_deck"]["problem"]["rank"].get<int>(),
+              run["dtype"].get<std::string>().c_str(), dec["ranks"].get<int>(), dec["total_streams"].get<long long>(),
               dec["mode"].get<std::string>().c_str(), run["steps"]["timed"].get<long long>());
   const auto& kern = run["kernel"];
   std::printf("  kernel              %s, block_size %d (%s), re-orthonormalize %s\n",
@@ -147,8 +146,8 @@ void print_summary(const nlohmann::json& run) {
     std::printf("  time %-12s max %10.4f s  min %10.4f s  %5.1f%% of total\n", name, t["max_s"].get<double>(),
                 t["min_s"].get<double>(), total_max > 0 ? 100.0 * t["max_s"].get<double>() / total_max : 0.0);
   }
-  std::printf("  time %-12s max %10.4f s  min %10.4f s  (the phases account for %.1f%% of it)\n", "total",
-              total_max, timers["total"]["min_s"].get<double>(),
+  std::printf("  time %-12s max %10.4f s  min %10.4f s  (the phases account for %.1f%% of it)\n", "total", total_max,
+              timers["total"]["min_s"].get<double>(),
               100.0 * run["timer_coverage"]["accounted_fraction"].get<double>());
   std::printf("  end-to-end          %.4g samples/s (timed steps x streams / timed loop wall time)\n",
               thr["end_to_end_samples_per_second"].get<double>());
@@ -161,11 +160,12 @@ void print_summary(const nlohmann::json& run) {
                 fin["accuracy"]["noise_rel_error_max"].get<double>());
   if (run.contains("io")) {
     const auto& io = run["io"];
-    std::printf("  npy input           %.4g MiB read in %.4g s (%.4g MiB/s), main thread stalled %.4g s, "
-                "%zu non-finite rows\n",
-                io["bytes_read"].get<double>() / 1048576.0, io["read_seconds"].get<double>(),
-                io["read_bandwidth_bytes_per_s"].get<double>() / 1048576.0, io["stall_seconds"].get<double>(),
-                io["nonfinite_rows"].size());
+    std::printf(
+        "  npy input           %.4g MiB read in %.4g s (%.4g MiB/s), main thread stalled %.4g s, "
+        "%zu non-finite rows\n",
+        io["bytes_read"].get<double>() / 1048576.0, io["read_seconds"].get<double>(),
+        io["read_bandwidth_bytes_per_s"].get<double>() / 1048576.0, io["stall_seconds"].get<double>(),
+        io["nonfinite_rows"].size());
   }
   if (run.contains("state_files"))
     std::printf("  final states        %s/\n", run["state_files"]["directory"].get<std::string>().c_str());
@@ -207,8 +207,7 @@ int main(int argc, char** argv) {
     return fail(e.what(), 2);
   }
   if (cl.help || cl.version) {
-    if (root && cl.help)
-      std::printf("%s\n%s%s", kUsage, mosaic::kokkos_flags::help().c_str(), kKokkosEnvironmentHelp);
+    if (root && cl.help) std::printf("%s\n%s%s", kUsage, mosaic::kokkos_flags::help().c_str(), kKokkosEnvironmentHelp);
     if (root && cl.version) print_version();
     MPI_Finalize();
     return 0;
@@ -225,8 +224,10 @@ int main(int argc, char** argv) {
       }
       if (!cl.restart.empty()) {
         if (points.size() > 1)
-          throw mosaic::DeckError(cl.deck + ": --restart: expected a deck without a sweep (a checkpoint holds the "
-                                  "state of one run), found a sweep of " + std::to_string(points.size()) + " points");
+          throw mosaic::DeckError(cl.deck +
+                                  ": --restart: expected a deck without a sweep (a checkpoint holds the "
+                                  "state of one run), found a sweep of " +
+                                  std::to_string(points.size()) + " points");
         if (cl.restart == "auto" && p.config.output.checkpoint.dir.empty())
           throw mosaic::DeckError(cl.deck + ": --restart auto resumes from output.checkpoint.dir, which is not set");
         p.config.run.restart_from = cl.restart;
@@ -279,8 +280,9 @@ int main(int argc, char** argv) {
       try {
         std::error_code ec;
         std::filesystem::create_directories(state_dir, ec);
-        if (ec) throw std::runtime_error(state_dir + ": cannot create the state directory (output.state_dir): " +
-                                         ec.message());
+        if (ec)
+          throw std::runtime_error(state_dir +
+                                   ": cannot create the state directory (output.state_dir): " + ec.message());
         mosaic::check_writable((std::filesystem::path(state_dir) / "mu.npy").string());
       } catch (const std::exception& e) {
         writable = 0;
@@ -340,8 +342,9 @@ int main(int argc, char** argv) {
           if (newest.empty() && mosaic::ckpt::is_complete(path)) newest = path.string();
         if (where == "auto") {
           where = newest.empty() ? "" : ck_dir;
-          if (newest.empty()) std::printf("[mosaic] run.restart_from: auto: no complete checkpoint in %s, starting afresh\n",
-                                          ck_dir.c_str());
+          if (newest.empty())
+            std::printf("[mosaic] run.restart_from: auto: no complete checkpoint in %s, starting afresh\n",
+                        ck_dir.c_str());
         } else if (where.empty() && !newest.empty()) {
           throw std::runtime_error(ck_dir + ": output.checkpoint.dir already holds checkpoints of an earlier run (" +
                                    newest + "); resume with --restart " + ck_dir +
@@ -362,11 +365,11 @@ int main(int argc, char** argv) {
       if (root) {
         for (const auto& note : restart_plan.notes) std::printf("[mosaic] note: %s\n", note.c_str());
         const auto& pos = restart_plan.manifest["position"];
-        std::printf("[mosaic] restarting from %s (sample index %lld, warm-up steps %lld, timed steps %lld of %lld, "
-                    "written on %d ranks)\n",
-                    restart_plan.dir.c_str(), pos["sample_index"].get<long long>(),
-                    pos["warmup_done"].get<long long>(), pos["timed_done"].get<long long>(),
-                    (long long)c.run.steps, restart_plan.manifest["nranks"].get<int>());
+        std::printf(
+            "[mosaic] restarting from %s (sample index %lld, warm-up steps %lld, timed steps %lld of %lld, "
+            "written on %d ranks)\n",
+            restart_plan.dir.c_str(), pos["sample_index"].get<long long>(), pos["warmup_done"].get<long long>(),
+            pos["timed_done"].get<long long>(), (long long)c.run.steps, restart_plan.manifest["nranks"].get<int>());
         std::fflush(stdout);
       }
     }
@@ -467,17 +470,18 @@ int main(int argc, char** argv) {
         doc["interrupted"] = {
             {"signal", control.stop_signal},
             {"signal_name", mosaic::stop_signal_name(control.stop_signal)},
-            {"checkpoint", control.last_checkpoint.empty() ? nlohmann::json() : nlohmann::json(control.last_checkpoint)},
-            {"resume", control.last_checkpoint.empty()
-                           ? "no checkpoint (output.checkpoint.dir not set): the run cannot be resumed"
-                           : "mosaic_miniapp " + cl.deck + " --restart " + points.front().config.output.checkpoint.dir}};
+            {"checkpoint",
+             control.last_checkpoint.empty() ? nlohmann::json() : nlohmann::json(control.last_checkpoint)},
+            {"resume",
+             control.last_checkpoint.empty()
+                 ? "no checkpoint (output.checkpoint.dir not set): the run cannot be resumed"
+                 : "mosaic_miniapp " + cl.deck + " --restart " + points.front().config.output.checkpoint.dir}};
       mosaic::write_json_atomically(result_path, doc);
       if (control.stop_signal)
         std::printf("[mosaic] stopped by %s: partial result (status interrupted) written to %s%s%s\n",
                     mosaic::stop_signal_name(control.stop_signal), result_path.c_str(),
                     control.last_checkpoint.empty() ? "" : ", checkpoint ", control.last_checkpoint.c_str());
-      else
-        std::printf("[mosaic] result written to %s\n", result_path.c_str());
+      else std::printf("[mosaic] result written to %s\n", result_path.c_str());
     }
   } catch (const mosaic::RunInputError& e) {
     // The same input error on every rank (e.g. a rank-deficient start): exit 2.

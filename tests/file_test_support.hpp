@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <vector>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "mosaic/sources/npy.hpp"
 

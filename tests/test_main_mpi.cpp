@@ -3,8 +3,8 @@
 // around Kokkos, both initialized once per process.
 #include <mpi.h>
 
-#include <Kokkos_Core.hpp>
 #include <gtest/gtest.h>
+#include <Kokkos_Core.hpp>
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);

@@ -137,8 +137,7 @@ struct StreamRun {
   std::vector<T> x;
 
   StreamRun(const SyntheticSpec& s, const MosaicParams& p, std::uint64_t stream_id = 0)
-      : spec(s), truth(make_synthetic_truth(s, stream_id)), stream(stream_id), params(p),
-        x(std::size_t(s.d)) {
+      : spec(s), truth(make_synthetic_truth(s, stream_id)), stream(stream_id), params(p), x(std::size_t(s.d)) {
     const int n0 = p.resolved_init_samples(s.r);
     std::vector<T> X(std::size_t(n0) * s.d);
     for (int t = 0; t < n0; ++t)
@@ -183,8 +182,7 @@ void expect_throw_with(F&& stmt, std::initializer_list<std::string> needles) {
   } catch (const Ex& e) {
     const std::string what = e.what();
     for (const auto& n : needles)
-      EXPECT_NE(what.find(n), std::string::npos)
-          << "message \"" << what << "\" does not mention \"" << n << "\"";
+      EXPECT_NE(what.find(n), std::string::npos) << "message \"" << what << "\" does not mention \"" << n << "\"";
   } catch (const std::exception& e) {
     ADD_FAILURE() << "threw the wrong exception type: " << e.what();
   }

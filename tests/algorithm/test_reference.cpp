@@ -28,8 +28,7 @@ struct Expected {
   Mat mu_new;
 };
 
-Expected expected_step(const ReferenceState<double>& st, const std::vector<double>& x,
-                       const MosaicParams& p) {
+Expected expected_step(const ReferenceState<double>& st, const std::vector<double>& x, const MosaicParams& p) {
   const int d = st.d, r = st.r;
   Expected ex;
   Mat y(d);
@@ -67,8 +66,7 @@ Expected expected_step(const ReferenceState<double>& st, const std::vector<doubl
     ex.S_prime = matmul(matmul(Sh, E, r, r, r), Sh, r, r, r);
   } else {
     ex.S_prime.resize(std::size_t(r) * r);
-    for (std::size_t k = 0; k < S.size(); ++k)
-      ex.S_prime[k] = (1 - ex.eta) * S[k] + ex.eta * zzT[k];
+    for (std::size_t k = 0; k < S.size(); ++k) ex.S_prime[k] = (1 - ex.eta) * S[k] + ex.eta * zzT[k];
   }
 
   // Direction g.
@@ -97,8 +95,7 @@ Expected expected_step(const ReferenceState<double>& st, const std::vector<doubl
     for (std::size_t k = 0; k < P.size(); ++k) P[k] -= ggT[k];
     const Mat UP = matmul(st.U, P, d, r, r);
     Mat col(d);
-    for (int i = 0; i < d; ++i)
-      col[i] = Ugh[i] * std::cos(ex.theta) + ex.e[i] / ex.rho * std::sin(ex.theta);
+    for (int i = 0; i < d; ++i) col[i] = Ugh[i] * std::cos(ex.theta) + ex.e[i] / ex.rho * std::sin(ex.theta);
     const Mat colg = matmul(col, gh, d, 1, r);
     for (std::size_t k = 0; k < UP.size(); ++k) ex.U_new[k] = UP[k] + colg[k];
   }
@@ -135,8 +132,8 @@ TEST(ReferenceCovarianceUpdate, ExactEqualsAffineInvariantExponential) {
     for (const Case& c : cases)
       for (int rep = 0; rep < 3; ++rep, ++trial) {
         SCOPED_TRACE("r=" + std::to_string(r) + " eta_S=" + std::to_string(c.eta_S) +
-                     " max_step=" + std::to_string(c.max_step) + " z_scale=" +
-                     std::to_string(c.z_scale) + " rep=" + std::to_string(rep));
+                     " max_step=" + std::to_string(c.max_step) + " z_scale=" + std::to_string(c.z_scale) +
+                     " rep=" + std::to_string(rep));
         TestRng rng(1000 + trial);
         const int d = r + 4;
         ReferenceState<double> st = random_state<double>(d, r, rng);
@@ -196,8 +193,7 @@ TEST(ReferenceCovarianceUpdate, FirstOrderIsLinearBlend) {
         // The blend, written out with the expected eta.
         Mat blend(std::size_t(r) * r);
         for (int a = 0; a < r; ++a)
-          for (int b = 0; b < r; ++b)
-            blend[a * r + b] = (1 - ex.eta) * st.S[a * r + b] + ex.eta * ex.z[a] * ex.z[b];
+          for (int b = 0; b < r; ++b) blend[a * r + b] = (1 - ex.eta) * st.S[a * r + b] + ex.eta * ex.z[a] * ex.z[b];
         const StepInfo info = reference_step(st, x.data(), p);
         EXPECT_EQ(info.clamped, ex.clamped);
         EXPECT_LE(rel(info.eta, ex.eta), 1e-12);
@@ -249,9 +245,9 @@ TEST(ReferenceStep, FullStepMatchesDenseDerivation) {
     for (double eta_U : {0.005, 0.3})
       for (double resid : {0.1, 3.0})
         for (int rep = 0; rep < 2; ++rep, ++trial) {
-          SCOPED_TRACE(std::string(to_string(v.cov)) + "/" + to_string(v.dir) + " gamma=" +
-                       std::to_string(v.gamma) + " eta_U=" + std::to_string(eta_U) +
-                       " resid=" + std::to_string(resid) + " rep=" + std::to_string(rep));
+          SCOPED_TRACE(std::string(to_string(v.cov)) + "/" + to_string(v.dir) + " gamma=" + std::to_string(v.gamma) +
+                       " eta_U=" + std::to_string(eta_U) + " resid=" + std::to_string(resid) +
+                       " rep=" + std::to_string(rep));
           TestRng rng(9000 + trial);
           const int d = 12, r = 3 + rep;
           ReferenceState<double> st = random_state<double>(d, r, rng, 0.2);

@@ -30,17 +30,14 @@ std::vector<double> generic_samples(int n0, int d, std::uint64_t seed) {
 
 // Every entry point that validates options: MosaicParams::validate, both
 // initializations. Each must throw std::invalid_argument mentioning `needles`.
-void expect_rejected(const MosaicParams& p, int d, int r,
-                     std::initializer_list<std::string> needles) {
+void expect_rejected(const MosaicParams& p, int d, int r, std::initializer_list<std::string> needles) {
   expect_throw_with<std::invalid_argument>([&] { p.validate(d, r); }, needles);
   // init: data with enough generic samples that only the option is wrong.
   const int n0 = std::max(p.init_samples > 0 ? p.init_samples : 2 * std::max(r, 1), 2);
   const int dd = std::max(d, 1);
   const std::vector<double> X = generic_samples(n0, dd, 5);
-  expect_throw_with<std::invalid_argument>(
-      [&] { (void)reference_init_data(X.data(), n0, d, r, p); }, needles);
-  expect_throw_with<std::invalid_argument>(
-      [&] { (void)reference_init_random<double>(d, r, p, 1, 0); }, needles);
+  expect_throw_with<std::invalid_argument>([&] { (void)reference_init_data(X.data(), n0, d, r, p); }, needles);
+  expect_throw_with<std::invalid_argument>([&] { (void)reference_init_random<double>(d, r, p, 1, 0); }, needles);
 }
 
 TEST(ReferenceApi, RejectsBadRank) {
@@ -52,11 +49,10 @@ TEST(ReferenceApi, RejectsBadRank) {
 }
 
 TEST(ReferenceApi, RejectsRatesOutsideOpenUnitInterval) {
-  const std::pair<const char*, double MosaicParams::*> rates[] = {
-      {"eta_mu", &MosaicParams::eta_mu},
-      {"eta_S", &MosaicParams::eta_S},
-      {"eta_U", &MosaicParams::eta_U},
-      {"eta_s", &MosaicParams::eta_s}};
+  const std::pair<const char*, double MosaicParams::*> rates[] = {{"eta_mu", &MosaicParams::eta_mu},
+                                                                  {"eta_S", &MosaicParams::eta_S},
+                                                                  {"eta_U", &MosaicParams::eta_U},
+                                                                  {"eta_s", &MosaicParams::eta_s}};
   for (const auto& [name, member] : rates)
     for (double bad : {0.0, -0.1, 1.0, 1.5, kNaN, kInf}) {
       SCOPED_TRACE(std::string(name) + " = " + std::to_string(bad));
@@ -115,8 +111,7 @@ TEST(ReferenceApi, RejectsTooFewInitSamples) {
     SCOPED_TRACE("init_samples = " + std::to_string(bad));
     MosaicParams p;
     p.init_samples = bad;
-    expect_throw_with<std::invalid_argument>([&] { p.validate(d, r); },
-                                             {"init_samples", "r+1 = 4"});
+    expect_throw_with<std::invalid_argument>([&] { p.validate(d, r); }, {"init_samples", "r+1 = 4"});
   }
   // A negative count is not a silent "use the default".
   MosaicParams neg;
@@ -131,9 +126,8 @@ TEST(ReferenceApi, RejectsTooFewInitSamples) {
   EXPECT_EQ(ok.resolved_init_samples(r), 2 * r);
   // The data itself must hold r + 1 samples.
   const std::vector<double> X = generic_samples(r, d, 6);
-  expect_throw_with<std::invalid_argument>(
-      [&] { (void)reference_init_data(X.data(), r, d, r, MosaicParams{}); },
-      {"r+1 = 4", "samples"});
+  expect_throw_with<std::invalid_argument>([&] { (void)reference_init_data(X.data(), r, d, r, MosaicParams{}); },
+                                           {"r+1 = 4", "samples"});
   // init: random does not consume samples, so init_samples does not matter to it.
   MosaicParams rnd;
   rnd.init = InitMode::random;
@@ -166,17 +160,16 @@ TYPED_TEST(ReferenceApiTyped, NonFiniteSampleIsRejectedAndStateUnchanged) {
   StreamRun<T> run(spec, MosaicParams{});
   for (int t = 0; t < 20; ++t) run.step();
   const int d = spec.d;
-  for (T bad : {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
-                -std::numeric_limits<T>::infinity()})
+  for (T bad :
+       {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity()})
     for (int at : {0, d / 2, d - 1}) {
       SCOPED_TRACE("value " + std::to_string(double(bad)) + " at " + std::to_string(at));
       std::vector<T> x(static_cast<std::size_t>(d));
       synthetic_sample(spec, run.truth, 0, run.next_step, x.data());
       x[at] = bad;
       const ReferenceState<T> before = run.state;
-      expect_throw_with<std::invalid_argument>(
-          [&] { reference_step(run.state, x.data(), run.params); },
-          {"non-finite", "sample", "index " + std::to_string(at)});
+      expect_throw_with<std::invalid_argument>([&] { reference_step(run.state, x.data(), run.params); },
+                                               {"non-finite", "sample", "index " + std::to_string(at)});
       expect_same_state(run.state, before);
     }
   // The state is still usable.
@@ -198,11 +191,9 @@ TYPED_TEST(ReferenceApiTyped, OverflowingSampleIsRefusedAndStateUnchanged) {
     std::vector<T> x(run.state.mu);
     if (where == 0)
       for (int i = 0; i < spec.d; ++i) x[i] += huge * run.state.u(i, 0);
-    else
-      x[5] = huge;
+    else x[5] = huge;
     const ReferenceState<T> before = run.state;
-    expect_throw_with<NumericalBreakdown>([&] { reference_step(run.state, x.data(), run.params); },
-                                          {"non-finite"});
+    expect_throw_with<NumericalBreakdown>([&] { reference_step(run.state, x.data(), run.params); }, {"non-finite"});
     expect_same_state(run.state, before);
   }
   EXPECT_NO_THROW(run.step());
@@ -214,8 +205,8 @@ TEST(ReferenceApi, NonFiniteInitSampleIsRejected) {
   const int d = 16, r = 3, n0 = 6;
   std::vector<double> X = generic_samples(n0, d, 8);
   X[2 * d + 5] = kNaN;
-  expect_throw_with<std::invalid_argument>(
-      [&] { (void)reference_init_data(X.data(), n0, d, r, MosaicParams{}); }, {"non-finite"});
+  expect_throw_with<std::invalid_argument>([&] { (void)reference_init_data(X.data(), n0, d, r, MosaicParams{}); },
+                                           {"non-finite"});
 }
 
 // The message of the InitRankDeficient that `stmt` must throw (a test
@@ -242,8 +233,8 @@ TYPED_TEST(ReferenceApiTyped, RankDeficientInitDataIsRejected) {
   const int d = 24;
   TestRng rng(31);
   auto expect_rank_error = [&](const std::vector<T>& X, int n0, int r) {
-    const std::string what = rank_deficient_message(
-        [&] { (void)reference_init_data(X.data(), n0, d, r, MosaicParams{}); });
+    const std::string what =
+        rank_deficient_message([&] { (void)reference_init_data(X.data(), n0, d, r, MosaicParams{}); });
     for (const std::string& needle :
          {std::string("rank-deficient"), "the " + std::to_string(n0) + " centred samples",
           "fewer than r=" + std::to_string(r), std::string("eigenvalue"), std::string("tolerance")})
@@ -368,10 +359,11 @@ TEST(ReferenceInit, DataRecoversLowRankPlusNoise) {
   p.init_samples = n0;
   const ReferenceState<double> st = reference_init_data(X.data(), n0, d, r, p);
   const double dist = projector_distance(st, V);
-  std::printf("low rank + noise: projector distance %.3g, s2/sigma^2 = %.3f, S diag / sample "
-              "spectrum - 1 = %.2e %.2e %.2e\n",
-              dist, st.s2 / (sigma * sigma), st.S[0] / sample_lam[0] - 1, st.S[4] / sample_lam[1] - 1,
-              st.S[8] / sample_lam[2] - 1);
+  std::printf(
+      "low rank + noise: projector distance %.3g, s2/sigma^2 = %.3f, S diag / sample "
+      "spectrum - 1 = %.2e %.2e %.2e\n",
+      dist, st.s2 / (sigma * sigma), st.S[0] / sample_lam[0] - 1, st.S[4] / sample_lam[1] - 1,
+      st.S[8] / sample_lam[2] - 1);
   EXPECT_LT(dist, 1e-3);
   EXPECT_LT(reference_invariants(st).orthonormality_error, 1e-13);
   EXPECT_NEAR(st.s2, sigma * sigma, 0.1 * sigma * sigma);
@@ -383,8 +375,7 @@ TEST(ReferenceInit, DataRecoversLowRankPlusNoise) {
 
 // n0 samples offset + V diag(sqrt(lam)) a_k + sigma n_k (V d x r orthonormal,
 // lam log-uniform in [1, 4], a_k and n_k standard normal), sample k at X[k*d..].
-std::vector<double> offset_low_rank_samples(int n0, int d, int r, double offset, double sigma,
-                                            std::uint64_t seed) {
+std::vector<double> offset_low_rank_samples(int n0, int d, int r, double offset, double sigma, std::uint64_t seed) {
   TestRng rng(seed);
   const Mat V = random_orthonormal(d, r, rng);
   std::vector<double> lam(r);
@@ -471,9 +462,10 @@ TEST(ReferenceInit, FloatStartIsDoubleStartRounded) {
     const long double s2_ld = ld_trace_s2(Xf, c.n0, c.d, c.r);
     const double f_err = double(std::fabs((long double)sf.s2 - s2_ld) / s2_ld);
     const double d_err = double(std::fabs((long double)sd.s2 - s2_ld) / s2_ld);
-    std::printf("float start vs double start (d=%d r=%d n0=%d offset %g): mu %.2g, S %.2g, s2 %.2g "
-                "(relative; float eps %.2g), projector %.2g; s2 vs long double: float %.2g, double %.2g\n",
-                c.d, c.r, c.n0, c.offset, mu_rel, S_rel, s2_rel, ulp, proj, f_err, d_err);
+    std::printf(
+        "float start vs double start (d=%d r=%d n0=%d offset %g): mu %.2g, S %.2g, s2 %.2g "
+        "(relative; float eps %.2g), projector %.2g; s2 vs long double: float %.2g, double %.2g\n",
+        c.d, c.r, c.n0, c.offset, mu_rel, S_rel, s2_rel, ulp, proj, f_err, d_err);
     EXPECT_LE(mu_rel, 2 * ulp);
     EXPECT_LE(S_rel, 2 * ulp);
     EXPECT_LE(s2_rel, 2 * ulp);
@@ -493,8 +485,8 @@ TYPED_TEST(ReferenceApiTyped, InitNoiseIsTrailingGramEigenvaluesOrFloor) {
   const double eps_T = std::numeric_limits<T>::epsilon();
   // (a) low rank plus noise at an offset: the computation in double leaves
   // s2 within the rounding of T (double: the Gram eigen-solve, ~1e-13).
-  for (const auto& [d, r, n0, offset] : std::vector<std::tuple<int, int, int, double>>{
-           {64, 5, 10, 30.0}, {300, 31, 62, 30.0}, {32, 3, 100, 1.0}}) {
+  for (const auto& [d, r, n0, offset] :
+       std::vector<std::tuple<int, int, int, double>>{{64, 5, 10, 30.0}, {300, 31, 62, 30.0}, {32, 3, 100, 1.0}}) {
     SCOPED_TRACE("d=" + std::to_string(d) + " r=" + std::to_string(r) + " n0=" + std::to_string(n0));
     const std::vector<T> X = cast<T>(offset_low_rank_samples(n0, d, r, offset, 0.05, 73));
     MosaicParams p;
@@ -513,7 +505,8 @@ TYPED_TEST(ReferenceApiTyped, InitNoiseIsTrailingGramEigenvaluesOrFloor) {
   TestRng rng(79);
   std::vector<double> H(std::size_t(d) * r);  // columns of a Sylvester-Hadamard matrix / 2
   for (int i = 0; i < d; ++i)
-    for (int j = 0; j < r; ++j) H[std::size_t(i) * r + j] = (__builtin_popcount(unsigned(i & (j + 1))) % 2) ? -0.5 : 0.5;
+    for (int j = 0; j < r; ++j)
+      H[std::size_t(i) * r + j] = (__builtin_popcount(unsigned(i & (j + 1))) % 2) ? -0.5 : 0.5;
   std::vector<T> X(std::size_t(n0) * d);
   for (int k = 0; k < n0; ++k) {
     double a[r];
@@ -597,8 +590,8 @@ TEST(ReferenceInit, RandomIsOrthonormalIsotropicAndPure) {
   // ... and a different seed or stream (low or high word) gives a different
   // subspace.
   const std::uint64_t hi = std::uint64_t(1) << 32;
-  for (const auto& [seed, stream] : std::vector<std::pair<std::uint64_t, std::uint64_t>>{
-           {8, 3}, {7, 4}, {7 + hi, 3}, {7, 3 + hi}}) {
+  for (const auto& [seed, stream] :
+       std::vector<std::pair<std::uint64_t, std::uint64_t>>{{8, 3}, {7, 4}, {7 + hi, 3}, {7, 3 + hi}}) {
     SCOPED_TRACE("seed " + std::to_string(seed) + " stream " + std::to_string(stream));
     const auto o = reference_init_random<double>(d, r, p, seed, stream);
     EXPECT_GT(reference_distance(st, o).projector, 0.5);

@@ -25,12 +25,12 @@ struct Tol<double> {
   static constexpr double orthonormality_long = 1e-12;  // ||U^T U - I||_F after 1e4 steps
   static constexpr double equivariance = 1e-10;         // relative, after hundreds of steps
   static constexpr double reorth_orthonormality = 1e-13;
-  static constexpr double reorth_covariance = 1e-12;    // relative
+  static constexpr double reorth_covariance = 1e-12;  // relative
 };
 template <>
 struct Tol<float> {
-  static constexpr double orthonormality_long = 1e-5;  // measured 8e-7
-  static constexpr double equivariance = 2e-5;         // measured 2e-6
+  static constexpr double orthonormality_long = 1e-5;    // measured 8e-7
+  static constexpr double equivariance = 2e-5;           // measured 2e-6
   static constexpr double reorth_orthonormality = 3e-6;  // measured 3e-7
   static constexpr double reorth_covariance = 1e-6;      // measured 7e-8
 };
@@ -68,9 +68,8 @@ TYPED_TEST(ReferenceInvariants, LongRunKeepsInvariantsWithoutReorthonormalizatio
   MosaicParams oja_first_order;
   oja_first_order.subspace_direction = SubspaceDirection::oja;
   oja_first_order.covariance_update = CovarianceUpdate::first_order;
-  const Config configs[] = {{"defaults", MosaicParams{}},
-                            {"aggressive rates", aggressive},
-                            {"oja + first_order", oja_first_order}};
+  const Config configs[] = {
+      {"defaults", MosaicParams{}}, {"aggressive rates", aggressive}, {"oja + first_order", oja_first_order}};
   for (const Config& c : configs) {
     SCOPED_TRACE(c.name);
     StreamRun<T> run(invariants_spec(), c.p);
@@ -130,8 +129,8 @@ TYPED_TEST(ReferenceInvariants, RotationEquivariance) {
     }
     const StateDistance dist = reference_distance(a.state, b);
     std::printf("[%s] equivariance: mu %.3g s2 %.3g projector %.3g covariance %.3g (|S| %.3g)\n",
-                sizeof(T) == 8 ? "double" : "float", dist.mu, dist.s2 / double(a.state.s2),
-                dist.projector, dist.covariance, s_norm(a.state));
+                sizeof(T) == 8 ? "double" : "float", dist.mu, dist.s2 / double(a.state.s2), dist.projector,
+                dist.covariance, s_norm(a.state));
     EXPECT_EQ(dist.mu, 0.0) << "the mean recurrence does not involve the frame";
     EXPECT_LT(dist.s2, Tol<T>::equivariance * double(a.state.s2));
     EXPECT_LT(std::fabs(dist.projector), Tol<T>::equivariance);
@@ -189,8 +188,8 @@ TYPED_TEST(ReferenceInvariants, OutlierIsClampedAndStateStaysSPD) {
       EXPECT_NEAR(info.eta, defaults.eta_S * defaults.max_step / info.ell, 1e-5 * info.eta);
       const Invariants inv = reference_invariants(st);
       std::printf("[%s, %s] in-subspace 1e3 outlier: q %.3g, ||U^T U - I|| %.3g, eig(S) in [%.3g, %.3g]\n",
-                  sizeof(T) == 8 ? "double" : "float", to_string(cov), info.q,
-                  inv.orthonormality_error, inv.s_min_eig, inv.s_max_eig);
+                  sizeof(T) == 8 ? "double" : "float", to_string(cov), info.q, inv.orthonormality_error, inv.s_min_eig,
+                  inv.s_max_eig);
       EXPECT_TRUE(inv.all_finite);
       EXPECT_GT(inv.s_min_eig, 0.0);
       // The clamp bounds the affine-invariant step: S grows at most by e^max_step.
@@ -255,8 +254,8 @@ TYPED_TEST(ReferenceInvariants, ReorthonormalizeKeepsModelledCovariance) {
     const StateDistance dist = reference_distance(before, st);
     const Invariants inv = reference_invariants(st);
     std::printf("[%s] reorth eps=%g: orth %.3g -> %.3g, covariance change %.3g (|S| %.3g)\n",
-                sizeof(T) == 8 ? "double" : "float", eps, orth_before, inv.orthonormality_error,
-                dist.covariance, s_norm(st));
+                sizeof(T) == 8 ? "double" : "float", eps, orth_before, inv.orthonormality_error, dist.covariance,
+                s_norm(st));
     EXPECT_LT(inv.orthonormality_error, Tol<T>::reorth_orthonormality);
     EXPECT_LT(dist.covariance, Tol<T>::reorth_covariance * s_norm(st));
     EXPECT_EQ(dist.mu, 0.0);

@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <set>
 #include <vector>
 
@@ -56,8 +56,7 @@ TEST(CounterRng, DiffersAcrossEveryCoordinate) {
   EXPECT_EQ(seen.size(), std::size(domains));
   // the four lanes of one Philox block are four different numbers
   std::set<double> lanes;
-  for (std::uint64_t i = 0; i < 4; ++i)
-    lanes.insert(counter_normal(kSeed, RngDomain::noise, kStream, kStep, 8 + i));
+  for (std::uint64_t i = 0; i < 4; ++i) lanes.insert(counter_normal(kSeed, RngDomain::noise, kStream, kStep, 8 + i));
   EXPECT_EQ(lanes.size(), 4u);
 }
 
@@ -96,15 +95,12 @@ TEST(CounterRng, Normal4EqualsFourNormals) {
 
 TEST(CounterRng, StandardNormalMoments) {
   constexpr int n = 100000;
-  const Moments along_index = moments(n, [](int k) {
-    return counter_normal(kSeed, RngDomain::noise, kStream, kStep, std::uint64_t(k));
-  });
-  const Moments along_step = moments(n, [](int k) {
-    return counter_normal(kSeed, RngDomain::latent, kStream, std::uint64_t(k), 1);
-  });
-  const Moments along_stream = moments(n, [](int k) {
-    return counter_normal(kSeed, RngDomain::basis, std::uint64_t(k), 0, 2);
-  });
+  const Moments along_index =
+      moments(n, [](int k) { return counter_normal(kSeed, RngDomain::noise, kStream, kStep, std::uint64_t(k)); });
+  const Moments along_step =
+      moments(n, [](int k) { return counter_normal(kSeed, RngDomain::latent, kStream, std::uint64_t(k), 1); });
+  const Moments along_stream =
+      moments(n, [](int k) { return counter_normal(kSeed, RngDomain::basis, std::uint64_t(k), 0, 2); });
   for (const Moments& m : {along_index, along_step, along_stream}) {
     EXPECT_LT(std::fabs(m.mean), 0.02);
     EXPECT_LT(std::fabs(m.var - 1.0), 0.02);

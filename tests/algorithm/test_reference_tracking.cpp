@@ -42,9 +42,10 @@ TEST(ReferenceTracking, FindsDriftingSubspaceAndNoiseLevelAtDefaults) {
       }
     }
     const double s2_rel = run.state.s2 / run.truth.noise_variance - 1.0;
-    std::printf("stream %llu: projector distance %.3g at init, %.3g after 5000 steps (first < 0.05 "
-                "at step %lld); s2 / truth - 1 = %.3f\n",
-                (unsigned long long)stream, dist0, dist, (long long)first_below, s2_rel);
+    std::printf(
+        "stream %llu: projector distance %.3g at init, %.3g after 5000 steps (first < 0.05 "
+        "at step %lld); s2 / truth - 1 = %.3f\n",
+        (unsigned long long)stream, dist0, dist, (long long)first_below, s2_rel);
     EXPECT_GT(dist0, 0.05) << "the start should not already be converged";
     EXPECT_LT(dist, 0.05);
     EXPECT_GE(first_below, 0);

@@ -21,8 +21,7 @@ using namespace mosaic;
 // The layout of host::symmetric_eigen: eigenvalues in descending order,
 // column j of `vectors` (row-major n x n) the eigenvector of values[j].
 // Returns false as tridiagonal_ql_eigen does (run on the host).
-bool ql_eigen_descending(std::vector<double> A, int n, std::vector<double>& values,
-                          std::vector<double>& vectors) {
+bool ql_eigen_descending(std::vector<double> A, int n, std::vector<double>& values, std::vector<double>& vectors) {
   using matrix = Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
   using vector_view = Kokkos::View<double*, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
   std::vector<double> w(static_cast<std::size_t>(n)), e(static_cast<std::size_t>(n));

@@ -13,8 +13,8 @@
 
 namespace {
 
-using mosaic::kokkos_flags::Translation;
 using mosaic::kokkos_flags::translate;
+using mosaic::kokkos_flags::Translation;
 using Args = std::vector<std::string>;
 
 // The message translate() throws for `flags`, or "<no error>".
@@ -149,10 +149,10 @@ TEST(KokkosFlags, DeviceChosenByTheEnvironmentWins) {
 
 TEST(KokkosFlags, HelpListsEveryFlagWithItsOtherSpellings) {
   const std::string help = mosaic::kokkos_flags::help();
-  for (const char* line : {"--kokkos-num-threads=INT", "also --kokkos-threads", "--kokkos-tools-libs=STR",
-                           "also --kokkos-tools-library", "--kokkos-map-device-id-by=mpi_rank|random",
-                           "--kokkos-print-configuration[=BOOL]", "--kokkos-numa=INT", "Kokkos 3 only",
-                           "also --kokkos-ndevices"})
+  for (const char* line :
+       {"--kokkos-num-threads=INT", "also --kokkos-threads", "--kokkos-tools-libs=STR", "also --kokkos-tools-library",
+        "--kokkos-map-device-id-by=mpi_rank|random", "--kokkos-print-configuration[=BOOL]", "--kokkos-numa=INT",
+        "Kokkos 3 only", "also --kokkos-ndevices"})
     EXPECT_NE(help.find(line), std::string::npos) << line << "\n" << help;
 }
 

@@ -10,8 +10,8 @@
 #include <functional>
 #include <vector>
 
-#include "mosaic/engine/batched_engine.hpp"
 #include "mosaic/app/reference_check.hpp"
+#include "mosaic/engine/batched_engine.hpp"
 #include "mosaic/sources/synthetic_source.hpp"
 
 namespace {

@@ -47,235 +47,375 @@ std::vector<ErrorCase> error_cases() {
   const std::string p = kMinimal;
   return {
       // ---- types and ranges of single keys
-      {"int_wrong_type", "problem:\n  d: abc\n  rank: 2\n", {},
+      {"int_wrong_type",
+       "problem:\n  d: abc\n  rank: 2\n",
+       {},
        {"deck.yaml:2:6: problem.d: expected an integer >= 2 (at most 2147483647), found 'abc'"}},
-      {"int_out_of_range", "problem:\n  d: 1\n  rank: 2\n", {},
+      {"int_out_of_range",
+       "problem:\n  d: 1\n  rank: 2\n",
+       {},
        {"deck.yaml:2:6:", "problem.d", "expected an integer >= 2", "found 1"}},
-      {"int_not_integral", p + "run:\n  steps: 2.5\n", {},
+      {"int_not_integral",
+       p + "run:\n  steps: 2.5\n",
+       {},
        {"deck.yaml:5:10:", "run.steps", "expected an integer >= 1", "found '2.5'"}},
-      {"int_quoted", "problem:\n  d: \"16\"\n  rank: 2\n", {},
-       {"deck.yaml:2:6:", "problem.d", "quoted string \"16\""}},
-      {"int_empty_value", "problem:\n  d:\n  rank: 2\n", {},
-       {"deck.yaml:2:3:", "problem.d", "found an empty value"}},
-      {"int_mapping", "problem:\n  d: {a: 1}\n  rank: 2\n", {},
-       {"deck.yaml:2:6:", "problem.d", "found a mapping"}},
-      {"int_too_large", "problem:\n  d: 99999999999\n  rank: 2\n", {},
-       {"problem.d", "found 99999999999"}},
+      {"int_quoted", "problem:\n  d: \"16\"\n  rank: 2\n", {}, {"deck.yaml:2:6:", "problem.d", "quoted string \"16\""}},
+      {"int_empty_value", "problem:\n  d:\n  rank: 2\n", {}, {"deck.yaml:2:3:", "problem.d", "found an empty value"}},
+      {"int_mapping", "problem:\n  d: {a: 1}\n  rank: 2\n", {}, {"deck.yaml:2:6:", "problem.d", "found a mapping"}},
+      {"int_too_large", "problem:\n  d: 99999999999\n  rank: 2\n", {}, {"problem.d", "found 99999999999"}},
       // The type's limit is stated, and 2^63 (which a double check let
       // through, to wrap to INT64_MIN) is refused for every int64 key.
-      {"int_limit_stated", p, {"problem.d=2147483648"},
+      {"int_limit_stated",
+       p,
+       {"problem.d=2147483648"},
        {"problem.d: expected an integer >= 2 (at most 2147483647), found 2147483648"}},
-      {"int64_steps_two_to_63", p, {"run.steps=9223372036854775808"},
+      {"int64_steps_two_to_63",
+       p,
+       {"run.steps=9223372036854775808"},
        {"run.steps: expected an integer >= 1 (at most 9223372036854775807) or all, found 9223372036854775808"}},
-      {"int64_warmup_two_to_63", p, {"run.warmup_steps=9223372036854775808"},
+      {"int64_warmup_two_to_63",
+       p,
+       {"run.warmup_steps=9223372036854775808"},
        {"run.warmup_steps", "(at most 9223372036854775807)", "found 9223372036854775808"}},
-      {"int64_diagnostics_exponent", p, {"run.diagnostics_every=1e19"},
-       {"run.diagnostics_every", "found 1e19"}},
-      {"int64_checkpoint_every_two_to_63", p, {"output.checkpoint.every_steps=9223372036854775808", "output.checkpoint.dir=ck"},
+      {"int64_diagnostics_exponent", p, {"run.diagnostics_every=1e19"}, {"run.diagnostics_every", "found 1e19"}},
+      {"int64_checkpoint_every_two_to_63",
+       p,
+       {"output.checkpoint.every_steps=9223372036854775808", "output.checkpoint.dir=ck"},
        {"output.checkpoint.every_steps", "found 9223372036854775808"}},
-      {"rate_out_of_range", p + "algorithm:\n  eta_mu: 1.5\n", {},
+      {"rate_out_of_range",
+       p + "algorithm:\n  eta_mu: 1.5\n",
+       {},
        {"deck.yaml:5:11:", "algorithm.eta_mu", "expected a number in (0, 1)", "found 1.5"}},
-      {"rate_wrong_type", p + "algorithm:\n  eta_U: fast\n", {},
+      {"rate_wrong_type",
+       p + "algorithm:\n  eta_U: fast\n",
+       {},
        {"deck.yaml:5:10:", "algorithm.eta_U", "expected a number in (0, 1)", "found 'fast'"}},
-      {"tracking_threshold_zero", p + "run:\n  tracking_threshold: 0\n", {},
+      {"tracking_threshold_zero",
+       p + "run:\n  tracking_threshold: 0\n",
+       {},
        {"deck.yaml:5:23:", "run.tracking_threshold", "expected a number in (0, 1]", "found 0"}},
-      {"clamped_fraction_above_one", p, {"run.max_clamped_fraction=1.5"},
+      {"clamped_fraction_above_one",
+       p,
+       {"run.max_clamped_fraction=1.5"},
        {"run.max_clamped_fraction", "expected a number in [0, 1]", "found 1.5"}},
-      {"accuracy_misspelt", p + "run:\n  accuracy: throughput\n", {},
-       {"deck.yaml:5:13:", "run.accuracy", "expected one of checked, throughput_only", "did you mean 'throughput_only'?"}},
-      {"reference_steps_negative", p, {"run.reference_check_steps=-1"},
+      {"accuracy_misspelt",
+       p + "run:\n  accuracy: throughput\n",
+       {},
+       {"deck.yaml:5:13:", "run.accuracy", "expected one of checked, throughput_only",
+        "did you mean 'throughput_only'?"}},
+      {"reference_steps_negative",
+       p,
+       {"run.reference_check_steps=-1"},
        {"run.reference_check_steps", "expected an integer >= 0", "found -1"}},
-      {"positive_zero", p + "run:\n  progress_every_s: 0\n", {},
+      {"positive_zero",
+       p + "run:\n  progress_every_s: 0\n",
+       {},
        {"run.progress_every_s", "expected a number > 0", "found 0"}},
-      {"gamma_negative", p + "algorithm:\n  gamma: -1\n", {},
+      {"gamma_negative",
+       p + "algorithm:\n  gamma: -1\n",
+       {},
        {"algorithm.gamma", "expected a number >= 0", "found -1"}},
-      {"drift_infinite", p + "source:\n  drift: .inf\n", {},
+      {"drift_infinite",
+       p + "source:\n  drift: .inf\n",
+       {},
        {"source.drift", "expected a finite number", "found .inf"}},
-      {"seed_negative", p + "run:\n  seed: -1\n", {},
-       {"deck.yaml:5:9:", "run.seed", "unsigned 64-bit", "found -1"}},
-      {"seed_overflow", p + "run:\n  seed: 18446744073709551616\n", {},
-       {"run.seed", "found 18446744073709551616"}},
-      {"reorth_negative", p + "algorithm:\n  reorthonormalize_every: -3\n", {},
+      {"seed_negative", p + "run:\n  seed: -1\n", {}, {"deck.yaml:5:9:", "run.seed", "unsigned 64-bit", "found -1"}},
+      {"seed_overflow", p + "run:\n  seed: 18446744073709551616\n", {}, {"run.seed", "found 18446744073709551616"}},
+      {"reorth_negative",
+       p + "algorithm:\n  reorthonormalize_every: -3\n",
+       {},
        {"algorithm.reorthonormalize_every", "expected an integer >= 0", "found -3"}},
-      {"block_size_negative", p + "algorithm:\n  block_size: -2\n", {},
+      {"block_size_negative",
+       p + "algorithm:\n  block_size: -2\n",
+       {},
        {"deck.yaml:5:15:", "algorithm.block_size", "expected an integer >= 0", "found -2"}},
-      {"block_size_float", p + "algorithm:\n  block_size: 1.5\n", {},
+      {"block_size_float",
+       p + "algorithm:\n  block_size: 1.5\n",
+       {},
        {"algorithm.block_size", "expected an integer >= 0", "found '1.5'"}},
-      {"precision_solve_unknown", p + "algorithm:\n  precision_solve: maintain\n", {},
+      {"precision_solve_unknown",
+       p + "algorithm:\n  precision_solve: maintain\n",
+       {},
        {"deck.yaml:5:20:", "algorithm.precision_solve", "expected one of dense, maintained",
         "did you mean 'maintained'?"}},
-      {"refactor_every_zero", p + "algorithm:\n  refactor_every: 0\n", {},
+      {"refactor_every_zero",
+       p + "algorithm:\n  refactor_every: 0\n",
+       {},
        {"algorithm.refactor_every", "expected an integer >= 1", "found 0"}},
-      {"block_size_word", p + "algorithm:\n  block_size: fast\n", {},
-       {"deck.yaml:5:15:", "algorithm.block_size", "expected an integer >= 0 (at most 2147483647) or auto", "found 'fast'"}},
-      {"reorth_word", p + "algorithm:\n  reorthonormalize_every: never\n", {},
+      {"block_size_word",
+       p + "algorithm:\n  block_size: fast\n",
+       {},
+       {"deck.yaml:5:15:", "algorithm.block_size", "expected an integer >= 0 (at most 2147483647) or auto",
+        "found 'fast'"}},
+      {"reorth_word",
+       p + "algorithm:\n  reorthonormalize_every: never\n",
+       {},
        {"algorithm.reorthonormalize_every", "expected an integer >= 0 (at most 2147483647) or auto", "found 'never'"}},
       // ---- output.checkpoint (a nested key group) and run.restart_from
-      {"ckpt_every_zero", p + "output:\n  checkpoint:\n    dir: c\n    every_steps: 0\n", {},
+      {"ckpt_every_zero",
+       p + "output:\n  checkpoint:\n    dir: c\n    every_steps: 0\n",
+       {},
        {"deck.yaml:7:18: output.checkpoint.every_steps: expected an integer >= 1 (at most 9223372036854775807), found 0"}},
-      {"ckpt_unknown_key", p + "output:\n  checkpoint:\n    dri: c\n", {},
+      {"ckpt_unknown_key",
+       p + "output:\n  checkpoint:\n    dri: c\n",
+       {},
        {"deck.yaml:6:5: unknown key 'output.checkpoint.dri' (did you mean 'output.checkpoint.dir'?)",
         "valid keys in output.checkpoint: dir, every_steps, every_seconds, keep"}},
-      {"ckpt_not_mapping", p + "output:\n  checkpoint: c\n", {},
+      {"ckpt_not_mapping",
+       p + "output:\n  checkpoint: c\n",
+       {},
        {"deck.yaml:5:15: output.checkpoint: expected a mapping of keys (dir, every_steps, every_seconds, keep), "
         "found 'c'"}},
-      {"ckpt_both_every", p + "output:\n  checkpoint: {dir: c, every_steps: 10, every_seconds: 5}\n", {},
+      {"ckpt_both_every",
+       p + "output:\n  checkpoint: {dir: c, every_steps: 10, every_seconds: 5}\n",
+       {},
        {"output.checkpoint.every_seconds: cannot be combined with output.checkpoint.every_steps"}},
-      {"ckpt_every_without_dir", p + "output:\n  checkpoint: {every_seconds: 60}\n", {},
+      {"ckpt_every_without_dir",
+       p + "output:\n  checkpoint: {every_seconds: 60}\n",
+       {},
        {"deck.yaml:5:31:", "output.checkpoint.dir: required when output.checkpoint.every_seconds is given"}},
-      {"ckpt_keep_zero", p + "output:\n  checkpoint: {dir: c, keep: 0}\n", {},
+      {"ckpt_keep_zero",
+       p + "output:\n  checkpoint: {dir: c, keep: 0}\n",
+       {},
        {"output.checkpoint.keep: expected an integer >= 1 (at most 2147483647), found 0"}},
-      {"ckpt_seconds_negative", p + "output:\n  checkpoint: {dir: c, every_seconds: -1}\n", {},
+      {"ckpt_seconds_negative",
+       p + "output:\n  checkpoint: {dir: c, every_seconds: -1}\n",
+       {},
        {"output.checkpoint.every_seconds: expected a number > 0, found -1"}},
-      {"ckpt_with_sweep", p + "output:\n  checkpoint: {dir: c}\nsweep:\n  problem.rank: [1, 2]\n", {},
+      {"ckpt_with_sweep",
+       p + "output:\n  checkpoint: {dir: c}\nsweep:\n  problem.rank: [1, 2]\n",
+       {},
        {"deck.yaml:5:21: output.checkpoint.dir: expected a deck without a sweep", "found a sweep of 2 points"}},
-      {"restart_with_sweep", p + "sweep:\n  problem.rank: [1, 2]\n", {"run.restart_from=ck"},
+      {"restart_with_sweep",
+       p + "sweep:\n  problem.rank: [1, 2]\n",
+       {"run.restart_from=ck"},
        {"--set run.restart_from=ck: run.restart_from: expected a deck without a sweep"}},
-      {"restart_auto_without_dir", p + "run:\n  restart_from: auto\n", {},
+      {"restart_auto_without_dir",
+       p + "run:\n  restart_from: auto\n",
+       {},
        {"deck.yaml:5:17: run.restart_from: 'auto' resumes from output.checkpoint.dir, which is not set"}},
-      {"ckpt_set_group_unknown", p, {"output.checkpoint={dri: x}"},
-       {"--set output.checkpoint={dri: x}: unknown key 'output.checkpoint.dri'", "did you mean 'output.checkpoint.dir'?"}},
-      {"ckpt_set_group_scalar", p, {"output.checkpoint=x"},
+      {"ckpt_set_group_unknown",
+       p,
+       {"output.checkpoint={dri: x}"},
+       {"--set output.checkpoint={dri: x}: unknown key 'output.checkpoint.dri'",
+        "did you mean 'output.checkpoint.dir'?"}},
+      {"ckpt_set_group_scalar",
+       p,
+       {"output.checkpoint=x"},
        {"output.checkpoint: expected a mapping of keys", "--set output.checkpoint.dir=..."}},
-      {"result_empty", p + "output:\n  result: \"\"\n", {},
+      {"result_empty",
+       p + "output:\n  result: \"\"\n",
+       {},
        {"output.result", "expected a non-empty path", "found an empty string"}},
-      {"result_list", p + "output:\n  result: [a, b]\n", {},
-       {"output.result", "found a list"}},
-      {"enum_unknown", "problem:\n  d: 16\n  rank: 2\n  dtype: flaot\n", {},
-       {"deck.yaml:4:10:", "problem.dtype", "expected one of float, double", "found 'flaot'",
-        "did you mean 'float'?"}},
-      {"enum_mode", p + "streams:\n  mode: strnog\n", {},
+      {"result_list", p + "output:\n  result: [a, b]\n", {}, {"output.result", "found a list"}},
+      {"enum_unknown",
+       "problem:\n  d: 16\n  rank: 2\n  dtype: flaot\n",
+       {},
+       {"deck.yaml:4:10:", "problem.dtype", "expected one of float, double", "found 'flaot'", "did you mean 'float'?"}},
+      {"enum_mode",
+       p + "streams:\n  mode: strnog\n",
+       {},
        {"streams.mode", "expected one of weak, strong", "did you mean 'strong'?"}},
-      {"enum_ablation", p + "algorithm:\n  covariance_update: first-order\n", {},
+      {"enum_ablation",
+       p + "algorithm:\n  covariance_update: first-order\n",
+       {},
        {"algorithm.covariance_update", "exact, first_order", "did you mean 'first_order'?"}},
-      {"source_type_unknown", p + "source:\n  type: npz\n", {},
+      {"source_type_unknown",
+       p + "source:\n  type: npz\n",
+       {},
        {"deck.yaml:5:9:", "source.type", "expected one of synthetic, npy", "did you mean 'npy'?"}},
       // ---- npy sources
-      {"npy_needs_paths", p + "source:\n  type: npy\n", {},
+      {"npy_needs_paths",
+       p + "source:\n  type: npy\n",
+       {},
        {"deck.yaml:5:9:", "source.paths: required when source.type is npy",
         "a non-empty list of .npy file paths, or one path or glob pattern"}},
-      {"npy_paths_empty_list", p + "source:\n  type: npy\n  paths: []\n", {},
+      {"npy_paths_empty_list",
+       p + "source:\n  type: npy\n  paths: []\n",
+       {},
        {"deck.yaml:6:10:", "source.paths", "expected a non-empty list of .npy file paths", "found an empty list"}},
-      {"npy_paths_empty_string", p + "source:\n  type: npy\n  paths: \"\"\n", {},
+      {"npy_paths_empty_string",
+       p + "source:\n  type: npy\n  paths: \"\"\n",
+       {},
        {"deck.yaml:6:10:", "source.paths", "found an empty string"}},
-      {"npy_paths_mapping", p + "source:\n  type: npy\n  paths: {a: 1}\n", {},
-       {"source.paths", "found a mapping"}},
-      {"npy_paths_bad_entry", p + "source:\n  type: npy\n  paths: [a.npy, [b.npy]]\n", {},
+      {"npy_paths_mapping", p + "source:\n  type: npy\n  paths: {a: 1}\n", {}, {"source.paths", "found a mapping"}},
+      {"npy_paths_bad_entry",
+       p + "source:\n  type: npy\n  paths: [a.npy, [b.npy]]\n",
+       {},
        {"source.paths", "found a list whose entry 1 is a list"}},
-      {"npy_glob_matches_nothing", p + "source:\n  type: npy\n  paths: /nonexistent_mosaic_dir/*.npy\n", {},
+      {"npy_glob_matches_nothing",
+       p + "source:\n  type: npy\n  paths: /nonexistent_mosaic_dir/*.npy\n",
+       {},
        {"deck.yaml:6:10:", "source.paths: the pattern '/nonexistent_mosaic_dir/*.npy' matches no files"}},
       {"npy_total_not_file_count",
-       p + "streams: {mode: strong, total: 3}\nsource:\n  type: npy\n  paths: [a.npy, b.npy]\n", {},
+       p + "streams: {mode: strong, total: 3}\nsource:\n  type: npy\n  paths: [a.npy, b.npy]\n",
+       {},
        {"deck.yaml:4:32:", "streams.total", "expected the number of files in source.paths (2)", "found 3"}},
-      {"npy_chunk_rows_zero", p + "source:\n  chunk_rows: 0\n", {},
+      {"npy_chunk_rows_zero",
+       p + "source:\n  chunk_rows: 0\n",
+       {},
        {"deck.yaml:5:15:", "source.chunk_rows", "expected an integer >= 1", "found 0"}},
-      {"steps_all_synthetic", p + "run:\n  steps: all\n", {},
+      {"steps_all_synthetic",
+       p + "run:\n  steps: all\n",
+       {},
        {"deck.yaml:5:10:", "run.steps", "'all'", "needs source.type npy"}},
-      {"steps_all_synthetic_override", kMinimal, {"run.steps=all"},
+      {"steps_all_synthetic_override",
+       kMinimal,
+       {"run.steps=all"},
        {"deck.yaml: --set run.steps=all: run.steps", "needs source.type npy"}},
-      {"steps_bad_word", p + "run:\n  steps: every\n", {},
+      {"steps_bad_word",
+       p + "run:\n  steps: every\n",
+       {},
        {"deck.yaml:5:10:", "run.steps: expected an integer >= 1 (at most 9223372036854775807) or all, found 'every'"}},
-      {"noise_range_order", p + "source:\n  noise_range: [0.5, 0.1]\n", {},
+      {"noise_range_order",
+       p + "source:\n  noise_range: [0.5, 0.1]\n",
+       {},
        {"source.noise_range", "0 < lo <= hi", "lo > hi"}},
-      {"noise_range_length", p + "source:\n  noise_range: [0.1]\n", {},
+      {"noise_range_length",
+       p + "source:\n  noise_range: [0.1]\n",
+       {},
        {"source.noise_range", "two numbers", "found a list of 1 value"}},
-      {"noise_range_zero", p + "source:\n  noise_range: [0, 0.1]\n", {},
-       {"source.noise_range", "found [0, 0.1]"}},
+      {"noise_range_zero", p + "source:\n  noise_range: [0, 0.1]\n", {}, {"source.noise_range", "found [0, 0.1]"}},
       // ---- cross-key checks
-      {"rank_not_below_d", "problem:\n  d: 16\n  rank: 16\n", {},
-       {"deck.yaml:3:9:", "problem.rank", "expected an integer in [1, d-1] = [1, 15]",
-        "found 16"}},
-      {"source_rank_too_large", p + "source:\n  rank: 9\n", {},
+      {"rank_not_below_d",
+       "problem:\n  d: 16\n  rank: 16\n",
+       {},
+       {"deck.yaml:3:9:", "problem.rank", "expected an integer in [1, d-1] = [1, 15]", "found 16"}},
+      {"source_rank_too_large",
+       p + "source:\n  rank: 9\n",
+       {},
        {"deck.yaml:5:9:", "source.rank", "[1, d/2] = [1, 8]", "found 9"}},
-      {"source_rank_default_too_large", "problem:\n  d: 16\n  rank: 10\n", {},
+      {"source_rank_default_too_large",
+       "problem:\n  d: 16\n  rank: 10\n",
+       {},
        {"deck.yaml:3:9:", "source.rank", "defaults to problem.rank = 10", "set source.rank"}},
-      {"noise_and_range", p + "source:\n  noise: 0.1\n  noise_range: [0.05, 0.2]\n", {},
+      {"noise_and_range",
+       p + "source:\n  noise: 0.1\n  noise_range: [0.05, 0.2]\n",
+       {},
        {"deck.yaml:6:16:", "source.noise_range", "source.noise", "deck.yaml:5:10", "not both"}},
-      {"lambda_order", p + "source:\n  lambda_min: 2.0\n", {},
+      {"lambda_order",
+       p + "source:\n  lambda_min: 2.0\n",
+       {},
        {"deck.yaml:5:15:", "source.lambda_min", "lambda_min <= source.lambda_max", "found"}},
-      {"strong_needs_total", p + "streams:\n  mode: strong\n", {},
+      {"strong_needs_total",
+       p + "streams:\n  mode: strong\n",
+       {},
        {"deck.yaml:5:9:", "streams.total", "required when streams.mode is strong"}},
-      {"init_samples_too_few", p + "algorithm:\n  init_samples: 2\n", {},
+      {"init_samples_too_few",
+       p + "algorithm:\n  init_samples: 2\n",
+       {},
        {"deck.yaml:5:17:", "algorithm.init_samples", ">= problem.rank + 1 = 3", "found 2"}},
       // ---- structure
-      {"unknown_key", "problem:\n  d: 16\n  rnak: 2\n", {},
+      {"unknown_key",
+       "problem:\n  d: 16\n  rnak: 2\n",
+       {},
        {"deck.yaml:3:3:", "unknown key 'problem.rnak'", "did you mean 'problem.rank'?",
         "valid keys in problem: d, rank, dtype"}},
-      {"unknown_key_far", p + "run:\n  zzzzzzzz: 1\n", {},
+      {"unknown_key_far",
+       p + "run:\n  zzzzzzzz: 1\n",
+       {},
        {"deck.yaml:5:3:", "unknown key 'run.zzzzzzzz'", "valid keys in run: steps"}},
-      {"unknown_section", p + "algoritm:\n  eta_mu: 0.1\n", {},
+      {"unknown_section",
+       p + "algoritm:\n  eta_mu: 0.1\n",
+       {},
        {"deck.yaml:4:1:", "unknown section 'algoritm'", "did you mean 'algorithm'?"}},
-      {"dotted_top_level", p + "run.steps: 5\n", {},
+      {"dotted_top_level",
+       p + "run.steps: 5\n",
+       {},
        {"deck.yaml:4:1:", "'run.steps' is a key path", "run: {steps: ...}"}},
-      {"section_not_mapping", p + "run: 5\n", {},
-       {"deck.yaml:4:6:", "run: expected a mapping of keys", "found '5'"}},
-      {"duplicate_key", "problem:\n  d: 16\n  rank: 2\n  d: 32\n", {},
+      {"section_not_mapping", p + "run: 5\n", {}, {"deck.yaml:4:6:", "run: expected a mapping of keys", "found '5'"}},
+      {"duplicate_key",
+       "problem:\n  d: 16\n  rank: 2\n  d: 32\n",
+       {},
        {"deck.yaml:4:3:", "duplicate key 'problem.d'", "line 2"}},
-      {"duplicate_section", p + "problem:\n  d: 8\n", {},
-       {"deck.yaml:4:1:", "duplicate key 'problem'"}},
-      {"missing_required_key", "problem:\n  d: 16\n", {},
+      {"duplicate_section", p + "problem:\n  d: 8\n", {}, {"deck.yaml:4:1:", "duplicate key 'problem'"}},
+      {"missing_required_key",
+       "problem:\n  d: 16\n",
+       {},
        {"deck.yaml:1:1:", "problem.rank: required key is missing", "expected an integer >= 1"}},
-      {"missing_section", "run:\n  steps: 5\n", {},
-       {"deck.yaml: problem: required section is missing"}},
-      {"yaml_syntax", "problem:\n  d: [16\n  rank: 2\n", {},
-       {"deck.yaml:", "YAML syntax error"}},
-      {"yaml_bad_indent", "problem:\n  d: 16\n rank: 2\n", {},
-       {"deck.yaml:3:", "YAML syntax error"}},
-      {"root_list", "- problem\n- run\n", {},
-       {"deck.yaml:1:1:", "expected a mapping of sections", "found a list"}},
-      {"two_documents", p + "---\nrun:\n  steps: 5\n", {},
-       {"deck.yaml:5:1:", "single YAML document"}},
+      {"missing_section", "run:\n  steps: 5\n", {}, {"deck.yaml: problem: required section is missing"}},
+      {"yaml_syntax", "problem:\n  d: [16\n  rank: 2\n", {}, {"deck.yaml:", "YAML syntax error"}},
+      {"yaml_bad_indent", "problem:\n  d: 16\n rank: 2\n", {}, {"deck.yaml:3:", "YAML syntax error"}},
+      {"root_list", "- problem\n- run\n", {}, {"deck.yaml:1:1:", "expected a mapping of sections", "found a list"}},
+      {"two_documents", p + "---\nrun:\n  steps: 5\n", {}, {"deck.yaml:5:1:", "single YAML document"}},
       // ---- sweeps
-      {"sweep_unknown_key", p + "sweep:\n  problem.dd: [16, 32]\n", {},
+      {"sweep_unknown_key",
+       p + "sweep:\n  problem.dd: [16, 32]\n",
+       {},
        {"deck.yaml:5:3:", "sweep: unknown key path 'problem.dd'", "did you mean 'problem.d'?"}},
-      {"sweep_section", p + "sweep:\n  problem: [16, 32]\n", {},
+      {"sweep_section",
+       p + "sweep:\n  problem: [16, 32]\n",
+       {},
        {"deck.yaml:5:3:", "'problem' is a section", "problem.d, problem.rank"}},
-      {"sweep_itself", p + "sweep:\n  sweep.problem.d: [16]\n", {},
-       {"deck.yaml:5:3:", "cannot sweep itself"}},
-      {"sweep_not_list", p + "sweep:\n  problem.d: 512\n", {},
+      {"sweep_itself", p + "sweep:\n  sweep.problem.d: [16]\n", {}, {"deck.yaml:5:3:", "cannot sweep itself"}},
+      {"sweep_not_list",
+       p + "sweep:\n  problem.d: 512\n",
+       {},
        {"deck.yaml:5:14:", "sweep.problem.d", "expected a non-empty list", "found '512'"}},
-      {"sweep_empty_list", p + "sweep:\n  problem.d: []\n", {},
+      {"sweep_empty_list",
+       p + "sweep:\n  problem.d: []\n",
+       {},
        {"deck.yaml:5:14:", "sweep.problem.d", "found an empty list"}},
-      {"sweep_not_mapping", p + "sweep: [problem.d]\n", {},
+      {"sweep_not_mapping",
+       p + "sweep: [problem.d]\n",
+       {},
        {"deck.yaml:4:8:", "sweep: expected a mapping", "found a list"}},
-      {"sweep_value_out_of_range", p + "sweep:\n  problem.d: [16, 1]\n", {},
+      {"sweep_value_out_of_range",
+       p + "sweep:\n  problem.d: [16, 1]\n",
+       {},
        {"deck.yaml:5:19:", "sweep.problem.d[1]", "expected an integer >= 2", "found 1"}},
-      {"sweep_value_bad_enum", p + "sweep:\n  problem.dtype: [float, half]\n", {},
+      {"sweep_value_bad_enum",
+       p + "sweep:\n  problem.dtype: [float, half]\n",
+       {},
        {"deck.yaml:5:26:", "sweep.problem.dtype[1]", "one of float, double", "found 'half'"}},
-      {"sweep_point_cross_check", "problem:\n  d: 16\n  rank: 4\nsweep:\n  problem.d: [16, 4]\n",
+      {"sweep_point_cross_check",
+       "problem:\n  d: 16\n  rank: 4\nsweep:\n  problem.d: [16, 4]\n",
        {},
        {"deck.yaml:3:9:", "sweep point 2 of 2 (problem.d=4)", "problem.rank", "found 4"}},
-      {"sweep_point_value_origin", "problem:\n  d: 16\n  rank: 2\nsweep:\n  problem.rank: [2, 20]\n",
+      {"sweep_point_value_origin",
+       "problem:\n  d: 16\n  rank: 2\nsweep:\n  problem.rank: [2, 20]\n",
        {},
        {"deck.yaml:5:21:", "sweep point 2 of 2 (problem.rank=20)", "problem.rank", "found 20"}},
-      {"sweep_noise_with_range", p + "source:\n  noise_range: [0.05, 0.2]\nsweep:\n  source.noise: [0.1, 0.2]\n",
+      {"sweep_noise_with_range",
+       p + "source:\n  noise_range: [0.05, 0.2]\nsweep:\n  source.noise: [0.1, 0.2]\n",
        {},
        {"source.noise_range", "cannot be combined", "source.noise"}},
       // ---- overrides
-      {"override_no_equals", kMinimal, {"problem.d"},
-       {"deck.yaml: --set problem.d:", "no '=' found"}},
-      {"override_bad_value", kMinimal, {"problem.d=abc"},
+      {"override_no_equals", kMinimal, {"problem.d"}, {"deck.yaml: --set problem.d:", "no '=' found"}},
+      {"override_bad_value",
+       kMinimal,
+       {"problem.d=abc"},
        {"deck.yaml: --set problem.d=abc: problem.d: expected an integer >= 2 (at most 2147483647), found 'abc'"}},
-      {"override_unknown_key", kMinimal, {"problem.dd=3"},
+      {"override_unknown_key",
+       kMinimal,
+       {"problem.dd=3"},
        {"--set problem.dd=3:", "unknown key 'problem.dd'", "did you mean 'problem.d'?"}},
-      {"override_unknown_section", kMinimal, {"problm.d=3"},
+      {"override_unknown_section",
+       kMinimal,
+       {"problm.d=3"},
        {"--set problm.d=3:", "unknown key path 'problm.d'", "did you mean 'problem.d'?"}},
-      {"override_section_only", kMinimal, {"problem=3"},
-       {"--set problem=3:", "'problem' is a section"}},
-      {"override_too_deep", kMinimal, {"problem.d.x=3"},
-       {"--set problem.d.x=3:", "unknown key 'problem.d.x'"}},
-      {"override_invalid_yaml", kMinimal, {"problem.d=[1,"},
-       {"--set problem.d=[1,:", "not valid YAML"}},
-      {"override_sweep_scalar", kMinimal, {"sweep.problem.d=512"},
+      {"override_section_only", kMinimal, {"problem=3"}, {"--set problem=3:", "'problem' is a section"}},
+      {"override_too_deep", kMinimal, {"problem.d.x=3"}, {"--set problem.d.x=3:", "unknown key 'problem.d.x'"}},
+      {"override_invalid_yaml", kMinimal, {"problem.d=[1,"}, {"--set problem.d=[1,:", "not valid YAML"}},
+      {"override_sweep_scalar",
+       kMinimal,
+       {"sweep.problem.d=512"},
        {"--set sweep.problem.d=512:", "expected a non-empty list", "found '512'"}},
-      {"override_sweep_unknown", kMinimal, {"sweep.problem.rnak=[2]"},
+      {"override_sweep_unknown",
+       kMinimal,
+       {"sweep.problem.rnak=[2]"},
        {"--set sweep.problem.rnak=[2]:", "did you mean 'problem.rank'?"}},
-      {"override_sweep_value", kMinimal, {"sweep.problem.rank=[2, 16]"},
-       {"--set sweep.problem.rank=[2, 16]:", "sweep point 2 of 2 (problem.rank=16)",
-        "problem.rank", "found 16"}},
-      {"override_whole_sweep", kMinimal, {"sweep={problem.d: [1]}"},
+      {"override_sweep_value",
+       kMinimal,
+       {"sweep.problem.rank=[2, 16]"},
+       {"--set sweep.problem.rank=[2, 16]:", "sweep point 2 of 2 (problem.rank=16)", "problem.rank", "found 16"}},
+      {"override_whole_sweep",
+       kMinimal,
+       {"sweep={problem.d: [1]}"},
        {"--set sweep={problem.d: [1]}:", "sweep.<key.path>="}},
-      {"override_cross_check", kMinimal, {"problem.rank=16"},
+      {"override_cross_check",
+       kMinimal,
+       {"problem.rank=16"},
        {"deck.yaml: --set problem.rank=16: problem.rank", "[1, 15]", "found 16"}},
   };
 }
@@ -300,9 +440,7 @@ TEST(Deck, MissingFile) {
     load_deck("/nonexistent/dir/x.yaml");
     FAIL() << "no error";
   } catch (const DeckError& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot open deck '/nonexistent/dir/x.yaml'"),
-              std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot open deck '/nonexistent/dir/x.yaml'"), std::string::npos) << e.what();
   }
 }
 
@@ -316,8 +454,7 @@ TEST(Deck, FileErrorsNameThePath) {
     load_deck(path.string());
     FAIL() << "no error";
   } catch (const DeckError& e) {
-    EXPECT_NE(std::string(e.what()).find(path.string() + ":3:9: problem.rank"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find(path.string() + ":3:9: problem.rank"), std::string::npos) << e.what();
   }
   std::filesystem::remove(path);
 }
@@ -446,14 +583,18 @@ TEST(Deck, CheckpointGroup) {
   EXPECT_TRUE(c.run.restart_from.empty());
   EXPECT_EQ(c.resolved["output"]["checkpoint"],
             json({{"dir", ""}, {"every_steps", nullptr}, {"every_seconds", nullptr}, {"keep", 2}}));
-  c = load_deck_from_string(kMinimal + "output:\n  checkpoint:\n    dir: ck\n    every_steps: 500\n    keep: 3\n"
-                                       "run:\n  restart_from: auto\n", kDeck)[0].config;
+  c = load_deck_from_string(kMinimal +
+                                "output:\n  checkpoint:\n    dir: ck\n    every_steps: 500\n    keep: 3\n"
+                                "run:\n  restart_from: auto\n",
+                            kDeck)[0]
+          .config;
   EXPECT_EQ(c.output.checkpoint.dir, "ck");
   EXPECT_EQ(c.output.checkpoint.every_steps, 500);
   EXPECT_EQ(c.output.checkpoint.keep, 3);
   EXPECT_EQ(c.run.restart_from, "auto");
   EXPECT_EQ(c.resolved["output"]["checkpoint"]["every_steps"], 500);
-  c = load_deck_from_string(kMinimal, kDeck, {"output.checkpoint={dir: a, keep: 4}", "output.checkpoint.every_seconds=30"})[0]
+  c = load_deck_from_string(kMinimal, kDeck,
+                            {"output.checkpoint={dir: a, keep: 4}", "output.checkpoint.every_seconds=30"})[0]
           .config;
   EXPECT_EQ(c.output.checkpoint.dir, "a");
   EXPECT_EQ(c.output.checkpoint.keep, 4);
@@ -546,10 +687,10 @@ output: {result: out/r.json, state_dir: out/states}
 }
 
 TEST(Deck, OverridesApplyInOrder) {
-  const auto pts = load_deck_from_string(
-      kMinimal, kDeck,
-      {"problem.d=512", "problem.rank = 32", "problem.dtype=float", "algorithm.init=random",
-       "output.state_dir=", "run.steps=10", "run.steps=20", "source.noise_range=[0.1, 0.3]"});
+  const auto pts =
+      load_deck_from_string(kMinimal, kDeck,
+                            {"problem.d=512", "problem.rank = 32", "problem.dtype=float", "algorithm.init=random",
+                             "output.state_dir=", "run.steps=10", "run.steps=20", "source.noise_range=[0.1, 0.3]"});
   ASSERT_EQ(pts.size(), 1u);
   const mosaic::RunConfig& c = pts[0].config;
   EXPECT_EQ(c.problem.d, 512);
@@ -583,8 +724,7 @@ std::vector<std::pair<int, int>> rank_d(const std::vector<mosaic::SweepPoint>& p
 TEST(Sweep, CartesianProductInDeckOrderLastKeyFastest) {
   const auto pts = load_deck_from_string(kSweepDeck, kDeck);
   ASSERT_EQ(pts.size(), 6u);
-  const std::vector<std::pair<int, int>> want = {{2, 16}, {2, 32}, {2, 64},
-                                                 {3, 16}, {3, 32}, {3, 64}};
+  const std::vector<std::pair<int, int>> want = {{2, 16}, {2, 32}, {2, 64}, {3, 16}, {3, 32}, {3, 64}};
   EXPECT_EQ(rank_d(pts), want);
   EXPECT_EQ(pts[4].point, json({{"problem.rank", 3}, {"problem.d", 32}}));
   const json& r = pts[4].config.resolved;
@@ -593,7 +733,7 @@ TEST(Sweep, CartesianProductInDeckOrderLastKeyFastest) {
   EXPECT_EQ(r["sweep"]["point"], pts[4].point);
   EXPECT_EQ(r["problem"]["d"], 32);
   EXPECT_EQ(r["problem"]["rank"], 3);
-  EXPECT_EQ(r["source"]["rank"], 3);           // default follows the swept rank
+  EXPECT_EQ(r["source"]["rank"], 3);             // default follows the swept rank
   EXPECT_EQ(r["algorithm"]["init_samples"], 6);  // 2 * rank
   EXPECT_EQ(pts[4].config.source.synthetic.d, 32);
 }
@@ -616,8 +756,8 @@ TEST(Sweep, EnumAblationPointsAndConfigs) {
     EXPECT_EQ(pts[i].config.algorithm.covariance_update, want[i].first) << i;
     EXPECT_EQ(pts[i].config.algorithm.subspace_direction, want[i].second) << i;
   }
-  EXPECT_EQ(pts[2].point, json({{"algorithm.covariance_update", "first_order"},
-                                {"algorithm.subspace_direction", "precision"}}));
+  EXPECT_EQ(pts[2].point,
+            json({{"algorithm.covariance_update", "first_order"}, {"algorithm.subspace_direction", "precision"}}));
 }
 
 TEST(Sweep, OverrideReplacesASweptListInPlace) {
@@ -654,8 +794,8 @@ TEST(Sweep, OverridePinsASweptKey) {
 }
 
 TEST(Sweep, ListValuedKey) {
-  const auto pts = load_deck_from_string(
-      kMinimal + "sweep:\n  source.noise_range: [[0.05, 0.1], [0.01, 0.5]]\n", kDeck);
+  const auto pts =
+      load_deck_from_string(kMinimal + "sweep:\n  source.noise_range: [[0.05, 0.1], [0.01, 0.5]]\n", kDeck);
   ASSERT_EQ(pts.size(), 2u);
   EXPECT_EQ(pts[1].config.source.synthetic.noise_min, 0.01);
   EXPECT_EQ(pts[1].point["source.noise_range"], json({0.01, 0.5}));
@@ -680,17 +820,15 @@ TEST(Ranks, StrongModeNeedsAStreamPerRank) {
 }
 
 TEST(Ranks, MessageNamesTheSweepPoint) {
-  const auto pts = load_deck_from_string(
-      kMinimal + "streams: {mode: strong}\nsweep:\n  streams.total: [8, 2]\n", kDeck);
+  const auto pts =
+      load_deck_from_string(kMinimal + "streams: {mode: strong}\nsweep:\n  streams.total: [8, 2]\n", kDeck);
   ASSERT_EQ(pts.size(), 2u);
   EXPECT_NO_THROW(mosaic::validate_against_ranks(pts[0].config, 4, kDeck));
   try {
     mosaic::validate_against_ranks(pts[1].config, 4, kDeck);
     FAIL() << "no error";
   } catch (const DeckError& e) {
-    EXPECT_NE(std::string(e.what()).find("sweep point 2 of 2 (streams.total=2)"),
-              std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("sweep point 2 of 2 (streams.total=2)"), std::string::npos) << e.what();
   }
 }
 
@@ -715,8 +853,8 @@ TEST(Ranks, NpyFilesAreTheStreams) {
     FAIL() << "no error";
   } catch (const DeckError& e) {
     const std::string m = e.what();
-    for (const char* s : {"streams.per_rank", "the number of files in source.paths (3)", "found 1 x 2 = 2",
-                          "streams.mode: strong"})
+    for (const char* s :
+         {"streams.per_rank", "the number of files in source.paths (3)", "found 1 x 2 = 2", "streams.mode: strong"})
       EXPECT_NE(m.find(s), std::string::npos) << s << " in: " << m;
   }
 }
@@ -802,8 +940,7 @@ TEST(Npy, OneStringIsAGlobPatternExpandedSorted) {
   const auto pts = load_deck(deck.string());
   const auto& c = pts[0].config;
   const std::string base = (dir.path / "data").string();
-  EXPECT_EQ(c.source.paths,
-            (std::vector<std::string>{base + "/s1.npy", base + "/s10.npy", base + "/s2.npy"}));
+  EXPECT_EQ(c.source.paths, (std::vector<std::string>{base + "/s1.npy", base + "/s10.npy", base + "/s2.npy"}));
   EXPECT_EQ(c.streams.total, 3);
   EXPECT_EQ(c.resolved["source"]["paths"].size(), 3u);
   // Without a wildcard, one string is one path (checked when the run starts).
@@ -840,17 +977,17 @@ TEST(Inputs, EveryDeckLoads) {
       }
     }) << e.path();
   }
-  for (const char* want : {"smoke_cpu.yaml", "single_gpu.yaml", "rank_sweep.yaml",
-                           "weak_8gpu.yaml", "strong_8gpu.yaml", "sustained.yaml",
-                           "accuracy_drift.yaml", "ablation.yaml", "npy_stream.yaml", "accuracy_map.yaml"})
+  for (const char* want :
+       {"smoke_cpu.yaml", "single_gpu.yaml", "rank_sweep.yaml", "weak_8gpu.yaml", "strong_8gpu.yaml", "sustained.yaml",
+        "accuracy_drift.yaml", "ablation.yaml", "npy_stream.yaml", "accuracy_map.yaml"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
 }
 
 // The decks whose settings do not track the truth say so (run.accuracy:
 // throughput_only); the small accuracy decks are judged on it.
 TEST(Inputs, ThroughputDecksAreLabelled) {
-  for (const char* name : {"single_gpu.yaml", "rank_sweep.yaml", "weak_8gpu.yaml", "strong_8gpu.yaml",
-                           "sustained.yaml"})
+  for (const char* name :
+       {"single_gpu.yaml", "rank_sweep.yaml", "weak_8gpu.yaml", "strong_8gpu.yaml", "sustained.yaml"})
     for (const auto& p : load_deck((source_dir() / "inputs" / name).string()))
       EXPECT_FALSE(p.config.run.check_accuracy) << name;
   for (const char* name : {"smoke_cpu.yaml", "accuracy_drift.yaml", "ablation.yaml"})
@@ -858,9 +995,7 @@ TEST(Inputs, ThroughputDecksAreLabelled) {
       EXPECT_TRUE(p.config.run.check_accuracy) << name;
 }
 
-std::vector<mosaic::SweepPoint> input(const char* name) {
-  return load_deck((source_dir() / "inputs" / name).string());
-}
+std::vector<mosaic::SweepPoint> input(const char* name) { return load_deck((source_dir() / "inputs" / name).string()); }
 
 TEST(Inputs, DecksSayWhatTheyPromise) {
   const auto smoke = input("smoke_cpu.yaml");

@@ -16,15 +16,15 @@
 #include <limits>
 #include <memory>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
-#include <stdexcept>
 #include <vector>
 
+#include "mosaic/algorithm/reference.hpp"
 #include "mosaic/engine/batch_diagnostics.hpp"
 #include "mosaic/engine/batched_engine.hpp"
-#include "mosaic/algorithm/reference.hpp"
 #include "mosaic/sources/synthetic_source.hpp"
 
 namespace {
@@ -84,8 +84,8 @@ void PrintTo(Source s, std::ostream* os) { *os << name(s); }
 double subspace_value(std::uint64_t stream, std::int64_t step, int i, int d, int r) {
   double v = 0.3 * counter_normal(77, RngDomain::mean, stream, 0, i);
   for (int j = 0; j < r; ++j)
-    v += counter_normal(77, RngDomain::basis, stream, std::uint64_t(j), i) / std::sqrt(double(d)) *
-         (2.0 / (1.0 + j)) * counter_normal(77, RngDomain::noise, stream, std::uint64_t(step), j);
+    v += counter_normal(77, RngDomain::basis, stream, std::uint64_t(j), i) / std::sqrt(double(d)) * (2.0 / (1.0 + j)) *
+         counter_normal(77, RngDomain::noise, stream, std::uint64_t(step), j);
   return v;
 }
 
@@ -123,7 +123,7 @@ struct Feeder {
     for (std::size_t b = 0; b < pr.ids.size(); ++b)
       for (int k = 0; k < n; ++k)
         for (int i = 0; i < pr.d; ++i) {
-          const double v = synth ? double(h(b, k, i))
+          const double v = synth                        ? double(h(b, k, i))
                            : source == Source::subspace ? subspace_value(pr.ids[b], first + k, i, pr.d, pr.r)
                                                         : sample_value(pr.ids[b], first + k, i);
           h(b, k, i) = T(v + pr.offset_at(b, i));
@@ -281,15 +281,15 @@ Gap compare(const ReferenceState<double>& a, const ReferenceState<double>& b) {
   return g;
 }
 
-void expect_agree(const Outcome& a, const Outcome& ref, double tol, const std::string& what,
-                  bool same_clamps = true) {
+void expect_agree(const Outcome& a, const Outcome& ref, double tol, const std::string& what, bool same_clamps = true) {
   for (std::size_t b = 0; b < ref.states.size(); ++b) {
     const Gap g = compare(a.states[b], ref.states[b]);
     if (std::getenv("MOSAIC_TEST_GAPS"))
-      std::printf("%s stream %zu: mu %.2e s2 %.2e P %.2e r-|UaUb|^2 %.2e C %.2e clamps %lld/%lld s2 %g/%g steps %lld/%lld status %d/%d\n",
-                  what.c_str(), b, g.mu, g.s2, g.projector, g.subspace, g.cov, (long long)a.states[b].clamped_steps,
-                  (long long)ref.states[b].clamped_steps, a.states[b].s2, ref.states[b].s2,
-                  (long long)a.states[b].steps, (long long)ref.states[b].steps, a.status[b], ref.status[b]);
+      std::printf(
+          "%s stream %zu: mu %.2e s2 %.2e P %.2e r-|UaUb|^2 %.2e C %.2e clamps %lld/%lld s2 %g/%g steps %lld/%lld status %d/%d\n",
+          what.c_str(), b, g.mu, g.s2, g.projector, g.subspace, g.cov, (long long)a.states[b].clamped_steps,
+          (long long)ref.states[b].clamped_steps, a.states[b].s2, ref.states[b].s2, (long long)a.states[b].steps,
+          (long long)ref.states[b].steps, a.status[b], ref.status[b]);
     EXPECT_LE(g.mu, tol) << what << " stream " << b;
     EXPECT_LE(g.s2, tol) << what << " stream " << b;
     EXPECT_LE(g.projector, tol) << what << " stream " << b;
@@ -403,13 +403,12 @@ MosaicParams offset_params(int r, InitMode init) {
 }
 
 std::string offset_case_name(const OffsetCase& c) {
-  return "d=" + std::to_string(std::get<0>(c)) + "/r=" + std::to_string(std::get<1>(c)) + "/" +
-         name(std::get<2>(c));
+  return "d=" + std::to_string(std::get<0>(c)) + "/r=" + std::to_string(std::get<1>(c)) + "/" + name(std::get<2>(c));
 }
 
 void print_gap(const std::string& what, const Gap& g) {
-  std::printf("%s: mu %.2e s2 %.2e P %.2e r-|UaUb|^2 %.2e C %.2e\n", what.c_str(), g.mu, g.s2, g.projector,
-              g.subspace, g.cov);
+  std::printf("%s: mu %.2e s2 %.2e P %.2e r-|UaUb|^2 %.2e C %.2e\n", what.c_str(), g.mu, g.s2, g.projector, g.subspace,
+              g.cov);
 }
 
 template <class T>
@@ -426,7 +425,7 @@ void blocked_vs_sequential_offset(const OffsetCase& c, double tol) {
   for (std::size_t b = 0; b < B; ++b) {
     ASSERT_EQ(seq.status[b], 0) << "sequential baseline, offset " << kOffsets[b];
     EXPECT_GT(seq.states[b].clamped_steps, 0) << "offset " << kOffsets[b];  // the clamp is exercised
-    EXPECT_EQ(seq.unresolved[b], 0);  // the sequential kernel never counts
+    EXPECT_EQ(seq.unresolved[b], 0);                                        // the sequential kernel never counts
   }
   std::vector<std::pair<int, int>> cases = {{2, kAuto}, {16, kAuto}, {50, kAuto}, {64, kAuto}};
   if (!is_double) cases.push_back({64, 0});
@@ -494,8 +493,7 @@ TEST(Blocked, OffsetTransientFromInitRandomDouble) {
   }
   for (std::size_t b = 0; b < pr.ids.size(); ++b)
     print_gap("init: random, double " + offset_case_name(c) + " offset " + std::to_string(int(kOffsets[b])) +
-                  ", blocked vs sequential, max over k (clamps " +
-                  std::to_string(seq.states[b].clamped_steps) + ")",
+                  ", blocked vs sequential, max over k (clamps " + std::to_string(seq.states[b].clamped_steps) + ")",
               worst[b]);
 }
 
@@ -584,13 +582,13 @@ LongRun run_long(int reorthonormalize_every, std::int64_t steps = 100000) {
 }
 
 void print_long(const char* what, const LongRun& o) {
-  std::printf("%s: k=%d, Cholesky-QR at block ends %d, %lld steps: ||U^T U - I||_F = %.3e (host %.3e), "
-              "%lld Cholesky-QR passes, unresolved %lld, clamped %lld, status %d, projector distance to "
-              "truth %.3e, noise rel. error %.3e, %.1f s\n",
-              what, o.block_size, int(o.reorth_at_block_end), (long long)o.steps, o.orthonormality,
-              o.orthonormality_host, (long long)o.reorthonormalizations, (long long)o.unresolved,
-              (long long)o.clamped, o.status, o.accuracy.projector_distance_max, o.accuracy.noise_rel_error_max,
-              o.seconds);
+  std::printf(
+      "%s: k=%d, Cholesky-QR at block ends %d, %lld steps: ||U^T U - I||_F = %.3e (host %.3e), "
+      "%lld Cholesky-QR passes, unresolved %lld, clamped %lld, status %d, projector distance to "
+      "truth %.3e, noise rel. error %.3e, %.1f s\n",
+      what, o.block_size, int(o.reorth_at_block_end), (long long)o.steps, o.orthonormality, o.orthonormality_host,
+      (long long)o.reorthonormalizations, (long long)o.unresolved, (long long)o.clamped, o.status,
+      o.accuracy.projector_distance_max, o.accuracy.noise_rel_error_max, o.seconds);
 }
 
 TEST(BlockedLong, FloatOrthonormalityAfter1e5BlockedSteps) {
@@ -625,8 +623,8 @@ void maintained_vs_dense(int reorth, CovarianceUpdate cov, double tol) {
     dense.refactor_every = 64;
     MosaicParams maint = dense;
     maint.precision_solve = PrecisionSolve::maintained;
-    const std::string what = std::string(sizeof(T) == 8 ? "double" : "float") + " maintained k=" +
-                             std::to_string(k) + "/reorth=" + std::to_string(reorth) + "/" + to_string(cov);
+    const std::string what = std::string(sizeof(T) == 8 ? "double" : "float") + " maintained k=" + std::to_string(k) +
+                             "/reorth=" + std::to_string(reorth) + "/" + to_string(cov);
     const Outcome a = run<T>(maint, Source::samples, kSteps), ref = run<T>(dense, Source::samples, kSteps);
     expect_agree(a, ref, tol, what, sizeof(T) == 8);
     for (int b = 0; b < 2; ++b) {
@@ -649,8 +647,7 @@ TEST_P(MaintainedVsDense, Float1e3) {
 
 INSTANTIATE_TEST_SUITE_P(Solves, MaintainedVsDense,
                          ::testing::Combine(::testing::Values(0, 50),
-                                            ::testing::Values(CovarianceUpdate::exact,
-                                                              CovarianceUpdate::first_order)));
+                                            ::testing::Values(CovarianceUpdate::exact, CovarianceUpdate::first_order)));
 
 // ---- breakdowns inside a block, kernels, team size ---------------------------
 
@@ -671,8 +668,8 @@ TEST(Blocked, NonFiniteSampleInsideABlockFreezesAtTheSameStep) {
         for (BlockGemm g : gemm_kernels()) {
           p.block_size = k;
           const Outcome blk = run<double>(p, Source::samples, 600, -1, g, poison, nullptr, bad);
-          const std::string what = "value " + std::to_string(bad) + " at " + std::to_string(at) + " k=" +
-                                   std::to_string(k) + " " + to_string(g);
+          const std::string what = "value " + std::to_string(bad) + " at " + std::to_string(at) +
+                                   " k=" + std::to_string(k) + " " + to_string(g);
           expect_agree(blk, seq, 1e-10, what);
           EXPECT_EQ(blk.states[1].steps, at) << what;
         }
@@ -794,10 +791,8 @@ TEST(Blocked, OddShapesMatchSequential) {
       const int n = int(std::min<std::int64_t>(kb, steps - t));
       Kokkos::View<double***, Kokkos::LayoutRight, Mem> X("X", 1, n, d);
       src.generate_block(t, n, X);
-      if (block_size > 1)
-        eng.step_block(sb, X);
-      else
-        eng.step(sb, Kokkos::subview(X, Kokkos::ALL(), 0, Kokkos::ALL()));
+      if (block_size > 1) eng.step_block(sb, X);
+      else eng.step(sb, Kokkos::subview(X, Kokkos::ALL(), 0, Kokkos::ALL()));
     }
     Outcome o;
     o.states.push_back(widen(sb.to_host(0)));

@@ -4,18 +4,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <limits>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <vector>
 
+#include "mosaic/algorithm/reference.hpp"
 #include "mosaic/engine/batch_diagnostics.hpp"
 #include "mosaic/engine/batched_engine.hpp"
-#include "mosaic/algorithm/reference.hpp"
 #include "mosaic/sources/synthetic_source.hpp"
 
 namespace {
@@ -88,12 +88,11 @@ Gap compare(const ReferenceState<TA>& a, const ReferenceState<TB>& b) {
 }
 
 template <class T>
-void expect_close(const ReferenceState<T>& eng, const ReferenceState<T>& ref, double tol,
-                  const std::string& what) {
+void expect_close(const ReferenceState<T>& eng, const ReferenceState<T>& ref, double tol, const std::string& what) {
   const Gap g = compare(eng, ref);
   if (std::getenv("MOSAIC_TEST_GAPS"))  // print the margins
-    std::printf("%s: mu %.2e s2 %.2e P %.2e refP %.2e C %.2e refC %.2e\n", what.c_str(), g.mu_rel,
-                g.s2_rel, g.projector, g.ref_projector, g.cov_rel, g.ref_cov_rel);
+    std::printf("%s: mu %.2e s2 %.2e P %.2e refP %.2e C %.2e refC %.2e\n", what.c_str(), g.mu_rel, g.s2_rel,
+                g.projector, g.ref_projector, g.cov_rel, g.ref_cov_rel);
   EXPECT_LE(g.mu_rel, tol) << what;
   EXPECT_LE(g.s2_rel, tol) << what;
   EXPECT_LE(g.projector, tol) << what;
@@ -108,8 +107,8 @@ void expect_close(const ReferenceState<T>& eng, const ReferenceState<T>& ref, do
 // Runs `steps` steps of engine and reference on the same samples (after init
 // data/random) and compares every stream.
 template <class T, class Exec = Kokkos::DefaultExecutionSpace>
-void run_against_reference(const MosaicParams& p, int d, int r, int steps, double tol,
-                           const std::string& what, int team_size = -1) {
+void run_against_reference(const MosaicParams& p, int d, int r, int steps, double tol, const std::string& what,
+                           int team_size = -1) {
   const std::vector<std::uint64_t> ids = {3, 11};
   const int B = int(ids.size());
   StreamBatch<T, Exec> sb(B, d, r, ids);
@@ -174,18 +173,17 @@ class EngineOptions : public ::testing::TestWithParam<Combo> {};
 TEST_P(EngineOptions, DoubleMatchesReferenceAfter1000Steps) {
   MosaicParams p;
   std::tie(p.covariance_update, p.subspace_direction, p.gamma, p.reorthonormalize_every, p.init) = GetParam();
-  const std::string what = std::string(to_string(p.covariance_update)) + "/" +
-                           to_string(p.subspace_direction) + "/gamma=" + std::to_string(p.gamma) +
-                           "/reorth=" + std::to_string(p.reorthonormalize_every) + "/" + to_string(p.init);
+  const std::string what = std::string(to_string(p.covariance_update)) + "/" + to_string(p.subspace_direction) +
+                           "/gamma=" + std::to_string(p.gamma) + "/reorth=" + std::to_string(p.reorthonormalize_every) +
+                           "/" + to_string(p.init);
   run_against_reference<double>(p, 24, 4, 1000, 1e-10, what);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllCombinations, EngineOptions,
-    ::testing::Combine(::testing::Values(CovarianceUpdate::exact, CovarianceUpdate::first_order),
-                       ::testing::Values(SubspaceDirection::precision, SubspaceDirection::oja),
-                       ::testing::Values(0.0, 1.0), ::testing::Values(0, 7),
-                       ::testing::Values(InitMode::data, InitMode::random)));
+INSTANTIATE_TEST_SUITE_P(AllCombinations, EngineOptions,
+                         ::testing::Combine(::testing::Values(CovarianceUpdate::exact, CovarianceUpdate::first_order),
+                                            ::testing::Values(SubspaceDirection::precision, SubspaceDirection::oja),
+                                            ::testing::Values(0.0, 1.0), ::testing::Values(0, 7),
+                                            ::testing::Values(InitMode::data, InitMode::random)));
 
 // ---- shapes, including r = 1 and r close to d ----------------------------------
 
@@ -580,8 +578,11 @@ void expect_init_refusal_like_reference(const std::string& kind) {
     // The same words; the values (" = ...") are the two methods' own roundings.
     const auto words = [](const std::string& m) { return m.substr(0, m.find(" = ")); };
     EXPECT_EQ(words(e.what()), words(expected)) << kind << ": " << e.what();
-    EXPECT_NE(std::string(e.what()).find(kind == "non-finite" ? "non-finite" : kind == "rank-deficient" ? "rank-deficient" : "outside the range"),
-              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(kind == "non-finite"       ? "non-finite"
+                                         : kind == "rank-deficient" ? "rank-deficient"
+                                                                    : "outside the range"),
+              std::string::npos)
+        << e.what();
   }
   for (int b = 0; b < B; ++b) EXPECT_EQ(sb.to_host(b).s2, T(0)) << kind << ": stream " << b << " was written";
 }

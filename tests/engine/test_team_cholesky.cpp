@@ -104,7 +104,7 @@ struct TeamResult {
 };
 
 TeamResult run(const std::vector<std::vector<double>>& mats, const std::vector<std::vector<double>>& rhs, int r, int ld,
-        int team_size) {
+               int team_size) {
   const int count = int(mats.size());
   Mats A("A", count, r, ld);
   Vecs x("x", count, r);
@@ -178,8 +178,8 @@ TEST(TeamCholesky, EqualsThePlainLoopsAtEveryTeamSize) {
     for (int ts : team_sizes()) {
       const TeamResult t = ts == 1 ? one : run(mats, rhs, r, ld, ts);
       for (int b = 0; b < 3; ++b) {
-        const std::string where = "r = " + std::to_string(r) + ", team size " + std::to_string(ts) + ", matrix " +
-                                  std::to_string(b);
+        const std::string where =
+            "r = " + std::to_string(r) + ", team size " + std::to_string(ts) + ", matrix " + std::to_string(b);
         for (int v : t.ok[b]) EXPECT_EQ(v, 1) << where;
         for (std::size_t i = 0; i < t.R[b].size(); ++i) {
           ASSERT_TRUE(same_bits(t.R[b][i], one.R[b][i])) << where << ", entry " << i;
@@ -191,10 +191,8 @@ TEST(TeamCholesky, EqualsThePlainLoopsAtEveryTeamSize) {
         }
         for (int i = 0; i < r; ++i) {
           ASSERT_TRUE(same_bits(t.x[b][i], one.x[b][i])) << where << ", x " << i;
-          if (on_host)
-            ASSERT_TRUE(same_bits(t.x[b][i], plainx[b][i])) << where << ", x " << i;
-          else
-            ASSERT_NEAR(t.x[b][i], plainx[b][i], 1e-10 * (1 + std::abs(plainx[b][i]))) << where << ", x " << i;
+          if (on_host) ASSERT_TRUE(same_bits(t.x[b][i], plainx[b][i])) << where << ", x " << i;
+          else ASSERT_NEAR(t.x[b][i], plainx[b][i], 1e-10 * (1 + std::abs(plainx[b][i]))) << where << ", x " << i;
         }
       }
     }

@@ -30,14 +30,15 @@ KOKKOS_INLINE_FUNCTION double tag(std::size_t i, std::size_t j = 0, std::size_t 
 template <class V>
 void fill_tagged(const V& v) {
   if constexpr (V::rank == 1) {
-    Kokkos::parallel_for(Kokkos::RangePolicy<Exec>(0, v.extent(0)), KOKKOS_LAMBDA(const int i) { v(i) = tag(i); });
+    Kokkos::parallel_for(
+        Kokkos::RangePolicy<Exec>(0, v.extent(0)), KOKKOS_LAMBDA(const int i) { v(i) = tag(i); });
   } else if constexpr (V::rank == 2) {
-    Kokkos::parallel_for(Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2>>({0, 0}, {int(v.extent(0)), int(v.extent(1))}),
-                         KOKKOS_LAMBDA(const int i, const int j) { v(i, j) = tag(i, j); });
+    Kokkos::parallel_for(
+        Kokkos::MDRangePolicy<Exec, Kokkos::Rank<2>>({0, 0}, {int(v.extent(0)), int(v.extent(1))}),
+        KOKKOS_LAMBDA(const int i, const int j) { v(i, j) = tag(i, j); });
   } else {
     Kokkos::parallel_for(
-        Kokkos::MDRangePolicy<Exec, Kokkos::Rank<3>>({0, 0, 0},
-                                                     {int(v.extent(0)), int(v.extent(1)), int(v.extent(2))}),
+        Kokkos::MDRangePolicy<Exec, Kokkos::Rank<3>>({0, 0, 0}, {int(v.extent(0)), int(v.extent(1)), int(v.extent(2))}),
         KOKKOS_LAMBDA(const int i, const int j, const int k) { v(i, j, k) = tag(i, j, k); });
   }
   Kokkos::fence();
@@ -48,8 +49,8 @@ void fill_tagged(const V& v) {
 // from the host, made on the execution space, where v lives.
 template <class V, class H>
 int count_mismatches(const V& v, const H& expected) {
-  Kokkos::View<typename H::non_const_data_type, Kokkos::LayoutRight, Mem> e("expected", v.extent(0), v.extent(1),
-                                                                          V::rank > 2 ? v.extent(2) : KOKKOS_INVALID_INDEX);
+  Kokkos::View<typename H::non_const_data_type, Kokkos::LayoutRight, Mem> e(
+      "expected", v.extent(0), v.extent(1), V::rank > 2 ? v.extent(2) : KOKKOS_INVALID_INDEX);
   mosaic::transfer::copy_from_host(e, expected);
   int bad = 0;
   if constexpr (V::rank == 2) {
@@ -58,8 +59,7 @@ int count_mismatches(const V& v, const H& expected) {
         KOKKOS_LAMBDA(const int i, const int j, int& n) { n += v(i, j) != e(i, j); }, bad);
   } else {
     Kokkos::parallel_reduce(
-        Kokkos::MDRangePolicy<Exec, Kokkos::Rank<3>>({0, 0, 0},
-                                                     {int(v.extent(0)), int(v.extent(1)), int(v.extent(2))}),
+        Kokkos::MDRangePolicy<Exec, Kokkos::Rank<3>>({0, 0, 0}, {int(v.extent(0)), int(v.extent(1)), int(v.extent(2))}),
         KOKKOS_LAMBDA(const int i, const int j, const int k, int& n) { n += v(i, j, k) != e(i, j, k); }, bad);
   }
   return bad;
@@ -194,7 +194,8 @@ TEST(Transfer, CopyFromHostIntoNonContiguousViews) {
   int bad = 0;
   for (int b = 0; b < B; ++b)
     for (int i = 0; i < d; ++i)
-      for (int j = 0; j < 2 * r; ++j) bad += all(b, i, j) != (j < r ? 0.0 : tag(std::size_t(b), std::size_t(i), std::size_t(j)));
+      for (int j = 0; j < 2 * r; ++j)
+        bad += all(b, i, j) != (j < r ? 0.0 : tag(std::size_t(b), std::size_t(i), std::size_t(j)));
   EXPECT_EQ(bad, 0);
   EXPECT_EQ(count_mismatches(W0, h), 0);
 

@@ -6,12 +6,12 @@
 // newest complete ones; an npy run's input files that changed since the
 // checkpoint are refused, touched ones accepted with a note. Runs on
 // MPI_COMM_SELF (own main: MPI + Kokkos).
+#include <fcntl.h>
 #include <mpi.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 
-#include <Kokkos_Core.hpp>
 #include <gtest/gtest.h>
+#include <Kokkos_Core.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
+#include "mosaic/app/run_checkpoint.hpp"
+#include "mosaic/config/config.hpp"
 #include "mosaic/engine/batched_engine.hpp"
 #include "mosaic/io/checkpoint.hpp"
-#include "mosaic/config/config.hpp"
-#include "mosaic/app/run_checkpoint.hpp"
 #include "mosaic/sources/synthetic_source.hpp"
 
 namespace {
@@ -67,18 +67,16 @@ Batch advanced(const std::vector<std::uint64_t>& ids, int steps) {
 // All views of a batch as host bytes, per field.
 std::vector<std::vector<unsigned char>> snapshot(const Batch& sb) {
   std::vector<std::vector<unsigned char>> out;
-  mosaic::ckpt::for_each_state_view(sb, [&](const char* name, const auto& v) {
-    out.push_back(mosaic::ckpt::extract_view(name, v).bytes);
-  });
+  mosaic::ckpt::for_each_state_view(
+      sb, [&](const char* name, const auto& v) { out.push_back(mosaic::ckpt::extract_view(name, v).bytes); });
   return out;
 }
 
 class Checkpoint : public ::testing::Test {
  protected:
   void SetUp() override {
-    root = fs::temp_directory_path() /
-           ("mosaic_test_ckpt_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    root = fs::temp_directory_path() / ("mosaic_test_ckpt_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root);
     fs::create_directories(root);
   }
@@ -98,7 +96,8 @@ class Checkpoint : public ::testing::Test {
                           {"diagnostics_series", json::array()}};
     std::vector<unsigned char> frozen(std::size_t(sb.batch), 0);
     frozen[0] = 1;
-    const json errors = json::array({{{"stream_id", sb.stream_ids[0]}, {"path", "x.npy"}, {"row", 3}, {"message", "m"}}});
+    const json errors =
+        json::array({{{"stream_id", sb.stream_ids[0]}, {"path", "x.npy"}, {"row", 3}, {"message", "m"}}});
     return mosaic::ckpt::write_checkpoint(req, sb, frozen, errors, MPI_COMM_SELF, inputs);
   }
 
@@ -126,7 +125,8 @@ void flip_byte(const fs::path& p, std::size_t from_end) {
   f.write(&c, 1);
 }
 
-#define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << "expected '" << (part) << "' in: " << (msg)
+#define EXPECT_HAS(msg, part) \
+  EXPECT_NE((msg).find(part), std::string::npos) << "expected '" << (part) << "' in: " << (msg)
 
 TEST_F(Checkpoint, RoundTripIsBitwise) {
   const Batch sb = advanced({0, 1, 2}, 40);
@@ -195,9 +195,7 @@ TEST_F(Checkpoint, MissingRankFileIsRefused) {
 TEST_F(Checkpoint, GarbledManifestIsRefused) {
   const std::string dir = write(advanced({0, 1, 2}, 5), 10);
   const fs::path m = fs::path(dir) / "MANIFEST.json";
-  {
-    std::ofstream(m, std::ios::trunc) << "{\"format\": \"mosaic-checkpoint\", \"files\": [";
-  }
+  { std::ofstream(m, std::ios::trunc) << "{\"format\": \"mosaic-checkpoint\", \"files\": ["; }
   std::string e = restart_error();
   EXPECT_HAS(e, m.string() + ": garbled manifest");
   // Valid JSON whose content was altered: its own checksum catches it.
@@ -305,8 +303,11 @@ class CheckpointNpyInput : public Checkpoint {
     for (std::size_t k = 0; k < values.size(); ++k) values[k] = std::sin(double(k));
     save(values);
     npy = mosaic::load_deck_from_string(
-        "problem: {d: 8, rank: 2, dtype: double}\nstreams: {mode: strong, total: 1}\n"
-        "source: {type: npy, paths: [" + data + "]}\nrun: {steps: 50, seed: 5}\n", "deck.yaml")[0].config;
+              "problem: {d: 8, rank: 2, dtype: double}\nstreams: {mode: strong, total: 1}\n"
+              "source: {type: npy, paths: [" +
+                  data + "]}\nrun: {steps: 50, seed: 5}\n",
+              "deck.yaml")[0]
+              .config;
     const mosaic::SourceInput in{0, mosaic::NpyStreamReader(data, 8).fingerprint(40)};
     write(advanced({0}, 5), 40, 20, 5, npy, json::array({mosaic::ckpt::input_record(in)}));
   }

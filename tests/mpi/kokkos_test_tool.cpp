@@ -30,7 +30,7 @@ std::map<std::string, SpaceBytes> allocated;  // by memory space name
 struct RegionCounts {
   std::uint64_t entries = 0, launches = 0, fences = 0, deep_copies = 0;
 };
-std::vector<std::string> open_regions;           // the region stack (Kokkos' regions nest)
+std::vector<std::string> open_regions;             // the region stack (Kokkos' regions nest)
 std::map<std::string, RegionCounts> phase_counts;  // by the innermost open mosaic:: region
 
 // The counts of the innermost open mosaic:: region, or null outside every

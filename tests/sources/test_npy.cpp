@@ -4,11 +4,11 @@
 // Fortran order, non-finite rows, bounded resident memory, a file that
 // changes while it is read, fingerprints) and the atomic writer (read back
 // by our parser and by the system NumPy).
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "mosaic/util/atomic_file.hpp"
 #include "mosaic/sources/npy.hpp"
+#include "mosaic/util/atomic_file.hpp"
 
 namespace {
 
@@ -39,9 +39,7 @@ using mosaic::NpyDtype;
 using mosaic::NpyError;
 using mosaic::NpyStreamReader;
 
-std::string fixture(const std::string& name) {
-  return std::string(MOSAIC_SOURCE_DIR) + "/tests/fixtures/npy/" + name;
-}
+std::string fixture(const std::string& name) { return std::string(MOSAIC_SOURCE_DIR) + "/tests/fixtures/npy/" + name; }
 
 // The values of every "good" fixture: good[i, j] = (3i + j - 7) / 3.
 double good_value(int i, int j) { return double(3 * i + j - 7) / 3.0; }
@@ -145,7 +143,7 @@ TEST_P(NpyGoodFixture, ReadRowsReturnsExactlyTheValuesInBothPrecisions) {
   for (int i = 0; i < 5; ++i) {
     for (int j = 0; j < 3; ++j) {
       const double expect = p.dtype == NpyDtype::f8 ? good_value(i, j) : double(float(good_value(i, j)));
-      EXPECT_EQ(d[std::size_t(i * 3 + j)], expect) << i << "," << j;                 // f4 -> double: exact widening
+      EXPECT_EQ(d[std::size_t(i * 3 + j)], expect) << i << "," << j;                   // f4 -> double: exact widening
       EXPECT_EQ(f[std::size_t(i * 3 + j)], float(good_value(i, j))) << i << "," << j;  // f8 -> float: rounded
     }
   }
@@ -157,17 +155,15 @@ TEST_P(NpyGoodFixture, ReadRowsReturnsExactlyTheValuesInBothPrecisions) {
   EXPECT_EQ(r.bytes_read(), (15 + 15 + 6) * r.header().item_size);
 }
 
-INSTANTIATE_TEST_SUITE_P(NpyFixtures, NpyGoodFixture,
-                         ::testing::Values(GoodFixture{"v1_f8.npy", 1, NpyDtype::f8},
-                                           GoodFixture{"v2_f8.npy", 2, NpyDtype::f8},
-                                           GoodFixture{"v3_f8.npy", 3, NpyDtype::f8},
-                                           GoodFixture{"v1_f4.npy", 1, NpyDtype::f4},
-                                           GoodFixture{"v2_f4.npy", 2, NpyDtype::f4},
-                                           GoodFixture{"v3_f4.npy", 3, NpyDtype::f4}),
-                         [](const auto& info) {
-                           std::string n = info.param.name;
-                           return n.substr(0, n.find('.'));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    NpyFixtures, NpyGoodFixture,
+    ::testing::Values(GoodFixture{"v1_f8.npy", 1, NpyDtype::f8}, GoodFixture{"v2_f8.npy", 2, NpyDtype::f8},
+                      GoodFixture{"v3_f8.npy", 3, NpyDtype::f8}, GoodFixture{"v1_f4.npy", 1, NpyDtype::f4},
+                      GoodFixture{"v2_f4.npy", 2, NpyDtype::f4}, GoodFixture{"v3_f4.npy", 3, NpyDtype::f4}),
+    [](const auto& info) {
+      std::string n = info.param.name;
+      return n.substr(0, n.find('.'));
+    });
 
 TEST(NpyReader, FortranOrderIsReadAsTheSameRows) {
   NpyStreamReader r(fixture("fortran_f8.npy"), 3);
@@ -248,9 +244,9 @@ TEST(NpyReaderChanges, FileThatShrinksIsAnErrorNamingSizesNotASignal) {
   ASSERT_EQ(::truncate(path.c_str(), 128), 0);
   const std::string bytes = std::to_string(128 + 4096 * 4 * 8);
   EXPECT_TRUE(throws_npy_error([&] { r.read_rows(256, 256, buf.data()); }, path,
-                               {"the file changed while the run was reading it", "when it was opened it had " + bytes +
-                                " bytes (shape (4096, 4) of '<f8')", "now it has 128 bytes",
-                                "rows [256, 512) are no longer in it"}));
+                               {"the file changed while the run was reading it",
+                                "when it was opened it had " + bytes + " bytes (shape (4096, 4) of '<f8')",
+                                "now it has 128 bytes", "rows [256, 512) are no longer in it"}));
   std::vector<float> fbuf(256 * 4);  // through the conversion buffer
   EXPECT_TRUE(throws_npy_error([&] { r.read_rows(0, 1, fbuf.data()); }, path, {"now it has 128 bytes"}));
   EXPECT_TRUE(throws_npy_error([&] { r.fingerprint(10); }, path, {"now it has 128 bytes"}));
@@ -271,9 +267,10 @@ TEST(NpyReaderChanges, FileWrittenInPlaceIsAnErrorEvenAtTheSameSize) {
     const double other = -1;
     f.write(reinterpret_cast<const char*>(&other), sizeof other);
   }
-  EXPECT_TRUE(throws_npy_error([&] { r.read_rows(8, 8, buf.data()); }, path,
-                               {"the file changed while the run was reading it", "and was last modified at",
-                                "now it has " + std::to_string(r.header().file_bytes) + " bytes and was last modified at"}));
+  EXPECT_TRUE(
+      throws_npy_error([&] { r.read_rows(8, 8, buf.data()); }, path,
+                       {"the file changed while the run was reading it", "and was last modified at",
+                        "now it has " + std::to_string(r.header().file_bytes) + " bytes and was last modified at"}));
 }
 
 TEST(NpyReaderChanges, FileReplacedByARenameIsReadAsOpened) {
@@ -360,8 +357,8 @@ TEST(NpyReader, NonFiniteValueNamesFileRowAndColumn) {
   NpyStreamReader r(nan_path, 3);
   std::vector<double> buf(15);
   r.read_rows(0, 3, buf.data());  // rows before it are fine
-  EXPECT_TRUE(throws_npy_error([&] { r.read_rows(0, 5, buf.data()); }, nan_path,
-                               {"non-finite value NaN at row 3, column 1"}));
+  EXPECT_TRUE(
+      throws_npy_error([&] { r.read_rows(0, 5, buf.data()); }, nan_path, {"non-finite value NaN at row 3, column 1"}));
   std::vector<float> fbuf(15);
   EXPECT_TRUE(throws_npy_error([&] { r.read_rows(2, 3, fbuf.data()); }, nan_path, {"NaN at row 3, column 1"}));
 
@@ -393,8 +390,8 @@ TEST(NpyReader, NonFiniteInFortranOrderReportsTheFirstRow) {
   std::vector<double> buf(8);
   r.read_rows(0, 1, buf.data());
   EXPECT_EQ(buf[1], 4.0);
-  EXPECT_TRUE(throws_npy_error([&] { r.read_rows(0, 4, buf.data()); }, path,
-                               {"non-finite value inf at row 1, column 1"}));
+  EXPECT_TRUE(
+      throws_npy_error([&] { r.read_rows(0, 4, buf.data()); }, path, {"non-finite value inf at row 1, column 1"}));
   EXPECT_TRUE(throws_npy_error([&] { r.read_rows(2, 2, buf.data()); }, path, {"NaN at row 2, column 0"}));
 }
 
@@ -477,7 +474,8 @@ TEST(NpyRejects, WrongNumberOfDimensions) {
 }
 
 TEST(NpyRejects, FeatureCountDifferentFromD) {
-  EXPECT_TRUE(reader_rejected(fixture("v1_f8.npy"), 4, {"has 3 features per sample (shape (5, 3)) but problem.d is 4"}));
+  EXPECT_TRUE(
+      reader_rejected(fixture("v1_f8.npy"), 4, {"has 3 features per sample (shape (5, 3)) but problem.d is 4"}));
   NpyStreamReader any(fixture("v1_f8.npy"), 0);  // d <= 0: no check
   EXPECT_EQ(any.cols(), 3);
 }
@@ -487,8 +485,8 @@ TEST(NpyRejects, TruncatedData) {
   const std::string whole = read_file(fixture("v1_f8.npy"));
   ASSERT_EQ(whole.size(), 248u);
   write_file(dir / "cut.npy", whole.substr(0, whole.size() - 20));
-  EXPECT_TRUE(header_rejected(dir / "cut.npy", {"truncated data", "shape (5, 3)", "120 data bytes",
-                                                "248 bytes in all", "the file has 228 bytes (20 missing)"}));
+  EXPECT_TRUE(header_rejected(dir / "cut.npy", {"truncated data", "shape (5, 3)", "120 data bytes", "248 bytes in all",
+                                                "the file has 228 bytes (20 missing)"}));
   EXPECT_TRUE(reader_rejected(dir / "cut.npy", 3, {"truncated data"}));
   write_file(dir / "header_only.npy", whole.substr(0, 128));
   EXPECT_TRUE(header_rejected(dir / "header_only.npy", {"truncated data", "120 missing"}));
@@ -533,7 +531,8 @@ TEST(NpyRejects, MalformedHeaderDicts) {
       {"{'descr' '<f8', 'fortran_order': False, 'shape': (2, 3)}", "expected ':' after key 'descr'"},
       {"{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3)} 'shape': (9,)", "unexpected text after the dict"},
       {"{'descr': '<f8', 'fortran_order': False, 'shape': (2 3)}", "expected ',' or ')'"},
-      {"{'descr': '<f8', 'fortran_order': False, 'shape': [2, 3]}", "'shape' must be a tuple of integers, found [2, 3]"},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': [2, 3]}",
+       "'shape' must be a tuple of integers, found [2, 3]"},
       {"{'descr': '<f8', 'fortran_order': False, 'shape': (6)}", "'shape' must be a tuple of integers, found 6"},
       {"{'descr': '<f8', 'fortran_order': False, 'shape': (-2, -3)}", "non-negative integers, found (-2, -3)"},
       {"{'descr': '<f8', 'fortran_order': False, 'shape': (2.0, 3)}", "only plain integers"},
@@ -577,11 +576,11 @@ TEST(NpyParser, AcceptsEveryPythonLiteralSpellingOfAValidHeader) {
   const std::string data = doubles_bytes({1, 2, 3, 4, 5, 6});
   const char* headers[] = {
       "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }",
-      "{\"shape\": (2, 3), \"descr\": \"<f8\", \"fortran_order\": False}",             // any order, double quotes
-      "  {'descr':'<f8','fortran_order':False,'shape':(2,3,)}  \n",                     // tight, trailing comma
+      "{\"shape\": (2, 3), \"descr\": \"<f8\", \"fortran_order\": False}",               // any order, double quotes
+      "  {'descr':'<f8','fortran_order':False,'shape':(2,3,)}  \n",                      // tight, trailing comma
       "{\n 'descr' : '<f8' ,\n 'fortran_order' : False ,\n 'shape' : ( 2 , 3 ) ,\n}\n",  // newlines
-      "{'descr': '<f8', 'fortran_order': False, 'shape': (2L, 3L), }",                 // Python 2 longs
-      "{'descr': '<f8', 'fortran_order': False, 'shape': ((2), +3), }",                // parenthesized values
+      "{'descr': '<f8', 'fortran_order': False, 'shape': (2L, 3L), }",                   // Python 2 longs
+      "{'descr': '<f8', 'fortran_order': False, 'shape': ((2), +3), }",                  // parenthesized values
   };
   int k = 0;
   for (const char* h : headers) {
@@ -661,8 +660,8 @@ TEST(NpyWrite, ErrorsNameThePath) {
   const std::string nodir = dir / "no/such/dir/s2.npy";
   EXPECT_TRUE(throws_npy_error([&] { mosaic::write_npy(nodir, {1}, &x); }, nodir,
                                {"cannot create a temporary file in", "No such file or directory"}));
-  EXPECT_TRUE(throws_npy_error([&] { mosaic::write_npy(dir / "neg.npy", {-1}, &x); }, dir / "neg.npy",
-                               {"negative dimension"}));
+  EXPECT_TRUE(
+      throws_npy_error([&] { mosaic::write_npy(dir / "neg.npy", {-1}, &x); }, dir / "neg.npy", {"negative dimension"}));
   EXPECT_TRUE(throws_npy_error([&] { mosaic::write_npy<double>(dir / "null.npy", {2}, nullptr); }, dir / "null.npy",
                                {"no data"}));
   mosaic::write_npy<double>(dir / "empty.npy", {0, 3}, nullptr);  // nothing to write is fine
@@ -701,9 +700,7 @@ TEST(AtomicFile, CleanupRemovesDeadWritersTemporariesOnly) {
   ::close(live_fd);
 }
 
-bool system_numpy_available() {
-  return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0;
-}
+bool system_numpy_available() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
 
 TEST(NpyWrite, SystemNumPyLoadsEveryWrittenType) {
   if (!system_numpy_available()) GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";
@@ -763,8 +760,8 @@ TEST(NpyMemory, PeakRssStaysWithinAFewChunksForAFile32xTheChunk) {
   TempDir dir;
   const std::string path = dir / "big.npy";
   constexpr int d = 64;
-  constexpr std::int64_t chunk_rows = 4096;          // 4096 * 64 * 8 B = 2 MiB
-  constexpr std::int64_t rows = 32 * chunk_rows;     // 64 MiB of data
+  constexpr std::int64_t chunk_rows = 4096;       // 4096 * 64 * 8 B = 2 MiB
+  constexpr std::int64_t rows = 32 * chunk_rows;  // 64 MiB of data
   const std::size_t chunk_bytes = std::size_t(chunk_rows) * d * sizeof(double);
   auto value = [](std::int64_t i, int j) { return double(i) * 0.25 + double(j) / 64.0; };
   // Streamed out in pieces: never the whole file in memory.
@@ -799,10 +796,11 @@ TEST(NpyMemory, PeakRssStaysWithinAFewChunksForAFile32xTheChunk) {
   // Against the resident set before the read (not the earlier peak, which
   // could hide growth).
   const long growth = peak_after - rss_before;
-  std::printf("chunk %zu KiB, file %llu KiB, RSS before %ld KiB, peak before %ld KiB, peak after %ld KiB, "
-              "growth %ld KiB\n",
-              chunk_bytes / 1024, static_cast<unsigned long long>(data_bytes / 1024), rss_before / 1024,
-              peak_before / 1024, peak_after / 1024, growth / 1024);
+  std::printf(
+      "chunk %zu KiB, file %llu KiB, RSS before %ld KiB, peak before %ld KiB, peak after %ld KiB, "
+      "growth %ld KiB\n",
+      chunk_bytes / 1024, static_cast<unsigned long long>(data_bytes / 1024), rss_before / 1024, peak_before / 1024,
+      peak_after / 1024, growth / 1024);
   EXPECT_LT(growth, long(4 * chunk_bytes)) << "peak RSS grew by " << growth / 1024 << " KiB";
 
   // Control: the same pages mapped and touched without being released do

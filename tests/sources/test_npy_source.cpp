@@ -5,9 +5,9 @@
 // non-finite row freezes only its stream, reported with its row.
 #include <gtest/gtest.h>
 
-#include "file_test_support.hpp"
 #include <sys/resource.h>
 #include <unistd.h>
+#include "file_test_support.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -91,10 +91,8 @@ void expect_same_state(const ReferenceState<Scalar>& a, const ReferenceState<Sca
                        const std::string& what) {
   ASSERT_EQ(a.steps, b.steps) << what;
   auto near = [&](double x, double y, const char* name, std::size_t i) {
-    if (tol == 0)
-      ASSERT_EQ(x, y) << what << ": " << name << "[" << i << "]";
-    else
-      ASSERT_NEAR(x, y, tol * (1 + std::fabs(x))) << what << ": " << name << "[" << i << "]";
+    if (tol == 0) ASSERT_EQ(x, y) << what << ": " << name << "[" << i << "]";
+    else ASSERT_NEAR(x, y, tol * (1 + std::fabs(x))) << what << ": " << name << "[" << i << "]";
   };
   for (std::size_t i = 0; i < a.mu.size(); ++i) near(a.mu[i], b.mu[i], "mu", i);
   for (std::size_t i = 0; i < a.U.size(); ++i) near(a.U[i], b.U[i], "U", i);
@@ -123,7 +121,8 @@ void check_equivalence(int chunk_rows, double gpu_tol) {
   SyntheticDriftSource<Scalar, Exec> synth(spec, ids);
   const std::vector<SyntheticTruth> truths = synth.truths_on_host();
   std::vector<std::string> paths;
-  for (std::size_t b = 0; b < ids.size(); ++b) paths.push_back(write_synthetic_file(dir, spec, truths[b], ids[b], rows));
+  for (std::size_t b = 0; b < ids.size(); ++b)
+    paths.push_back(write_synthetic_file(dir, spec, truths[b], ids[b], rows));
 
   const auto a = run_engine<Scalar>(synth, ids, spec.d, r, p, steps);
   NpyStreamSource<Scalar, Exec> npy(paths, ids, spec.d, chunk_rows);
@@ -207,7 +206,8 @@ TEST(NpySource, NonFiniteRowFreezesOnlyItsStreamAndReportsTheRow) {
   SyntheticDriftSource<double, Exec> synth(spec, ids);
   const std::vector<SyntheticTruth> truths = synth.truths_on_host();
   std::vector<std::string> paths;
-  for (std::size_t b = 0; b < ids.size(); ++b) paths.push_back(write_synthetic_file(dir, spec, truths[b], ids[b], rows));
+  for (std::size_t b = 0; b < ids.size(); ++b)
+    paths.push_back(write_synthetic_file(dir, spec, truths[b], ids[b], rows));
   {  // stream 1: a NaN at row n0 + bad_step, column 5
     const SyntheticTruth& truth = truths[1];
     std::vector<double> data(std::size_t(rows) * spec.d);
@@ -237,7 +237,8 @@ TEST(NpySource, NonFiniteRowFreezesOnlyItsStreamAndReportsTheRow) {
   EXPECT_EQ(e.stream_id, 1u);
   EXPECT_EQ(e.row, n0 + bad_step);
   EXPECT_EQ(e.path, paths[1]);
-  for (const std::string& s : std::vector<std::string>{paths[1], "row " + std::to_string(n0 + bad_step), "column 5", "non-finite"})
+  for (const std::string& s :
+       std::vector<std::string>{paths[1], "row " + std::to_string(n0 + bad_step), "column 5", "non-finite"})
     EXPECT_NE(e.message.find(s), std::string::npos) << s << " in: " << e.message;
 }
 
@@ -340,10 +341,11 @@ TEST(NpySourceMemory, PeakRssStaysWithinAFewChunksForAFile40xTheChunk) {
   // binary runs in one process).
   const long growth = rss_max - rss_before;
   const long peak_growth = peak_after - std::max(rss_before, peak_before);
-  std::printf("chunk %zu KiB, file %llu KiB, RSS before %ld KiB, max during %ld KiB, peak before %ld KiB, "
-              "peak after %ld KiB; read %.3f s, stalled %.3f s\n",
-              chunk_bytes / 1024, static_cast<unsigned long long>(data_bytes / 1024), rss_before / 1024,
-              rss_max / 1024, peak_before / 1024, peak_after / 1024, io.read_seconds, io.stall_seconds);
+  std::printf(
+      "chunk %zu KiB, file %llu KiB, RSS before %ld KiB, max during %ld KiB, peak before %ld KiB, "
+      "peak after %ld KiB; read %.3f s, stalled %.3f s\n",
+      chunk_bytes / 1024, static_cast<unsigned long long>(data_bytes / 1024), rss_before / 1024, rss_max / 1024,
+      peak_before / 1024, peak_after / 1024, io.read_seconds, io.stall_seconds);
   // Two staging buffers (on a GPU: pinned host memory; the device chunk is
   // elsewhere), up to a chunk or two of mapped pages, thread stacks: < 5 chunks.
   EXPECT_LT(growth, long(5 * chunk_bytes)) << "RSS grew by " << growth / 1024 << " KiB";

@@ -14,8 +14,8 @@
 #include <tuple>
 #include <vector>
 
-#include "mosaic/engine/batched_engine.hpp"
 #include "mosaic/algorithm/host_linalg.hpp"
+#include "mosaic/engine/batched_engine.hpp"
 #include "mosaic/sources/synthetic_source.hpp"
 
 namespace {
@@ -130,9 +130,11 @@ TEST(SyntheticSource, CholeskyQrOrthonormalizesAnIllConditionedBasis) {
   const auto h = Kokkos::create_mirror_view(Q);
   std::vector<std::vector<double>> X(B, std::vector<double>(std::size_t(d) * k));
   for (int b = 0; b < B; ++b) {
-    for (int e = 0; e < d * k; ++e) X[b][std::size_t(e)] = counter_normal(7, RngDomain::basis, std::uint64_t(b), 0, std::uint64_t(e));
+    for (int e = 0; e < d * k; ++e)
+      X[b][std::size_t(e)] = counter_normal(7, RngDomain::basis, std::uint64_t(b), 0, std::uint64_t(e));
     if (b == 1)
-      for (int i = 0; i < d; ++i) X[b][std::size_t(i) * k + k - 1] = X[b][std::size_t(i) * k] + 1e-10 * X[b][std::size_t(i) * k + k - 1];
+      for (int i = 0; i < d; ++i)
+        X[b][std::size_t(i) * k + k - 1] = X[b][std::size_t(i) * k] + 1e-10 * X[b][std::size_t(i) * k + k - 1];
     for (int i = 0; i < d; ++i)
       for (int j = 0; j < k; ++j) h(b, i, j) = X[b][std::size_t(i) * k + j];
   }
@@ -153,7 +155,8 @@ TEST(SyntheticSource, CholeskyQrOrthonormalizesAnIllConditionedBasis) {
     host::orthonormalize_columns(mgs, d, k);
     double diff = 0;
     for (int i = 0; i < d; ++i)
-      for (int j = 0; j < (b == 0 ? k : k - 1); ++j) diff = std::max(diff, std::fabs(h(b, i, j) - mgs[std::size_t(i) * k + j]));
+      for (int j = 0; j < (b == 0 ? k : k - 1); ++j)
+        diff = std::max(diff, std::fabs(h(b, i, j) - mgs[std::size_t(i) * k + j]));
     EXPECT_LE(diff, 1e-13) << "stream " << b;
   }
 }
@@ -175,8 +178,7 @@ TEST(SyntheticSource, CholeskyQrReportsABasisItCannotOrthonormalize) {
           h(b, i, j) = counter_normal(9, RngDomain::basis, std::uint64_t(b), 0, std::uint64_t(i * k + j));
     if (bad == 0.0)
       for (int i = 0; i < d; ++i) h(1, i, 2) = 0.0;
-    else
-      h(1, 5, 2) = bad;
+    else h(1, 5, 2) = bad;
     Kokkos::deep_copy(Q, h);
     try {
       detail::cholesky_qr_per_stream<Exec>(Q, d, ids);
@@ -348,7 +350,8 @@ void accuracy_matches_host_definition(const double tol) {
     std::vector<double> Ssym(std::size_t(rt) * rt), ev, vec;
     for (int a = 0; a < rt; ++a)
       for (int c = 0; c < rt; ++c)
-        Ssym[std::size_t(a) * rt + c] = 0.5 * (double(st.S[std::size_t(a) * rt + c]) + double(st.S[std::size_t(c) * rt + a]));
+        Ssym[std::size_t(a) * rt + c] =
+            0.5 * (double(st.S[std::size_t(a) * rt + c]) + double(st.S[std::size_t(c) * rt + a]));
     host::symmetric_eigen(Ssym, rt, ev, vec);
     double diff = 0;
     for (int j = 0; j < k; ++j) {

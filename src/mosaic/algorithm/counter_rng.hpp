@@ -8,28 +8,28 @@
 #include <cstdint>
 #include <cstring>
 
-#include "mosaic/util/kokkos_compat.hpp"
 #include "mosaic/algorithm/rounded.hpp"
+#include "mosaic/util/kokkos_compat.hpp"
 
 namespace mosaic {
 
 // Separate random domains so that, e.g., the latent factors and the noise of
 // the same (stream, step) are independent.
 enum class RngDomain : std::uint32_t {
-  basis = 1,        // V0, W0 of the synthetic truth
-  mean = 2,         // per-stream mean m_s
-  noise_std = 3,    // heterogeneous per-coordinate noise standard deviation
-  latent = 4,       // a_t
-  noise = 5,        // noise_t
-  init_basis = 6,   // init: random
+  basis = 1,       // V0, W0 of the synthetic truth
+  mean = 2,        // per-stream mean m_s
+  noise_std = 3,   // heterogeneous per-coordinate noise standard deviation
+  latent = 4,      // a_t
+  noise = 5,       // noise_t
+  init_basis = 6,  // init: random
 };
 
 struct Philox4 {
   std::uint32_t v[4];
 };
 
-KOKKOS_INLINE_FUNCTION Philox4 philox4x32(std::uint32_t c0, std::uint32_t c1, std::uint32_t c2,
-                                          std::uint32_t c3, std::uint32_t k0, std::uint32_t k1) {
+KOKKOS_INLINE_FUNCTION Philox4 philox4x32(std::uint32_t c0, std::uint32_t c1, std::uint32_t c2, std::uint32_t c3,
+                                          std::uint32_t k0, std::uint32_t k1) {
   constexpr std::uint32_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u;
   constexpr std::uint32_t W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;
   for (int round = 0; round < 10; ++round) {
@@ -49,22 +49,19 @@ KOKKOS_INLINE_FUNCTION Philox4 philox4x32(std::uint32_t c0, std::uint32_t c1, st
 }
 
 // Uniform in the open interval (0, 1) from 32 random bits.
-KOKKOS_INLINE_FUNCTION double uniform_open(std::uint32_t bits) {
-  return (double(bits) + 0.5) * (1.0 / 4294967296.0);
-}
+KOKKOS_INLINE_FUNCTION double uniform_open(std::uint32_t bits) { return (double(bits) + 0.5) * (1.0 / 4294967296.0); }
 
 // The 4 random words holding draw `index` of the sequence identified by
 // (seed, domain, stream, step).
-KOKKOS_INLINE_FUNCTION Philox4 counter_block(std::uint64_t seed, RngDomain domain,
-                                             std::uint64_t stream, std::uint64_t step,
-                                             std::uint64_t index) {
+KOKKOS_INLINE_FUNCTION Philox4 counter_block(std::uint64_t seed, RngDomain domain, std::uint64_t stream,
+                                             std::uint64_t step, std::uint64_t index) {
   const std::uint32_t k0 = std::uint32_t(seed);
-  const std::uint32_t k1 = std::uint32_t(seed >> 32) ^ (std::uint32_t(domain) * 0x85EBCA6Bu) ^
-                           std::uint32_t(stream >> 32);
+  const std::uint32_t k1 =
+      std::uint32_t(seed >> 32) ^ (std::uint32_t(domain) * 0x85EBCA6Bu) ^ std::uint32_t(stream >> 32);
   const std::uint64_t block = index >> 2;
   return philox4x32(std::uint32_t(block), std::uint32_t(step),
-                    std::uint32_t(step >> 32) ^ (std::uint32_t(block >> 32) * 0x27D4EB2Fu),
-                    std::uint32_t(stream), k0, k1);
+                    std::uint32_t(step >> 32) ^ (std::uint32_t(block >> 32) * 0x27D4EB2Fu), std::uint32_t(stream), k0,
+                    k1);
 }
 
 namespace detail {
@@ -172,9 +169,8 @@ KOKKOS_INLINE_FUNCTION NormalPair box_muller(std::uint32_t word1, std::uint32_t 
 // normals by two Box-Muller pairs; computed in double whatever the run's
 // scalar type, so float and double runs see the same data up to the final
 // rounding.
-KOKKOS_INLINE_FUNCTION double counter_normal(std::uint64_t seed, RngDomain domain,
-                                             std::uint64_t stream, std::uint64_t step,
-                                             std::uint64_t index) {
+KOKKOS_INLINE_FUNCTION double counter_normal(std::uint64_t seed, RngDomain domain, std::uint64_t stream,
+                                             std::uint64_t step, std::uint64_t index) {
   const Philox4 bits = counter_block(seed, domain, stream, step, index);
   const int lane = int(index & 3u);
   const int pair = lane >> 1;
@@ -195,9 +191,8 @@ KOKKOS_INLINE_FUNCTION void counter_normal4(std::uint64_t seed, RngDomain domain
 }
 
 // Uniform in (0,1), same addressing as counter_normal.
-KOKKOS_INLINE_FUNCTION double counter_uniform(std::uint64_t seed, RngDomain domain,
-                                              std::uint64_t stream, std::uint64_t step,
-                                              std::uint64_t index) {
+KOKKOS_INLINE_FUNCTION double counter_uniform(std::uint64_t seed, RngDomain domain, std::uint64_t stream,
+                                              std::uint64_t step, std::uint64_t index) {
   return uniform_open(counter_block(seed, domain, stream, step, index).v[index & 3u]);
 }
 

@@ -65,8 +65,7 @@ void symmetric_eigen(std::vector<T> A, int n, std::vector<T>& values, std::vecto
         total += A[i * n + j] * A[i * n + j];
         if (i != j) off += A[i * n + j] * A[i * n + j];
       }
-    if (off <= total * std::numeric_limits<T>::epsilon() * std::numeric_limits<T>::epsilon())
-      break;
+    if (off <= total * std::numeric_limits<T>::epsilon() * std::numeric_limits<T>::epsilon()) break;
     for (int p = 0; p < n - 1; ++p)
       for (int q = p + 1; q < n; ++q) {
         const T apq = A[p * n + q];

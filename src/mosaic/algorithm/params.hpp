@@ -18,16 +18,10 @@ enum class InitMode { data, random };
 // refactor every refactor_every steps.
 enum class PrecisionSolve { dense, maintained };
 
-inline const char* to_string(CovarianceUpdate c) {
-  return c == CovarianceUpdate::exact ? "exact" : "first_order";
-}
-inline const char* to_string(SubspaceDirection s) {
-  return s == SubspaceDirection::precision ? "precision" : "oja";
-}
+inline const char* to_string(CovarianceUpdate c) { return c == CovarianceUpdate::exact ? "exact" : "first_order"; }
+inline const char* to_string(SubspaceDirection s) { return s == SubspaceDirection::precision ? "precision" : "oja"; }
 inline const char* to_string(InitMode m) { return m == InitMode::data ? "data" : "random"; }
-inline const char* to_string(PrecisionSolve p) {
-  return p == PrecisionSolve::dense ? "dense" : "maintained";
-}
+inline const char* to_string(PrecisionSolve p) { return p == PrecisionSolve::dense ? "dense" : "maintained"; }
 
 // algorithm.block_size and algorithm.reorthonormalize_every: `auto`, the
 // input deck's default (resolved by MosaicEngine for its backend and scalar
@@ -47,8 +41,8 @@ struct MosaicParams {
   // for float blocked runs, never otherwise (ALGORITHM.md section 6).
   int reorthonormalize_every = 0;
   InitMode init = InitMode::data;
-  int init_samples = 0;      // 0 = default 2r
-  double init_scale = 1.0;   // s0 of init: random (S = s0 I, s2 = s0)
+  int init_samples = 0;     // 0 = default 2r
+  double init_scale = 1.0;  // s0 of init: random (S = s0 I, s2 = s0)
   // Implementation options of the Kokkos engine (the host reference ignores
   // them; both change only the rounding, not the algorithm):
   // k samples per block (ALGORITHM.md section 6); 0 or 1 = sequential
@@ -63,12 +57,10 @@ struct MosaicParams {
   void validate(int d, int r) const {
     if (r < 1) throw std::invalid_argument("rank r must be >= 1, got " + std::to_string(r));
     if (r >= d)
-      throw std::invalid_argument("rank r must be < d, got r=" + std::to_string(r) +
-                                  ", d=" + std::to_string(d));
+      throw std::invalid_argument("rank r must be < d, got r=" + std::to_string(r) + ", d=" + std::to_string(d));
     auto rate = [](const char* name, double v) {
       if (!(v > 0.0 && v < 1.0))
-        throw std::invalid_argument(std::string(name) + " must be in (0,1), got " +
-                                    std::to_string(v));
+        throw std::invalid_argument(std::string(name) + " must be in (0,1), got " + std::to_string(v));
     };
     rate("eta_mu", eta_mu);
     rate("eta_S", eta_S);
@@ -77,26 +69,22 @@ struct MosaicParams {
     if (!(gamma >= 0.0) || !std::isfinite(gamma))
       throw std::invalid_argument("gamma must be finite and >= 0, got " + std::to_string(gamma));
     if (!(max_step > 0.0) || !std::isfinite(max_step))
-      throw std::invalid_argument("max_step must be finite and > 0, got " +
-                                  std::to_string(max_step));
+      throw std::invalid_argument("max_step must be finite and > 0, got " + std::to_string(max_step));
     if (reorthonormalize_every < 0 && reorthonormalize_every != kAuto)
       throw std::invalid_argument("reorthonormalize_every must be >= 0 or auto, got " +
                                   std::to_string(reorthonormalize_every));
     if (init_samples < 0)
-      throw std::invalid_argument("init_samples must be >= 0 (0 = default 2r), got " +
-                                  std::to_string(init_samples));
+      throw std::invalid_argument("init_samples must be >= 0 (0 = default 2r), got " + std::to_string(init_samples));
     if (init == InitMode::data && resolved_init_samples(r) < r + 1)
-      throw std::invalid_argument("init_samples must be >= r+1 = " + std::to_string(r + 1) +
-                                  ", got " + std::to_string(init_samples));
+      throw std::invalid_argument("init_samples must be >= r+1 = " + std::to_string(r + 1) + ", got " +
+                                  std::to_string(init_samples));
     if (block_size < 0 && block_size != kAuto)
       throw std::invalid_argument("block_size must be >= 0 (0 or 1 = sequential) or auto, got " +
                                   std::to_string(block_size));
     if (refactor_every < 1)
-      throw std::invalid_argument("refactor_every must be >= 1, got " +
-                                  std::to_string(refactor_every));
+      throw std::invalid_argument("refactor_every must be >= 1, got " + std::to_string(refactor_every));
     if (!(init_scale > 0.0) || !std::isfinite(init_scale))
-      throw std::invalid_argument("init_scale must be finite and > 0, got " +
-                                  std::to_string(init_scale));
+      throw std::invalid_argument("init_scale must be finite and > 0, got " + std::to_string(init_scale));
   }
 };
 

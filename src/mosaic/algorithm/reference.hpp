@@ -43,14 +43,13 @@ struct ReferenceState {
   std::vector<T> U;   // d x r, row-major: U[i*r + j]
   std::vector<T> S;   // r x r, row-major
   T s2 = 0;
-  std::int64_t steps = 0;            // MOSAIC steps taken (init samples excluded)
-  std::int64_t clamped_steps = 0;    // steps whose covariance step hit max_step
+  std::int64_t steps = 0;          // MOSAIC steps taken (init samples excluded)
+  std::int64_t clamped_steps = 0;  // steps whose covariance step hit max_step
   std::int64_t reorthonormalizations = 0;
 
   ReferenceState() = default;
   ReferenceState(int d_, int r_)
-      : d(d_), r(r_), mu(std::size_t(d_), T(0)), U(std::size_t(d_) * r_, T(0)),
-        S(std::size_t(r_) * r_, T(0)) {}
+      : d(d_), r(r_), mu(std::size_t(d_), T(0)), U(std::size_t(d_) * r_, T(0)), S(std::size_t(r_) * r_, T(0)) {}
   T& u(int i, int j) { return U[std::size_t(i) * r + j]; }
   T u(int i, int j) const { return U[std::size_t(i) * r + j]; }
 };
@@ -77,8 +76,7 @@ template <class T>
 void require_finite(const T* x, int d, const char* what) {
   for (int i = 0; i < d; ++i)
     if (!std::isfinite(x[i]))
-      throw std::invalid_argument(std::string(what) + ": non-finite value at index " +
-                                  std::to_string(i));
+      throw std::invalid_argument(std::string(what) + ": non-finite value at index " + std::to_string(i));
 }
 }  // namespace detail
 
@@ -111,8 +109,7 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
   // 2. Precision solve.
   std::vector<T> L;
   if (!host::cholesky(st.S, r, L))
-    throw NumericalBreakdown("reference_step: S is not positive definite at step " +
-                             std::to_string(st.steps));
+    throw NumericalBreakdown("reference_step: S is not positive definite at step " + std::to_string(st.steps));
   const std::vector<T> w = host::cholesky_solve(L, r, z);
   T q = 0;
   for (int j = 0; j < r; ++j) q += z[j] * w[j];
@@ -135,8 +132,7 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
       for (int b = 0; b < r; ++b) Sp[a * r + b] = decay * (st.S[a * r + b] + c * z[a] * z[b]);
   } else {
     for (int a = 0; a < r; ++a)
-      for (int b = 0; b < r; ++b)
-        Sp[a * r + b] = (1 - eta) * st.S[a * r + b] + eta * z[a] * z[b];
+      for (int b = 0; b < r; ++b) Sp[a * r + b] = (1 - eta) * st.S[a * r + b] + eta * z[a] * z[b];
   }
 
   // 5. Subspace direction (old S).
@@ -189,8 +185,7 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
     }
     for (int a = 0; a < r; ++a)
       for (int c = 0; c < r; ++c)
-        Snew[a * r + c] += cm1 * (u[a] * gh[c] + gh[a] * u[c]) +
-                           (cm1 * cm1 * b + st.s2 * sn * sn) * gh[a] * gh[c];
+        Snew[a * r + c] += cm1 * (u[a] * gh[c] + gh[a] * u[c]) + (cm1 * cm1 * b + st.s2 * sn * sn) * gh[a] * gh[c];
   }
   for (int a = 0; a < r; ++a)
     for (int c = 0; c < a; ++c) {
@@ -222,8 +217,7 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
 
   st.steps += 1;
   if (info.clamped) st.clamped_steps += 1;
-  if (p.reorthonormalize_every > 0 && st.steps % p.reorthonormalize_every == 0)
-    reference_reorthonormalize(st);
+  if (p.reorthonormalize_every > 0 && st.steps % p.reorthonormalize_every == 0) reference_reorthonormalize(st);
 
   info.q = double(q);
   info.ell = double(ell);
@@ -243,8 +237,7 @@ void reference_reorthonormalize(ReferenceState<T>& st) {
     for (int a = 0; a < r; ++a)
       for (int b = 0; b < r; ++b) G[a * r + b] += st.u(i, a) * st.u(i, b);
   std::vector<T> L;  // G = L L^T, R = L^T
-  if (!host::cholesky(G, r, L))
-    throw NumericalBreakdown("reorthonormalize: U^T U is not positive definite");
+  if (!host::cholesky(G, r, L)) throw NumericalBreakdown("reorthonormalize: U^T U is not positive definite");
   // U <- U L^{-T}: solve each row u_i^T = x^T L^T, i.e. L x = u_i.
   for (int i = 0; i < d; ++i)
     for (int a = 0; a < r; ++a) {
@@ -270,8 +263,8 @@ namespace detail {
 
 inline void require_init_samples(int n0, int r) {
   if (n0 < r + 1)
-    throw std::invalid_argument("init: data needs at least r+1 = " + std::to_string(r + 1) +
-                                " samples, got " + std::to_string(n0));
+    throw std::invalid_argument("init: data needs at least r+1 = " + std::to_string(r + 1) + " samples, got " +
+                                std::to_string(n0));
 }
 
 // The checks of init: data on the Gram eigenvalues `lambda` (all n0,
@@ -300,16 +293,14 @@ template <class T>
 void require_init_spectrum(const std::vector<double>& lambda, int n0, int r, double raw2) {
   const double eps = std::numeric_limits<double>::epsilon();
   const double eps_T = double(std::numeric_limits<T>::epsilon());
-  const double tol = std::max(double(n0) * eps * std::fabs(lambda[0]) * 100,
-                              double(n0) * eps_T * eps_T * raw2 * 100);
+  const double tol = std::max(double(n0) * eps * std::fabs(lambda[0]) * 100, double(n0) * eps_T * eps_T * raw2 * 100);
   if (!std::isfinite(raw2) || !std::isfinite(lambda[0]))
     throw std::invalid_argument("init: data: the samples' second moments overflow double");
   if (!(lambda[0] > 0.0) || !(lambda[r - 1] > tol)) {
     char num[96];
     std::snprintf(num, sizeof num, "eigenvalue lambda_%d = %.6g <= tolerance %.6g", r, lambda[r - 1], tol);
-    throw InitRankDeficient("init: data: the " + std::to_string(n0) +
-                            " centred samples span fewer than r=" + std::to_string(r) +
-                            " directions (rank-deficient start; Gram " + num + ")");
+    throw InitRankDeficient("init: data: the " + std::to_string(n0) + " centred samples span fewer than r=" +
+                            std::to_string(r) + " directions (rank-deficient start; Gram " + num + ")");
   }
 }
 
@@ -439,8 +430,7 @@ ReferenceState<T> reference_init_random(int d, int r, const MosaicParams& p, std
   std::vector<double> Q(std::size_t(d) * r);
   for (int i = 0; i < d; ++i)
     for (int j = 0; j < r; ++j)
-      Q[std::size_t(i) * r + j] =
-          counter_normal(seed, RngDomain::init_basis, stream_id, 0, std::uint64_t(i) * r + j);
+      Q[std::size_t(i) * r + j] = counter_normal(seed, RngDomain::init_basis, stream_id, 0, std::uint64_t(i) * r + j);
   host::orthonormalize_columns(Q, d, r);
   for (std::size_t k = 0; k < Q.size(); ++k) st.U[k] = T(Q[k]);
   for (int j = 0; j < r; ++j) st.S[j * r + j] = T(p.init_scale);
@@ -492,8 +482,7 @@ Invariants reference_invariants(const ReferenceState<T>& st) {
     host::symmetric_eigen(Sd, r, ev, vec);
     inv.s_max_eig = ev.front();
     inv.s_min_eig = ev.back();
-    inv.s_condition = inv.s_min_eig > 0 ? inv.s_max_eig / inv.s_min_eig
-                                        : std::numeric_limits<double>::infinity();
+    inv.s_condition = inv.s_min_eig > 0 ? inv.s_max_eig / inv.s_min_eig : std::numeric_limits<double>::infinity();
   }
   inv.s2 = double(st.s2);
   return inv;
@@ -517,8 +506,7 @@ template <class TA, class TB>
 StateDistance reference_distance(const ReferenceState<TA>& a, const ReferenceState<TB>& b) {
   const int d = a.d, r = a.r;
   StateDistance out;
-  for (int i = 0; i < d; ++i)
-    out.mu = std::max(out.mu, std::fabs(double(a.mu[i]) - double(b.mu[i])));
+  for (int i = 0; i < d; ++i) out.mu = std::max(out.mu, std::fabs(double(a.mu[i]) - double(b.mu[i])));
   out.s2 = std::fabs(double(a.s2) - double(b.s2));
   std::vector<double> P(std::size_t(r) * r, 0.0);  // Ua^T Ub
   for (int i = 0; i < d; ++i)

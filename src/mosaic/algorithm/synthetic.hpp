@@ -21,14 +21,14 @@ namespace mosaic {
 
 struct SyntheticSpec {
   int d = 0;
-  int r = 0;                 // rank of the true signal subspace
-  double lambda_max = 1.0;   // largest signal eigenvalue
-  double lambda_min = 0.1;   // smallest signal eigenvalue (geometric ladder)
-  double noise = 0.1;        // homogeneous noise standard deviation
-  double noise_min = 0.0;    // heterogeneous noise: per-coordinate std log-uniform
-  double noise_max = 0.0;    //   in [noise_min, noise_max] when noise_max > 0
-  double drift = 0.0;        // omega, rad/step
-  double mean_scale = 1.0;   // per-stream mean m_s ~ mean_scale * N(0, I)
+  int r = 0;                // rank of the true signal subspace
+  double lambda_max = 1.0;  // largest signal eigenvalue
+  double lambda_min = 0.1;  // smallest signal eigenvalue (geometric ladder)
+  double noise = 0.1;       // homogeneous noise standard deviation
+  double noise_min = 0.0;   // heterogeneous noise: per-coordinate std log-uniform
+  double noise_max = 0.0;   //   in [noise_min, noise_max] when noise_max > 0
+  double drift = 0.0;       // omega, rad/step
+  double mean_scale = 1.0;  // per-stream mean m_s ~ mean_scale * N(0, I)
   std::uint64_t seed = 1;
 
   KOKKOS_INLINE_FUNCTION bool heterogeneous() const { return noise_max > 0.0; }
@@ -37,15 +37,15 @@ struct SyntheticSpec {
     auto fail = [](const std::string& m) { throw std::invalid_argument("synthetic source: " + m); };
     if (d < 2) fail("d must be >= 2, got " + std::to_string(d));
     if (r < 1 || 2 * r > d)
-      fail("rank must be in [1, d/2] (V0 and W0 are mutually orthogonal), got " +
-           std::to_string(r) + " with d=" + std::to_string(d));
+      fail("rank must be in [1, d/2] (V0 and W0 are mutually orthogonal), got " + std::to_string(r) +
+           " with d=" + std::to_string(d));
     if (!(lambda_max > 0) || !(lambda_min > 0) || lambda_min > lambda_max)
       fail("need 0 < lambda_min <= lambda_max, got lambda_min=" + std::to_string(lambda_min) +
            ", lambda_max=" + std::to_string(lambda_max));
     if (heterogeneous()) {
       if (!(noise_min > 0) || noise_min > noise_max)
-        fail("need 0 < noise_range[0] <= noise_range[1], got [" + std::to_string(noise_min) +
-             ", " + std::to_string(noise_max) + "]");
+        fail("need 0 < noise_range[0] <= noise_range[1], got [" + std::to_string(noise_min) + ", " +
+             std::to_string(noise_max) + "]");
     } else if (!(noise > 0)) {
       fail("noise must be > 0, got " + std::to_string(noise));
     }
@@ -55,18 +55,17 @@ struct SyntheticSpec {
 
   // Signal eigenvalue j (descending geometric ladder).
   double lambda(int j) const {
-    return r == 1 ? lambda_max
-                  : lambda_max * std::pow(lambda_min / lambda_max, double(j) / double(r - 1));
+    return r == 1 ? lambda_max : lambda_max * std::pow(lambda_min / lambda_max, double(j) / double(r - 1));
   }
 };
 
 // The latent coordinate a_j and the noise draw n_i of x_t (standard normal).
-KOKKOS_INLINE_FUNCTION double synthetic_latent(const SyntheticSpec& spec, std::uint64_t stream,
-                                               std::uint64_t step, int j) {
+KOKKOS_INLINE_FUNCTION double synthetic_latent(const SyntheticSpec& spec, std::uint64_t stream, std::uint64_t step,
+                                               int j) {
   return counter_normal(spec.seed, RngDomain::latent, stream, step, std::uint64_t(j));
 }
-KOKKOS_INLINE_FUNCTION double synthetic_noise(const SyntheticSpec& spec, std::uint64_t stream,
-                                              std::uint64_t step, int i) {
+KOKKOS_INLINE_FUNCTION double synthetic_noise(const SyntheticSpec& spec, std::uint64_t stream, std::uint64_t step,
+                                              int i) {
   return counter_normal(spec.seed, RngDomain::noise, stream, step, std::uint64_t(i));
 }
 
@@ -82,8 +81,8 @@ KOKKOS_INLINE_FUNCTION double synthetic_noise_std(const SyntheticSpec& spec, std
   const double u = counter_uniform(spec.seed, RngDomain::noise_std, stream, 0, std::uint64_t(i));
   return spec.noise_min * kmath::pow(spec.noise_max / spec.noise_min, u);
 }
-KOKKOS_INLINE_FUNCTION void synthetic_basis_normals(const SyntheticSpec& spec, std::uint64_t stream,
-                                                    std::uint64_t g, double (&z)[4]) {
+KOKKOS_INLINE_FUNCTION void synthetic_basis_normals(const SyntheticSpec& spec, std::uint64_t stream, std::uint64_t g,
+                                                    double (&z)[4]) {
   counter_normal4(spec.seed, RngDomain::basis, stream, 0, g, z);
 }
 
@@ -95,10 +94,9 @@ KOKKOS_INLINE_FUNCTION void synthetic_basis_normals(const SyntheticSpec& spec, s
 // summed in increasing j (the device generator's order: a product of
 // [V0 W0] with the latents, GEMM form).
 template <class RowV, class RowW, class Latents>
-KOKKOS_INLINE_FUNCTION double synthetic_element(const SyntheticSpec& spec, std::uint64_t stream,
-                                                std::uint64_t step, int i, double mean_i,
-                                                const RowV& v0_i, const RowW& w0_i, const Latents& lc,
-                                                const Latents& ls, double noise_std_i) {
+KOKKOS_INLINE_FUNCTION double synthetic_element(const SyntheticSpec& spec, std::uint64_t stream, std::uint64_t step,
+                                                int i, double mean_i, const RowV& v0_i, const RowW& w0_i,
+                                                const Latents& lc, const Latents& ls, double noise_std_i) {
   double x = mean_i;
   for (int j = 0; j < spec.r; ++j) {
     x = rounded::mul_add(v0_i(j), lc(j), x);
@@ -109,8 +107,8 @@ KOKKOS_INLINE_FUNCTION double synthetic_element(const SyntheticSpec& spec, std::
 
 // The drift-scaled latents of synthetic_element: lc_j = cos_t (sqrt_lambda_j a_j),
 // ls_j = sin_t (sqrt_lambda_j a_j), rounded in that order.
-KOKKOS_INLINE_FUNCTION void scaled_latents(double sqrt_lambda_j, double a_j, double cos_t, double sin_t,
-                                           double& lc_j, double& ls_j) {
+KOKKOS_INLINE_FUNCTION void scaled_latents(double sqrt_lambda_j, double a_j, double cos_t, double sin_t, double& lc_j,
+                                           double& ls_j) {
   const double scaled = sqrt_lambda_j * a_j;
   lc_j = cos_t * scaled;
   ls_j = sin_t * scaled;
@@ -119,11 +117,11 @@ KOKKOS_INLINE_FUNCTION void scaled_latents(double sqrt_lambda_j, double a_j, dou
 // Closed-form truth of one stream, on the host (double).
 struct SyntheticTruth {
   int d = 0, r = 0;
-  std::vector<double> V0, W0;      // d x r row-major, [V0 W0] orthonormal
-  std::vector<double> sqrt_lambda; // r
-  std::vector<double> mean;        // d
-  std::vector<double> noise_std;   // d
-  double noise_variance = 0;       // mean of noise_std^2: what s2 should estimate
+  std::vector<double> V0, W0;       // d x r row-major, [V0 W0] orthonormal
+  std::vector<double> sqrt_lambda;  // r
+  std::vector<double> mean;         // d
+  std::vector<double> noise_std;    // d
+  double noise_variance = 0;        // mean of noise_std^2: what s2 should estimate
 
   // V(t) = cos(omega t) V0 + sin(omega t) W0, row-major d x r.
   std::vector<double> basis_at(const SyntheticSpec& spec, std::uint64_t step) const {
@@ -188,8 +186,8 @@ struct ArrayRow {
 
 // x_t of one stream on the host, into x (length d).
 template <class T>
-void synthetic_sample(const SyntheticSpec& spec, const SyntheticTruth& truth, std::uint64_t stream,
-                      std::uint64_t step, T* x) {
+void synthetic_sample(const SyntheticSpec& spec, const SyntheticTruth& truth, std::uint64_t stream, std::uint64_t step,
+                      T* x) {
   const int r = spec.r;
   const double c = std::cos(spec.drift * double(step)), s = std::sin(spec.drift * double(step));
   std::vector<double> lc(r), ls(r);
@@ -197,8 +195,8 @@ void synthetic_sample(const SyntheticSpec& spec, const SyntheticTruth& truth, st
     scaled_latents(truth.sqrt_lambda[j], synthetic_latent(spec, stream, step, j), c, s, lc[j], ls[j]);
   for (int i = 0; i < spec.d; ++i) {
     const ArrayRow v0{truth.V0.data() + std::size_t(i) * r}, w0{truth.W0.data() + std::size_t(i) * r};
-    x[i] = T(synthetic_element(spec, stream, step, i, truth.mean[i], v0, w0, ArrayRow{lc.data()},
-                               ArrayRow{ls.data()}, truth.noise_std[i]));
+    x[i] = T(synthetic_element(spec, stream, step, i, truth.mean[i], v0, w0, ArrayRow{lc.data()}, ArrayRow{ls.data()},
+                               truth.noise_std[i]));
   }
 }
 

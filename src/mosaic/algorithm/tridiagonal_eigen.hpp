@@ -41,8 +41,7 @@ KOKKOS_INLINE_FUNCTION void transpose_in_place(const Mat& a, const int n) {
 // (length n) is work space. Returns false when the QL iteration did not
 // converge in 30 n iterations (only for a non-finite matrix).
 template <class Mat, class Vec>
-KOKKOS_INLINE_FUNCTION bool tridiagonal_ql_eigen(const Mat& a, const Vec& w, const Vec& e, int n,
-                                                 bool vectors) {
+KOKKOS_INLINE_FUNCTION bool tridiagonal_ql_eigen(const Mat& a, const Vec& w, const Vec& e, int n, bool vectors) {
   if (n <= 0) return true;
   // tred2: reduce to tridiagonal form (diagonal w, subdiagonal e(1..n-1)),
   // accumulating the orthogonal transformation in a.

@@ -36,8 +36,8 @@ inline StreamDecomposition decompose_streams(const StreamsConfig& cfg, int rank,
     out.min_per_rank = out.max_per_rank = cfg.per_rank;
   } else {
     if (cfg.total < nranks)
-      throw std::invalid_argument("strong mode needs streams.total >= number of ranks (" +
-                                  std::to_string(nranks) + "), got " + std::to_string(cfg.total));
+      throw std::invalid_argument("strong mode needs streams.total >= number of ranks (" + std::to_string(nranks) +
+                                  "), got " + std::to_string(cfg.total));
     out.total_streams = cfg.total;
     const std::int64_t base = cfg.total / nranks, extra = cfg.total % nranks;
     count = base + (rank < extra ? 1 : 0);

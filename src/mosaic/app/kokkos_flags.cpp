@@ -162,12 +162,12 @@ bool check_value(const Flag& f, const std::string& arg, bool has_value, const st
       return false;
     case Value::index_pair: {
       const auto comma = value.find(',');
-      if (!is_unsigned_int(value.substr(0, comma)) || (comma != std::string::npos && !is_unsigned_int(value.substr(comma + 1))))
+      if (!is_unsigned_int(value.substr(0, comma)) ||
+          (comma != std::string::npos && !is_unsigned_int(value.substr(comma + 1))))
         throw bad("expected INT or INT,INT");
       return false;
     }
-    case Value::text:
-      return false;
+    case Value::text: return false;
     case Value::device_map:
       if (value != "mpi_rank" && value != "random") throw bad("expected mpi_rank or random");
       return false;

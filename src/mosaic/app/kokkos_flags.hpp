@@ -20,7 +20,7 @@ struct Translation {
   // For Kokkos::initialize, after argv[0], in the spelling of the Kokkos
   // this was translated for.
   std::vector<std::string> arguments;
-  bool help = false;           // --kokkos-help: print the help, run nothing
+  bool help = false;  // --kokkos-help: print the help, run nothing
   // A flag or one of Kokkos' environment variables (KOKKOS_DEVICE_ID, ...)
   // chose each rank's GPU: the driver does not. device_chosen_by names the
   // first such variable (empty when only a flag chose).

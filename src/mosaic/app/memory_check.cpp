@@ -10,10 +10,10 @@
 #include <cuda_runtime.h>
 #endif
 
-#include "mosaic/io/checkpoint.hpp"
 #include "mosaic/app/decomposition.hpp"
 #include "mosaic/app/memory_estimate.hpp"
 #include "mosaic/app/node_comm.hpp"
+#include "mosaic/io/checkpoint.hpp"
 #include "mosaic/sources/npy.hpp"
 
 namespace mosaic {
@@ -58,8 +58,7 @@ std::string cgroup_memory_dir(bool& v2) {
 // (run.steps: all, in --dry-run) the longest of rank 0's files; 0 if unknown.
 std::int64_t npy_rows_read(const RunConfig& c, const std::vector<std::uint64_t>& ids) {
   if (c.source.type != "npy") return 0;
-  const std::int64_t n0 =
-      c.algorithm.init == InitMode::data ? c.algorithm.resolved_init_samples(c.problem.rank) : 0;
+  const std::int64_t n0 = c.algorithm.init == InitMode::data ? c.algorithm.resolved_init_samples(c.problem.rank) : 0;
   if (!c.run.steps_all || c.run.steps > 0) return n0 + c.run.warmup_steps + c.run.steps;
   std::int64_t rows = 0;
   for (const auto id : ids) {
@@ -118,9 +117,9 @@ void sum_over(MPI_Comm comm, int color, long long bytes, int& ranks, long long& 
   MPI_Comm_free(&group);
 }
 
-std::string refusal(const std::string& deck, const std::string& where, const RunConfig& c,
-                    const MemoryEstimate& e, long long need, int rank, int sharing_ranks, long long sum,
-                    long long available, const std::string& source) {
+std::string refusal(const std::string& deck, const std::string& where, const RunConfig& c, const MemoryEstimate& e,
+                    long long need, int rank, int sharing_ranks, long long sum, long long available,
+                    const std::string& source) {
   std::string s = deck + ": not enough " + where + " memory: rank " + std::to_string(rank) + " needs about " +
                   format_bytes(double(need)) + " (" + sizing_keys(c, e, rank) + "; " + e.describe() + ")";
   if (sharing_ranks > 1)
@@ -168,8 +167,8 @@ std::string check_host_memory(const std::vector<SweepPoint>& points, const std::
   MemoryEstimate e;
   std::size_t k = 0;
   try {
-    k = largest_point(points, rank, nranks, [](const MemoryEstimate& m) { return m.host_bytes(is_host_space<Exec>); },
-                      e);
+    k = largest_point(
+        points, rank, nranks, [](const MemoryEstimate& m) { return m.host_bytes(is_host_space<Exec>); }, e);
   } catch (const std::exception& ex) {
     error = ex.what();
   }
@@ -190,8 +189,8 @@ std::string check_device_memory(const std::vector<SweepPoint>& points, const std
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &nranks);
   MemoryEstimate e;
-  const std::size_t k =
-      largest_point(points, rank, nranks, [](const MemoryEstimate& m) { return m.execution_space_bytes(); }, e);
+  const std::size_t k = largest_point(
+      points, rank, nranks, [](const MemoryEstimate& m) { return m.execution_space_bytes(); }, e);
   const long long need = (long long)e.execution_space_bytes();
   std::size_t free_bytes = 0, total_bytes = 0;
   int device = 0;

@@ -40,10 +40,10 @@
 #include <Kokkos_Core.hpp>
 #include <nlohmann/json.hpp>
 
+#include "mosaic/config/run_config.hpp"
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/batch_diagnostics.hpp"
 #include "mosaic/engine/batched_engine.hpp"
-#include "mosaic/config/run_config.hpp"
 
 namespace mosaic {
 
@@ -126,7 +126,8 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
   const std::size_t s = c.problem.dtype == Dtype::float32 ? 4 : 8;
   const std::size_t k = std::size_t(c.algorithm.block_size == kAuto ? auto_block_size<Exec>(int(d), int(r))
                                                                     : std::max(1, c.algorithm.block_size));
-  const std::size_t n0 = c.algorithm.init == InitMode::data ? std::size_t(c.algorithm.resolved_init_samples(int(r))) : 0;
+  const std::size_t n0 =
+      c.algorithm.init == InitMode::data ? std::size_t(c.algorithm.resolved_init_samples(int(r))) : 0;
   const std::size_t state = s * (d + d * r + r * r + 1);
   MemoryEstimate e;
   e.streams = streams;
@@ -140,18 +141,15 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
   if (k > 1) {
     work += 8 * B * (4 * k * r + k * k + 8 * r * r + 12 * std::max(r, k));  // the blocked coefficients
     const std::size_t rk = r + k;
-    if (vendor_gemm_tpl<Exec>())
-      work += s * B * (d * rk + rk * rk + rk * r);
-    else if (is_host_space<Exec>)
-      work += s * B * ((rk + 16) * (rk + 24) + rk * (r + 16));
-    else
-      work += s * B * (d * k + 2 * k * r + k * k + r * r + d * r);
+    if (vendor_gemm_tpl<Exec>()) work += s * B * (d * rk + rk * rk + rk * r);
+    else if (is_host_space<Exec>) work += s * B * ((rk + 16) * (rk + 24) + rk * (r + 16));
+    else work += s * B * (d * k + 2 * k * r + k * k + r * r + d * r);
   }
   add("engine work", true, work);
 
   if (c.source.type == "npy") {
-    const std::size_t rows = std::size_t(rows_read > 0 ? std::min<std::int64_t>(c.source.chunk_rows, rows_read)
-                                                       : c.source.chunk_rows);
+    const std::size_t rows =
+        std::size_t(rows_read > 0 ? std::min<std::int64_t>(c.source.chunk_rows, rows_read) : c.source.chunk_rows);
     // On a host backend the execution-space chunk is one of the staging
     // chunks, which are then the execution space's memory too.
     add("npy staging chunks", is_host_space<Exec>, 2 * B * rows * d * s);
@@ -160,8 +158,8 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
     const std::size_t rs = std::size_t(c.source.synthetic.r);
     add("synthetic truth", true, 8 * B * (2 * d * rs + 2 * d) + 8 * rs);
     // Blocks are at most k samples and no longer than a phase (warm-up, steps).
-    const std::size_t kb = std::min<std::size_t>(
-        k, std::size_t(std::max<std::int64_t>(1, std::max(c.run.warmup_steps, c.run.steps))));
+    const std::size_t kb =
+        std::min<std::size_t>(k, std::size_t(std::max<std::int64_t>(1, std::max(c.run.warmup_steps, c.run.steps))));
     // The drift-scaled latents: 2r per sample, padded to the generator's pass.
     constexpr std::size_t pass = Tuning<Exec>::synthetic_samples_per_pass;
     const std::size_t latent_cols = (std::max(kb, n0) + pass - 1) / pass * pass;

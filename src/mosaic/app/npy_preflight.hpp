@@ -37,10 +37,9 @@ inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
   const std::int64_t w = cfg.run.warmup_steps;
   const bool all = cfg.run.steps_all;
   const std::int64_t need = n0 + w + (all ? 1 : cfg.run.steps);
-  const std::string what = "algorithm.init_samples (" + std::to_string(n0) + ") + run.warmup_steps (" +
-                           std::to_string(w) + ") + " +
-                           (all ? std::string("at least one step (run.steps: all)")
-                                : "run.steps (" + std::to_string(cfg.run.steps) + ")");
+  const std::string what =
+      "algorithm.init_samples (" + std::to_string(n0) + ") + run.warmup_steps (" + std::to_string(w) + ") + " +
+      (all ? std::string("at least one step (run.steps: all)") : "run.steps (" + std::to_string(cfg.run.steps) + ")");
   std::string error;
   long long min_rows = LLONG_MAX;
   for (auto id : decomp.local_ids) {
@@ -51,10 +50,9 @@ inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
     }
     try {
       const std::string& path = cfg.source.paths[id];
-      const std::int64_t rows =
-          cfg.problem.dtype == Dtype::float32
-              ? preflight_npy_file<float>(path, cfg.problem.d, need, what, n0)
-              : preflight_npy_file<double>(path, cfg.problem.d, need, what, n0);
+      const std::int64_t rows = cfg.problem.dtype == Dtype::float32
+                                    ? preflight_npy_file<float>(path, cfg.problem.d, need, what, n0)
+                                    : preflight_npy_file<double>(path, cfg.problem.d, need, what, n0);
       min_rows = std::min<long long>(min_rows, rows);
     } catch (const std::exception& e) {
       error = e.what();

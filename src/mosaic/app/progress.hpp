@@ -11,8 +11,12 @@ namespace mosaic {
 class ProgressReporter {
  public:
   ProgressReporter(bool enabled, double period_s, std::int64_t total_steps, std::int64_t streams)
-      : enabled_(enabled), period_s_(period_s), total_(total_steps), streams_(streams),
-        start_(clock::now()), last_(start_) {}
+      : enabled_(enabled),
+        period_s_(period_s),
+        total_(total_steps),
+        streams_(streams),
+        start_(clock::now()),
+        last_(start_) {}
   // `update_s`: rank 0's update timer so far.
   void update(std::int64_t done, double update_s) {
     if (!enabled_) return;
@@ -21,10 +25,10 @@ class ProgressReporter {
     const double rate_steps = (done - last_done_) / seconds(last_, now);
     const double update_rate = update_s > last_update_s_ ? (done - last_done_) / (update_s - last_update_s_) : 0.0;
     const double eta = rate_steps > 0 ? (total_ - done) / rate_steps : 0.0;
-    std::printf("[mosaic] step %lld/%lld (%5.1f%%)  end-to-end %.4g samples/s  update %.4g samples/s "
-                "(rank 0's update timer)  ETA %.0f s\n",
-                (long long)done, (long long)total_, 100.0 * done / total_, rate_steps * streams_,
-                update_rate * streams_, eta);
+    std::printf(
+        "[mosaic] step %lld/%lld (%5.1f%%)  end-to-end %.4g samples/s  update %.4g samples/s "
+        "(rank 0's update timer)  ETA %.0f s\n",
+        (long long)done, (long long)total_, 100.0 * done / total_, rate_steps * streams_, update_rate * streams_, eta);
     std::fflush(stdout);
     last_ = now;
     last_done_ = done;

@@ -31,9 +31,9 @@
 #include <Kokkos_Core.hpp>
 #include <nlohmann/json.hpp>
 
-#include "mosaic/app/decomposition.hpp"
 #include "mosaic/algorithm/params.hpp"
 #include "mosaic/algorithm/reference.hpp"
+#include "mosaic/app/decomposition.hpp"
 #include "mosaic/config/run_config.hpp"
 #include "mosaic/engine/stream_batch.hpp"
 #include "mosaic/engine/transfer.hpp"
@@ -57,8 +57,10 @@ class ReferenceCrossCheck {
   // not finished there); `timed_done`: where this process starts.
   ReferenceCrossCheck(const RunConfig& cfg, const StreamDecomposition& decomp, std::int64_t timed_done,
                       const nlohmann::json& earlier, MPI_Comm comm)
-      : params_(cfg.algorithm), steps_(cfg.run.reference_check_steps),
-        stream_(cfg.run.reference_check_stream), comm_(comm) {
+      : params_(cfg.algorithm),
+        steps_(cfg.run.reference_check_steps),
+        stream_(cfg.run.reference_check_stream),
+        comm_(comm) {
     int rank = 0, nranks = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &nranks);

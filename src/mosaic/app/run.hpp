@@ -87,14 +87,14 @@ inline void print_start_banner(const RunConfig& c, const StreamDecomposition& de
   using Exec = Kokkos::DefaultExecutionSpace;
   const int k = c.algorithm.block_size == kAuto ? auto_block_size<Exec>(c.problem.d, c.problem.rank)
                                                 : std::max(1, c.algorithm.block_size);
-  std::printf("[mosaic] start: deck %s  d=%d r=%d %s  streams %lld (%s, %d-%d per rank)  ranks %d x concurrency "
-              "%d (%s)  kernel %s k=%d (%s)  steps %lld + %lld warm-up  accuracy %s\n",
-              c.deck_path.c_str(), c.problem.d, c.problem.rank, to_string(c.problem.dtype),
-              (long long)decomp.total_streams, to_string(c.streams.mode), decomp.min_per_rank,
-              decomp.max_per_rank, nranks, int(Exec().concurrency()), Exec::name(),
-              k > 1 ? "blocked" : "sequential", k, c.algorithm.block_size == kAuto ? "auto" : "deck",
-              (long long)c.run.steps, (long long)c.run.warmup_steps,
-              c.run.check_accuracy ? "checked" : "not checked (throughput_only)");
+  std::printf(
+      "[mosaic] start: deck %s  d=%d r=%d %s  streams %lld (%s, %d-%d per rank)  ranks %d x concurrency "
+      "%d (%s)  kernel %s k=%d (%s)  steps %lld + %lld warm-up  accuracy %s\n",
+      c.deck_path.c_str(), c.problem.d, c.problem.rank, to_string(c.problem.dtype), (long long)decomp.total_streams,
+      to_string(c.streams.mode), decomp.min_per_rank, decomp.max_per_rank, nranks, int(Exec().concurrency()),
+      Exec::name(), k > 1 ? "blocked" : "sequential", k, c.algorithm.block_size == kAuto ? "auto" : "deck",
+      (long long)c.run.steps, (long long)c.run.warmup_steps,
+      c.run.check_accuracy ? "checked" : "not checked (throughput_only)");
   std::fflush(stdout);
 }
 

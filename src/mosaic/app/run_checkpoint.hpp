@@ -20,10 +20,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mosaic/io/checkpoint.hpp"
-#include "mosaic/config/run_config.hpp"
 #include "mosaic/app/stop_signal.hpp"
 #include "mosaic/app/timers.hpp"
+#include "mosaic/config/run_config.hpp"
+#include "mosaic/io/checkpoint.hpp"
 #include "mosaic/util/mpi_collectives.hpp"
 
 namespace mosaic {
@@ -49,7 +49,7 @@ struct RunControl {
 class CheckpointPolicy {
  public:
   struct Decision {
-    int signal = 0;          // agreed stop signal (0 = go on)
+    int signal = 0;           // agreed stop signal (0 = go on)
     bool checkpoint = false;  // write one now (periodic, or because of the signal)
   };
 

@@ -44,10 +44,17 @@ struct RunContext {
   using Source = StreamSource<Scalar, Exec>;
   using block_view = typename Source::block_view;
 
-  RunContext(const RunConfig& c, MPI_Comm m, const StreamDecomposition& dc, Source& s, TimerSet& tm,
-             RunControl* ctl)
-      : cfg(c), comm(m), decomp(dc), source(s), timers(tm), control(ctl),
-        restart(ctl ? ctl->restart : nullptr), B(int(dc.local_ids.size())), d(c.problem.d), r(c.problem.rank),
+  RunContext(const RunConfig& c, MPI_Comm m, const StreamDecomposition& dc, Source& s, TimerSet& tm, RunControl* ctl)
+      : cfg(c),
+        comm(m),
+        decomp(dc),
+        source(s),
+        timers(tm),
+        control(ctl),
+        restart(ctl ? ctl->restart : nullptr),
+        B(int(dc.local_ids.size())),
+        d(c.problem.d),
+        r(c.problem.rank),
         params(c.algorithm) {
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &nranks);
@@ -59,10 +66,10 @@ struct RunContext {
   const StreamDecomposition& decomp;
   Source& source;
   TimerSet& timers;
-  RunControl* control;                // optional: the restart, and what stopped the run
-  const ckpt::RestartPlan* restart;   // resuming from this checkpoint, or nullptr
+  RunControl* control;               // optional: the restart, and what stopped the run
+  const ckpt::RestartPlan* restart;  // resuming from this checkpoint, or nullptr
   int rank = 0, nranks = 1;
-  const int B, d, r;                  // this rank's streams, the dimension, the rank of the states
+  const int B, d, r;  // this rank's streams, the dimension, the rank of the states
   const MosaicParams& params;
 
   // Set up (setup phase).

@@ -58,9 +58,8 @@ GatheredOutputs gather_outputs(RunContext<Scalar>& run) {
     g.device_used = allreduce(device_memory_used_bytes(), MPI_MAX, run.comm);
   });
   if (!run.cfg.output.state_dir.empty() && !run.stop)
-    run.timers.time("output", [&] {
-      g.state_files = write_state_files(*run.batch, run.cfg, state_dir_for(run.cfg), run.comm);
-    });
+    run.timers.time("output",
+                    [&] { g.state_files = write_state_files(*run.batch, run.cfg, state_dir_for(run.cfg), run.comm); });
   nlohmann::json io_now;
   run.timers.time("reduce", [&] {
     g.io_end = run.source.io_report();
@@ -118,22 +117,23 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
         {"streams_per_rank_min", run.decomp.min_per_rank},
         {"streams_per_rank_max", run.decomp.max_per_rank},
         {"imbalance", run.decomp.imbalance},
-        {"policy", "each stream is owned whole by one rank; stream states are never split, exchanged or averaged; only statistics cross ranks"}}},
+        {"policy",
+         "each stream is owned whole by one rank; stream states are never split, exchanged or averaged; only statistics cross ranks"}}},
       {"kernel",
        {{"update", engine.blocked() ? "blocked" : "sequential"},
         {"block_size", engine.block_size()},
         {"block_size_from", params.block_size == kAuto ? "auto" : "deck"},
         {"block_gemm", engine.blocked() ? nlohmann::json(to_string(engine.block_gemm_resolved())) : nlohmann::json()},
-        {"block_gemm_streams", engine.blocked() && engine.block_gemm_resolved() == BlockGemm::vendor
-                                   ? nlohmann::json(engine.vendor_gemm_over_streams() ? "one thread per stream"
-                                                                                      : "all streams at once")
-                                   : nlohmann::json()},
+        {"block_gemm_streams",
+         engine.blocked() && engine.block_gemm_resolved() == BlockGemm::vendor
+             ? nlohmann::json(engine.vendor_gemm_over_streams() ? "one thread per stream" : "all streams at once")
+             : nlohmann::json()},
         {"reorthonormalize", engine.reorthonormalize_at_block_end() ? nlohmann::json("every block end")
                              : engine.reorthonormalize_every() > 0
                                  ? nlohmann::json("every " + std::to_string(engine.reorthonormalize_every()) + " steps")
                                  : nlohmann::json("never")}}},
-      {"steps", {{"timed", run.k}, {"warmup", run.warm}, {"timed_planned", cfg.run.steps},
-                 {"init_samples", init_samples}}},
+      {"steps",
+       {{"timed", run.k}, {"warmup", run.warm}, {"timed_planned", cfg.run.steps}, {"init_samples", init_samples}}},
       {"timers", timer_stats},
       {"timer_coverage",
        {{"accounted_fraction", timer_coverage(timer_stats)},
@@ -154,21 +154,21 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
         {"state_bytes_total", state_bytes * std::size_t(run.decomp.total_streams)},
         {"device_bytes_in_use_max", g.device_used >= 0 ? nlohmann::json(g.device_used) : nlohmann::json()},
         {"peak_rss_bytes_per_rank", g.rss},
-        {"peak_rss_definition", "each rank's VmHWM (/proc/self/status): the peak resident memory of the process "
-                                "since it started, so a sweep point's includes the points before it"},
-        {"estimate_rank0",
-         estimate_rank_memory<Exec>(cfg, run.B, run.decomp.total_streams, true,
-                                    init_samples + cfg.run.warmup_steps + cfg.run.steps)
-             .to_json()}}},
-      {"counts", {{"clamped_steps", run.final_diag["clamped_steps"]},
-                  {"breakdown_streams", broken},
-                  {"breakdowns", breakdowns}}},
-      {"verification", {{"passed", v.passed},
-                        {"verdict", v.verdict},
-                        {"accuracy", v.accuracy},
-                        {"checks", v.checks},
-                        {"reference_check", ref_check},
-                        {"per_stream_checksums", checksums}}},
+        {"peak_rss_definition",
+         "each rank's VmHWM (/proc/self/status): the peak resident memory of the process "
+         "since it started, so a sweep point's includes the points before it"},
+        {"estimate_rank0", estimate_rank_memory<Exec>(cfg, run.B, run.decomp.total_streams, true,
+                                                      init_samples + cfg.run.warmup_steps + cfg.run.steps)
+                               .to_json()}}},
+      {"counts",
+       {{"clamped_steps", run.final_diag["clamped_steps"]}, {"breakdown_streams", broken}, {"breakdowns", breakdowns}}},
+      {"verification",
+       {{"passed", v.passed},
+        {"verdict", v.verdict},
+        {"accuracy", v.accuracy},
+        {"checks", v.checks},
+        {"reference_check", ref_check},
+        {"per_stream_checksums", checksums}}},
       {"warnings", warnings},
   };
   if (g.io_end) result["io"] = total["io"];
@@ -179,13 +179,13 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
                          {"per_segment", run.segments}};
   if (run.policy->enabled()) {
     const auto& ck = cfg.output.checkpoint;
-    result["checkpoints"] = {{"dir", ck.dir},
-                             {"written", run.checkpoints_written},
-                             {"last", run.last_checkpoint.empty() ? nlohmann::json()
-                                                                  : nlohmann::json(run.last_checkpoint)},
-                             {"keep", ck.keep},
-                             {"every_steps", ck.every_steps},
-                             {"every_seconds", ck.every_seconds}};
+    result["checkpoints"] = {
+        {"dir", ck.dir},
+        {"written", run.checkpoints_written},
+        {"last", run.last_checkpoint.empty() ? nlohmann::json() : nlohmann::json(run.last_checkpoint)},
+        {"keep", ck.keep},
+        {"every_steps", ck.every_steps},
+        {"every_seconds", ck.every_seconds}};
   }
   return result;
 }

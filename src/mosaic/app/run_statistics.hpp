@@ -21,8 +21,7 @@ namespace mosaic::detail {
 
 // Reduces one rank's batch diagnostics (and truth accuracy) over all ranks.
 inline nlohmann::json reduce_diagnostics(const BatchDiagnostics& d, const TruthAccuracy* acc,
-                                         std::int64_t local_streams, std::int64_t total_streams,
-                                         MPI_Comm comm) {
+                                         std::int64_t local_streams, std::int64_t total_streams, MPI_Comm comm) {
   nlohmann::json j = {
       {"orthonormality_error_max", allreduce(d.orthonormality_error_max, MPI_MAX, comm)},
       {"symmetry_error_max", allreduce(d.symmetry_error_max, MPI_MAX, comm)},

@@ -25,8 +25,8 @@ struct OutOfMemory : std::runtime_error {
 
 // The phases in execution order: the result's timers and the summary's
 // table list them in this order.
-inline const char* const kTimerPhases[] = {"setup",       "init",       "warmup", "generate", "update",
-                                           "verify",      "diagnostics", "checkpoint", "reduce",  "output"};
+inline const char* const kTimerPhases[] = {"setup",  "init",        "warmup",     "generate", "update",
+                                           "verify", "diagnostics", "checkpoint", "reduce",   "output"};
 
 class TimerSet {
  public:

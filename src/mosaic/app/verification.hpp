@@ -35,8 +35,8 @@ namespace detail {
 
 inline nlohmann::json named_check(const char* group, const char* name, double value, const char* relation,
                                   double threshold, bool ok) {
-  return nlohmann::json{{"group", group},         {"name", name},           {"value", value},
-                        {"relation", relation},   {"threshold", threshold}, {"passed", ok}};
+  return nlohmann::json{{"group", group},       {"name", name},           {"value", value},
+                        {"relation", relation}, {"threshold", threshold}, {"passed", ok}};
 }
 
 // The invariants of the final diagnostics (reduced over the ranks), with
@@ -75,8 +75,8 @@ inline std::string accuracy_checks(const RunConfig& cfg, const nlohmann::json& f
   const double random = 1.0 - double(cfg.problem.rank) / double(cfg.problem.d);
   checks.push_back(named_check("accuracy", "projector_distance_max", proj, "<=", cfg.run.tracking_threshold,
                                proj <= cfg.run.tracking_threshold));
-  checks.push_back(named_check("accuracy", "projector_distance_over_random", proj / random, "<=", 0.5,
-                               proj / random <= 0.5));
+  checks.push_back(
+      named_check("accuracy", "projector_distance_over_random", proj / random, "<=", 0.5, proj / random <= 0.5));
   return "checked";
 }
 
@@ -103,9 +103,9 @@ inline Verification verify_run(const RunConfig& cfg, bool is_float, const nlohma
     }
   v.verdict = v.passed ? "PASSED" : "FAILED (" + failed + ")";
   v.verdict += "; accuracy " + v.accuracy + "; reference cross-check " +
-               (ref_check.is_null() ? std::string("not finished (the run stopped first)")
+               (ref_check.is_null()                           ? std::string("not finished (the run stopped first)")
                 : ref_check.value("status", "") == "compared" ? std::string("compared")
-                                                               : ref_check.value("status", "unknown"));
+                                                              : ref_check.value("status", "unknown"));
   return v;
 }
 

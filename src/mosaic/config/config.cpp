@@ -16,22 +16,19 @@ namespace mosaic {
 
 using json = nlohmann::json;
 
-std::vector<SweepPoint> load_deck_from_string(const std::string& yaml_text,
-                                              const std::string& name_for_messages,
+std::vector<SweepPoint> load_deck_from_string(const std::string& yaml_text, const std::string& name_for_messages,
                                               const std::vector<std::string>& overrides) {
   return deck::Loader(name_for_messages, overrides).load(yaml_text);
 }
 
-std::vector<SweepPoint> load_deck(const std::string& path,
-                                  const std::vector<std::string>& overrides) {
+std::vector<SweepPoint> load_deck(const std::string& path, const std::vector<std::string>& overrides) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw DeckError("cannot read deck '" + path + "': it is a directory (expected a YAML deck file)");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;
-    throw DeckError("cannot open deck '" + path + "'" +
-                    (err ? std::string(": ") + std::strerror(err) : std::string()));
+    throw DeckError("cannot open deck '" + path + "'" + (err ? std::string(": ") + std::strerror(err) : std::string()));
   }
   std::ostringstream text;
   text << in.rdbuf();
@@ -48,24 +45,23 @@ void validate_against_ranks(const RunConfig& config, int nranks, const std::stri
     ctx = "sweep point " + std::to_string(sw["index"].get<std::size_t>() + 1) + " of " +
           std::to_string(sw["count"].get<std::size_t>()) + " (" + desc + "): ";
   }
-  if (nranks < 1)
-    throw DeckError(deck_path + ": " + ctx + "invalid number of MPI ranks " + std::to_string(nranks));
+  if (nranks < 1) throw DeckError(deck_path + ": " + ctx + "invalid number of MPI ranks " + std::to_string(nranks));
   const bool npy = config.source.type == "npy";
   if (config.streams.mode == StreamMode::strong && config.streams.total < nranks)
     throw DeckError(deck_path + ": " + ctx +
                     "streams.total: strong mode needs at least one stream per MPI rank: expected "
-                    "an integer >= " + std::to_string(nranks) + " (the number of MPI ranks), found " +
+                    "an integer >= " +
+                    std::to_string(nranks) + " (the number of MPI ranks), found " +
                     std::to_string(config.streams.total) +
                     (npy ? " (the number of files in source.paths); give more files or run on fewer ranks"
                          : "; raise streams.total or run on fewer ranks"));
   const std::int64_t files = std::int64_t(config.source.paths.size());
-  if (npy && config.streams.mode == StreamMode::weak &&
-      std::int64_t(config.streams.per_rank) * nranks != files)
+  if (npy && config.streams.mode == StreamMode::weak && std::int64_t(config.streams.per_rank) * nranks != files)
     throw DeckError(deck_path + ": " + ctx +
                     "streams.per_rank: weak mode with source.type npy needs streams.per_rank x MPI ranks = "
-                    "the number of files in source.paths (" + std::to_string(files) + "), found " +
-                    std::to_string(config.streams.per_rank) + " x " + std::to_string(nranks) + " = " +
-                    std::to_string(std::int64_t(config.streams.per_rank) * nranks) +
+                    "the number of files in source.paths (" +
+                    std::to_string(files) + "), found " + std::to_string(config.streams.per_rank) + " x " +
+                    std::to_string(nranks) + " = " + std::to_string(std::int64_t(config.streams.per_rank) * nranks) +
                     "; use streams.mode: strong (the default for npy) to divide the files over the ranks");
   const std::int64_t total_streams =
       config.streams.mode == StreamMode::strong ? config.streams.total : std::int64_t(config.streams.per_rank) * nranks;

@@ -23,12 +23,10 @@ struct DeckError : std::runtime_error {
 // (cartesian product; sweep keys in deck order, then keys added by
 // overrides, the last key varying fastest). Returns one SweepPoint per run,
 // at least one. Throws DeckError on any problem.
-std::vector<SweepPoint> load_deck(const std::string& path,
-                                  const std::vector<std::string>& overrides = {});
+std::vector<SweepPoint> load_deck(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // Same, from the text of a deck; `name_for_messages` stands in for the path.
-std::vector<SweepPoint> load_deck_from_string(const std::string& yaml_text,
-                                              const std::string& name_for_messages,
+std::vector<SweepPoint> load_deck_from_string(const std::string& yaml_text, const std::string& name_for_messages,
                                               const std::vector<std::string>& overrides = {});
 
 // Checks that need the number of MPI ranks (strong mode: streams.total must be

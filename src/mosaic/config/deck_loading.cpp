@@ -21,12 +21,11 @@ YAML::Node Loader::parse(const std::string& text) {
   } catch (const YAML::Exception& e) {
     fail(Origin{}, std::string("YAML error: ") + e.what());
   }
-  if (docs.size() > 1)
-    fail(at(docs[1]), "a deck is a single YAML document, found " + std::to_string(docs.size()));
+  if (docs.size() > 1) fail(at(docs[1]), "a deck is a single YAML document, found " + std::to_string(docs.size()));
   if (docs.empty() || docs[0].IsNull()) return YAML::Node(YAML::NodeType::Map);
   if (!docs[0].IsMap())
-    fail(at(docs[0]), "expected a mapping of sections (" + join(sections()) +
-                          ", sweep), found " + describe_found(docs[0], false));
+    fail(at(docs[0]),
+         "expected a mapping of sections (" + join(sections()) + ", sweep), found " + describe_found(docs[0], false));
   return docs[0];
 }
 
@@ -47,20 +46,18 @@ void Loader::read_deck(const YAML::Node& root) {
     }
     if (!is_section(sec)) {
       if (find_key(sec))
-        fail(at(it->first), "'" + sec + "' is a key path; write it nested, as " +
-                                sec.substr(0, sec.find('.')) + ": {" +
+        fail(at(it->first), "'" + sec + "' is a key path; write it nested, as " + sec.substr(0, sec.find('.')) + ": {" +
                                 sec.substr(sec.find('.') + 1) + ": ...}");
       std::vector<std::string> valid = sections();
       valid.push_back("sweep");
-      fail(at(it->first), "unknown section '" + sec + "'" + did_you_mean(sec, valid) +
-                              "; valid sections: " + join(valid));
+      fail(at(it->first),
+           "unknown section '" + sec + "'" + did_you_mean(sec, valid) + "; valid sections: " + join(valid));
     }
     const YAML::Node& body = it->second;
     if (body.IsNull()) continue;
     if (!body.IsMap())
       fail(value_origin(it->first, body),
-           sec + ": expected a mapping of keys (" + join(keys_of(sec)) + "), found " +
-               describe_found(body, false));
+           sec + ": expected a mapping of keys (" + join(keys_of(sec)) + "), found " + describe_found(body, false));
     std::map<std::string, Origin> seen_keys;
     for (auto kt = body.begin(); kt != body.end(); ++kt) {
       const std::string name = key_text(kt->first);
@@ -71,9 +68,8 @@ void Loader::read_deck(const YAML::Node& root) {
         continue;
       }
       if (!find_key(path))
-        fail(at(kt->first), "unknown key '" + path + "'" +
-                                did_you_mean(name, keys_of(sec), sec + ".") + "; valid keys in " +
-                                sec + ": " + join(keys_of(sec)));
+        fail(at(kt->first), "unknown key '" + path + "'" + did_you_mean(name, keys_of(sec), sec + ".") +
+                                "; valid keys in " + sec + ": " + join(keys_of(sec)));
       given_[path] = Given{kt->second, value_origin(kt->first, kt->second)};
     }
   }
@@ -83,34 +79,34 @@ void Loader::read_group(const std::string& path, const YAML::Node& key, const YA
   const std::vector<std::string> leaves = group_leaves(path);
   if (body.IsNull()) return;
   if (!body.IsMap())
-    fail(value_origin(key, body), path + ": expected a mapping of keys (" + join(leaves) + "), found " +
-                                      describe_found(body, false));
+    fail(value_origin(key, body),
+         path + ": expected a mapping of keys (" + join(leaves) + "), found " + describe_found(body, false));
   std::map<std::string, Origin> seen;
   for (auto it = body.begin(); it != body.end(); ++it) {
     const std::string name = key_text(it->first);
     const std::string leaf = path + "." + name;
     check_duplicate(seen, name, it->first, leaf);
     if (!find_key(leaf))
-      fail(at(it->first), "unknown key '" + leaf + "'" + did_you_mean(name, leaves, path + ".") +
-                              "; valid keys in " + path + ": " + join(leaves));
+      fail(at(it->first), "unknown key '" + leaf + "'" + did_you_mean(name, leaves, path + ".") + "; valid keys in " +
+                              path + ": " + join(leaves));
     given_[leaf] = Given{it->second, value_origin(it->first, it->second)};
   }
 }
 
-void Loader::check_duplicate(std::map<std::string, Origin>& seen, const std::string& name,
-                             const YAML::Node& key, const std::string& label) const {
+void Loader::check_duplicate(std::map<std::string, Origin>& seen, const std::string& name, const YAML::Node& key,
+                             const std::string& label) const {
   auto [pos, inserted] = seen.emplace(name, at(key));
   if (!inserted)
-    fail(at(key), "duplicate key '" + label + "' (first given at line " +
-                      std::to_string(pos->second.mark.line + 1) + ")");
+    fail(at(key),
+         "duplicate key '" + label + "' (first given at line " + std::to_string(pos->second.mark.line + 1) + ")");
 }
 
 void Loader::check_sweep_path(const std::string& path, const Origin& o) const {
   if (find_key(path)) return;
   if (path == "sweep" || path.rfind("sweep.", 0) == 0) fail(o, "the sweep cannot sweep itself");
   if (is_section(path))
-    fail(o, "sweep: '" + path + "' is a section, not a key; sweep one of its keys: " + path +
-                "." + join(keys_of(path), (", " + path + ".").c_str()));
+    fail(o, "sweep: '" + path + "' is a section, not a key; sweep one of its keys: " + path + "." +
+                join(keys_of(path), (", " + path + ".").c_str()));
   fail(o, "sweep: unknown key path '" + path + "'" + did_you_mean(path, all_paths()) +
               "; a sweep key is a path such as problem.d (see docs/INPUT_DECK.md)");
 }
@@ -119,8 +115,7 @@ void Loader::add_sweep(const std::string& path, const YAML::Node& list, const Or
                        const Origin& value_origin) {
   check_sweep_path(path, key_origin);
   if (!list.IsSequence() || list.size() == 0)
-    fail(value_origin, "sweep." + path + ": expected a non-empty list of values, found " +
-                           describe_found(list, false));
+    fail(value_origin, "sweep." + path + ": expected a non-empty list of values, found " + describe_found(list, false));
   for (auto& e : sweep_)
     if (e.path == path) {  // --set replaces a swept key's list in place
       e.list = list;
@@ -134,8 +129,7 @@ void Loader::read_sweep(const YAML::Node& key, const YAML::Node& body) {
   if (body.IsNull()) return;
   if (!body.IsMap())
     fail(value_origin(key, body),
-         "sweep: expected a mapping from key paths to lists of values, found " +
-             describe_found(body, false));
+         "sweep: expected a mapping from key paths to lists of values, found " + describe_found(body, false));
   std::map<std::string, Origin> seen;
   for (auto it = body.begin(); it != body.end(); ++it) {
     const std::string path = key_text(it->first);

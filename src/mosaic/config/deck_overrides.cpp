@@ -13,8 +13,7 @@ void Loader::apply_overrides() {
     o.kind = Origin::override_;
     o.text = arg;
     const auto eq = arg.find('=');
-    if (eq == std::string::npos)
-      fail(o, "expected key.path=value (no '=' found), e.g. --set problem.d=512");
+    if (eq == std::string::npos) fail(o, "expected key.path=value (no '=' found), e.g. --set problem.d=512");
     const std::string path = trim(arg.substr(0, eq));
     YAML::Node value;
     try {
@@ -26,8 +25,7 @@ void Loader::apply_overrides() {
       add_sweep(path.substr(6), value, o, o);
       continue;
     }
-    if (path == "sweep")
-      fail(o, "set one swept key at a time: --set sweep.<key.path>=[v1, v2, ...]");
+    if (path == "sweep") fail(o, "set one swept key at a time: --set sweep.<key.path>=[v1, v2, ...]");
     if (!find_key(path) && !group_leaves(path).empty()) {  // --set output.checkpoint={dir: c, keep: 3}
       if (!value.IsMap())
         fail(o, path + ": expected a mapping of keys (" + join(group_leaves(path)) + "), found " +
@@ -46,12 +44,12 @@ void Loader::apply_overrides() {
       const auto dot = path.find('.');
       const std::string sec = path.substr(0, dot);
       if (is_section(sec) && dot == std::string::npos)
-        fail(o, "'" + sec + "' is a section, not a key; use " + sec + ".<key>=value (keys: " +
-                    join(keys_of(sec)) + ")");
+        fail(o,
+             "'" + sec + "' is a section, not a key; use " + sec + ".<key>=value (keys: " + join(keys_of(sec)) + ")");
       if (is_section(sec)) {
         const std::string name = path.substr(dot + 1);
-        fail(o, "unknown key '" + path + "'" + did_you_mean(name, keys_of(sec), sec + ".") +
-                    "; valid keys in " + sec + ": " + join(keys_of(sec)));
+        fail(o, "unknown key '" + path + "'" + did_you_mean(name, keys_of(sec), sec + ".") + "; valid keys in " + sec +
+                    ": " + join(keys_of(sec)));
       }
       std::vector<std::string> valid = sections();
       valid.push_back("sweep");
@@ -60,8 +58,7 @@ void Loader::apply_overrides() {
     }
     given_[path] = Given{value, o};
     // Pinning a swept key with --set removes it from the sweep.
-    sweep_.erase(std::remove_if(sweep_.begin(), sweep_.end(),
-                                [&](const SweepEntry& e) { return e.path == path; }),
+    sweep_.erase(std::remove_if(sweep_.begin(), sweep_.end(), [&](const SweepEntry& e) { return e.path == path; }),
                  sweep_.end());
   }
 }

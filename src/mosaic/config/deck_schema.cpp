@@ -17,7 +17,8 @@ std::string KeySpec::expected() const {
       std::string s = "an integer";
       const std::string all = keyword.empty() ? "" : " or " + keyword;
       // The upper limit is the type's (int or int64); say which number it is.
-      if (int_hi >= kIntMax) return s + " >= " + std::to_string(int_lo) + " (at most " + std::to_string(int_hi) + ")" + all;
+      if (int_hi >= kIntMax)
+        return s + " >= " + std::to_string(int_lo) + " (at most " + std::to_string(int_hi) + ")" + all;
       return s + " in [" + std::to_string(int_lo) + ", " + std::to_string(int_hi) + "]" + all;
     }
     case Kind::unsigned64: return "an unsigned 64-bit integer (0 to 18446744073709551615)";
@@ -25,8 +26,7 @@ std::string KeySpec::expected() const {
       std::string s = "a finite number";
       if (lo == -kInf && hi == kInf) return s;
       if (hi == kInf) return "a number " + std::string(lo_open ? "> " : ">= ") + num(lo);
-      return "a number in " + std::string(lo_open ? "(" : "[") + num(lo) + ", " + num(hi) +
-             (hi_open ? ")" : "]");
+      return "a number in " + std::string(lo_open ? "(" : "[") + num(lo) + ", " + num(hi) + (hi_open ? ")" : "]");
     }
     case Kind::choice: {
       std::string s = "one of ";
@@ -42,8 +42,7 @@ std::string KeySpec::expected() const {
 
 namespace {
 
-KeySpec integer(const char* sec, const char* name, std::int64_t lo, std::int64_t hi, json def,
-                bool required = false) {
+KeySpec integer(const char* sec, const char* name, std::int64_t lo, std::int64_t hi, json def, bool required = false) {
   KeySpec k;
   k.section = sec;
   k.name = name;
@@ -56,8 +55,7 @@ KeySpec integer(const char* sec, const char* name, std::int64_t lo, std::int64_t
   k.required = required;
   return k;
 }
-KeySpec number(const char* sec, const char* name, double lo, bool lo_open, double hi,
-               bool hi_open, double def) {
+KeySpec number(const char* sec, const char* name, double lo, bool lo_open, double hi, bool hi_open, double def) {
   KeySpec k;
   k.section = sec;
   k.name = name;
@@ -69,8 +67,8 @@ KeySpec number(const char* sec, const char* name, double lo, bool lo_open, doubl
   k.def = def;
   return k;
 }
-KeySpec choice(const char* sec, const char* name, std::vector<std::string> choices,
-               const char* def, std::vector<std::string> reserved = {}) {
+KeySpec choice(const char* sec, const char* name, std::vector<std::string> choices, const char* def,
+               std::vector<std::string> reserved = {}) {
   KeySpec k;
   k.section = sec;
   k.name = name;
@@ -93,8 +91,7 @@ KeySpec string_key(const char* sec, const char* name, bool allow_empty, const ch
 }  // namespace
 
 const std::vector<std::string>& sections() {
-  static const std::vector<std::string> s = {"problem",   "streams", "source",
-                                             "algorithm", "run",     "output"};
+  static const std::vector<std::string> s = {"problem", "streams", "source", "algorithm", "run", "output"};
   return s;
 }
 
@@ -200,9 +197,7 @@ const KeySpec* find_key(const std::string& path) {
   return nullptr;
 }
 
-bool is_section(const std::string& s) {
-  return std::find(sections().begin(), sections().end(), s) != sections().end();
-}
+bool is_section(const std::string& s) { return std::find(sections().begin(), sections().end(), s) != sections().end(); }
 
 std::vector<std::string> keys_of(const std::string& section) {
   std::vector<std::string> out;

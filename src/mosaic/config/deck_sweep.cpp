@@ -17,8 +17,7 @@ std::vector<SweepPoint> Loader::expand() {
   std::size_t count = 1;
   for (const auto& e : sweep_) {
     count *= e.values.size();
-    if (count > kMaxSweepPoints)
-      fail(e.origin, "sweep: more than " + std::to_string(kMaxSweepPoints) + " points");
+    if (count > kMaxSweepPoints) fail(e.origin, "sweep: more than " + std::to_string(kMaxSweepPoints) + " points");
   }
   // A checkpoint holds the state of one run: no checkpoints, and no
   // restart, across the points of a sweep.
@@ -29,8 +28,10 @@ std::vector<SweepPoint> Loader::expand() {
     for (const auto& e : sweep_) swept = swept || e.path == p;
     if ((set || swept) && count > 1)
       fail(set ? it->second.origin : sweep_.front().origin,
-           std::string(p) + ": expected a deck without a sweep (a checkpoint holds the state of one run), "
-                            "found a sweep of " + std::to_string(count) + " points");
+           std::string(p) +
+               ": expected a deck without a sweep (a checkpoint holds the state of one run), "
+               "found a sweep of " +
+               std::to_string(count) + " points");
   }
   std::vector<SweepPoint> points;
   points.reserve(count);
@@ -55,8 +56,7 @@ std::vector<SweepPoint> Loader::expand() {
     }
     context_.clear();
     if (!sweep_.empty())
-      context_ = "sweep point " + std::to_string(idx + 1) + " of " + std::to_string(count) +
-                 " (" + desc + "): ";
+      context_ = "sweep point " + std::to_string(idx + 1) + " of " + std::to_string(count) + " (" + desc + "): ";
     sp.config = resolve(eff);
     sp.config.resolved["sweep"] = {{"index", idx}, {"count", count}, {"point", sp.point}};
     points.push_back(std::move(sp));
@@ -69,8 +69,7 @@ void Loader::resolve_npy_source(std::map<std::string, Value>& eff, RunConfig& c)
   const Value& v = eff.at("source.paths");
   if (v.value.is_null())
     fail(eff.at("source.type").origin,
-         "source.paths: required when source.type is npy (expected " +
-             find_key("source.paths")->expected() + ")");
+         "source.paths: required when source.type is npy (expected " + find_key("source.paths")->expected() + ")");
   const std::filesystem::path base =
       v.origin.kind == Origin::file ? std::filesystem::path(deck_).parent_path() : std::filesystem::path();
   auto resolve_path = [&](const std::string& p) {
@@ -118,9 +117,8 @@ RunConfig Loader::resolve(std::map<std::string, Value>& eff) const {
   c.deck_path = deck_;
   const std::int64_t d = i64("problem.d"), r = i64("problem.rank");
   if (r >= d)
-    fail(origin("problem.rank"), "problem.rank: expected an integer in [1, d-1] = [1, " +
-                                     std::to_string(d - 1) + "] for problem.d = " +
-                                     std::to_string(d) + ", found " + std::to_string(r));
+    fail(origin("problem.rank"), "problem.rank: expected an integer in [1, d-1] = [1, " + std::to_string(d - 1) +
+                                     "] for problem.d = " + std::to_string(d) + ", found " + std::to_string(r));
   c.problem.d = int(d);
   c.problem.rank = int(r);
   c.problem.dtype = str("problem.dtype") == "float" ? Dtype::float32 : Dtype::float64;
@@ -139,16 +137,17 @@ RunConfig Loader::resolve(std::map<std::string, Value>& eff) const {
     if (eff.at("streams.total").value.is_null())
       eff["streams.total"] = Value{json(files), origin("source.paths"), false};
     else if (i64("streams.total") != files)
-      fail(origin("streams.total"),
-           "streams.total: expected the number of files in source.paths (" + std::to_string(files) +
-               ") with source.type npy, found " + std::to_string(i64("streams.total")) +
-               "; each file is one stream (leave streams.total out to use the file count)");
+      fail(origin("streams.total"), "streams.total: expected the number of files in source.paths (" +
+                                        std::to_string(files) + ") with source.type npy, found " +
+                                        std::to_string(i64("streams.total")) +
+                                        "; each file is one stream (leave streams.total out to use the file count)");
   }
   if (c.streams.mode == StreamMode::strong) {
     if (eff.at("streams.total").value.is_null())
-      fail(origin("streams.mode"), "streams.total: required when streams.mode is strong "
-                                   "(expected an integer >= 1: the number of streams divided "
-                                   "over the MPI ranks)");
+      fail(origin("streams.mode"),
+           "streams.total: required when streams.mode is strong "
+           "(expected an integer >= 1: the number of streams divided "
+           "over the MPI ranks)");
   }
   if (!eff.at("streams.total").value.is_null()) c.streams.total = int(i64("streams.total"));
 
@@ -160,18 +159,16 @@ RunConfig Loader::resolve(std::map<std::string, Value>& eff) const {
   // only to the synthetic source.
   if (eff.at("source.rank").value.is_null()) {
     if (!npy && 2 * r > d)
-      fail(origin("problem.rank"),
-           "source.rank: defaults to problem.rank = " + std::to_string(r) +
-               ", which must be in [1, d/2] = [1, " + std::to_string(d / 2) +
-               "] for problem.d = " + std::to_string(d) +
-               " (the truth needs 2*rank orthonormal columns); set source.rank explicitly");
+      fail(origin("problem.rank"), "source.rank: defaults to problem.rank = " + std::to_string(r) +
+                                       ", which must be in [1, d/2] = [1, " + std::to_string(d / 2) +
+                                       "] for problem.d = " + std::to_string(d) +
+                                       " (the truth needs 2*rank orthonormal columns); set source.rank explicitly");
     eff["source.rank"] = Value{json(r), origin("problem.rank"), false};
   }
   const std::int64_t sr = i64("source.rank");
   if (!npy && 2 * sr > d)
-    fail(origin("source.rank"), "source.rank: expected an integer in [1, d/2] = [1, " +
-                                    std::to_string(d / 2) + "] for problem.d = " +
-                                    std::to_string(d) + ", found " + std::to_string(sr));
+    fail(origin("source.rank"), "source.rank: expected an integer in [1, d/2] = [1, " + std::to_string(d / 2) +
+                                    "] for problem.d = " + std::to_string(d) + ", found " + std::to_string(sr));
   s.r = int(sr);
   s.lambda_max = num("source.lambda_max");
   s.lambda_min = num("source.lambda_min");
@@ -179,8 +176,8 @@ RunConfig Loader::resolve(std::map<std::string, Value>& eff) const {
     const bool min_explicit = eff.at("source.lambda_min").explicit_;
     fail(origin(min_explicit ? "source.lambda_min" : "source.lambda_max"),
          std::string(min_explicit ? "source.lambda_min" : "source.lambda_max") +
-             ": expected 0 < source.lambda_min <= source.lambda_max, found lambda_min = " +
-             show(s.lambda_min) + ", lambda_max = " + show(s.lambda_max));
+             ": expected 0 < source.lambda_min <= source.lambda_max, found lambda_min = " + show(s.lambda_min) +
+             ", lambda_max = " + show(s.lambda_max));
   }
   if (!eff.at("source.noise_range").value.is_null()) {
     s.noise_min = eff.at("source.noise_range").value[0].get<double>();
@@ -194,21 +191,17 @@ RunConfig Loader::resolve(std::map<std::string, Value>& eff) const {
   s.seed = eff.at("run.seed").value.get<std::uint64_t>();
 
   MosaicParams& a = c.algorithm;
-  a.covariance_update = str("algorithm.covariance_update") == "exact"
-                            ? CovarianceUpdate::exact
-                            : CovarianceUpdate::first_order;
-  a.subspace_direction = str("algorithm.subspace_direction") == "precision"
-                             ? SubspaceDirection::precision
-                             : SubspaceDirection::oja;
+  a.covariance_update =
+      str("algorithm.covariance_update") == "exact" ? CovarianceUpdate::exact : CovarianceUpdate::first_order;
+  a.subspace_direction =
+      str("algorithm.subspace_direction") == "precision" ? SubspaceDirection::precision : SubspaceDirection::oja;
   a.eta_mu = num("algorithm.eta_mu");
   a.eta_S = num("algorithm.eta_S");
   a.eta_U = num("algorithm.eta_U");
   a.eta_s = num("algorithm.eta_s");
   a.gamma = num("algorithm.gamma");
   a.max_step = num("algorithm.max_step");
-  auto int_or_auto = [&](const char* key) {
-    return eff.at(key).value.is_string() ? kAuto : int(i64(key));
-  };
+  auto int_or_auto = [&](const char* key) { return eff.at(key).value.is_string() ? kAuto : int(i64(key)); };
   a.reorthonormalize_every = int_or_auto("algorithm.reorthonormalize_every");
   a.init = str("algorithm.init") == "data" ? InitMode::data : InitMode::random;
   if (eff.at("algorithm.init_samples").value.is_null())
@@ -216,20 +209,20 @@ RunConfig Loader::resolve(std::map<std::string, Value>& eff) const {
   const std::int64_t n0 = i64("algorithm.init_samples");
   if (a.init == InitMode::data && n0 < r + 1)
     fail(origin("algorithm.init_samples"),
-         "algorithm.init_samples: expected an integer >= problem.rank + 1 = " +
-             std::to_string(r + 1) + " with algorithm.init: data, found " + std::to_string(n0));
+         "algorithm.init_samples: expected an integer >= problem.rank + 1 = " + std::to_string(r + 1) +
+             " with algorithm.init: data, found " + std::to_string(n0));
   a.init_samples = int(n0);
   a.init_scale = num("algorithm.init_scale");
   a.block_size = int_or_auto("algorithm.block_size");
-  a.precision_solve =
-      str("algorithm.precision_solve") == "dense" ? PrecisionSolve::dense : PrecisionSolve::maintained;
+  a.precision_solve = str("algorithm.precision_solve") == "dense" ? PrecisionSolve::dense : PrecisionSolve::maintained;
   a.refactor_every = int(i64("algorithm.refactor_every"));
 
   if (eff.at("run.steps").value.is_string()) {  // `all`
     if (!npy)
-      fail(origin("run.steps"), "run.steps: 'all' (every row of the input files) needs source.type npy; "
-                                "give a number of steps (an integer >= 1) for source.type " +
-                                    c.source.type);
+      fail(origin("run.steps"),
+           "run.steps: 'all' (every row of the input files) needs source.type npy; "
+           "give a number of steps (an integer >= 1) for source.type " +
+               c.source.type);
     c.run.steps_all = true;
     c.run.steps = 0;
   } else {

@@ -38,8 +38,7 @@ void Loader::check_values() {
     if (!k.required || checked_.count(k.path()) || swept(k.path())) continue;
     auto sec = section_origin_.find(k.section);
     if (sec == section_origin_.end())
-      fail(Origin{}, k.section + ": required section is missing (it must set " +
-                         k.path() + ", " + k.expected() + ")");
+      fail(Origin{}, k.section + ": required section is missing (it must set " + k.path() + ", " + k.expected() + ")");
     fail(sec->second, k.path() + ": required key is missing (expected " + k.expected() + ")");
   }
   // noise and noise_range are mutually exclusive.
@@ -50,8 +49,8 @@ void Loader::check_values() {
   if (checked_.count("source.noise_range")) range = &checked_["source.noise_range"].origin;
   if (auto e = swept("source.noise_range")) range = &e->origin;
   if (noise && range)
-    fail(*range, "source.noise_range: cannot be combined with an explicit source.noise (given at " +
-                     where(*noise) + "); give homogeneous noise or a heterogeneous range, not both");
+    fail(*range, "source.noise_range: cannot be combined with an explicit source.noise (given at " + where(*noise) +
+                     "); give homogeneous noise or a heterogeneous range, not both");
 }
 
 }  // namespace mosaic::deck

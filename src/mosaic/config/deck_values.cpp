@@ -124,8 +124,7 @@ json check_value(const KeySpec& k, const YAML::Node& n, std::string& extra) {
     case Kind::number_pair: {
       if (!n.IsSequence() || n.size() != 2) {
         if (n.IsSequence())
-          throw BadValue{"a list of " + std::to_string(n.size()) +
-                         (n.size() == 1 ? " value" : " values")};
+          throw BadValue{"a list of " + std::to_string(n.size()) + (n.size() == 1 ? " value" : " values")};
         throw BadValue{describe_found(n, true)};
       }
       KeySpec positive = k;

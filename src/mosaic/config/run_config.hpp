@@ -45,14 +45,14 @@ struct SourceConfig {
 };
 
 struct RunSection {
-  std::int64_t steps = 1000;          // timed MOSAIC steps per stream (after init)
+  std::int64_t steps = 1000;  // timed MOSAIC steps per stream (after init)
   // run.steps: all (npy sources only): every row after init and warm-up of
   // the shortest file. `steps` is then 0 until the driver has read the file
   // headers (preflight_npy_streams, npy_source.hpp) and set it.
   bool steps_all = false;
-  std::int64_t warmup_steps = 0;      // untimed steps before the timed ones
-  std::int64_t diagnostics_every = 0; // device diagnostics every K steps; 0 = at the end only
-  double progress_every_s = 10.0;     // rank 0 progress line period
+  std::int64_t warmup_steps = 0;       // untimed steps before the timed ones
+  std::int64_t diagnostics_every = 0;  // device diagnostics every K steps; 0 = at the end only
+  double progress_every_s = 10.0;      // rank 0 progress line period
   // Verification beyond the invariants (run.hpp): accuracy against the
   // truth (sources that know it) unless the deck says throughput_only, with
   // the projector-distance and clamped-step thresholds; the reference

@@ -14,8 +14,8 @@
 
 #include <type_traits>
 
-#include <Kokkos_Core.hpp>
 #include <KokkosKernels_config.h>
+#include <Kokkos_Core.hpp>
 
 namespace mosaic {
 
@@ -77,8 +77,8 @@ struct HostTuning {
 struct DeviceTuning {
   static constexpr int reduction_chunks = 128;  // about one per GPU thread of a team
   static constexpr int rotation_rows_per_thread = 1;
-  static constexpr bool vendor_gemm_over_streams = false;  // one strided-batched cuBLAS call for all streams
-  static constexpr int synthetic_samples_per_pass = 1;      // a GPU thread's accumulators are registers
+  static constexpr bool vendor_gemm_over_streams = false;    // one strided-batched cuBLAS call for all streams
+  static constexpr int synthetic_samples_per_pass = 1;       // a GPU thread's accumulators are registers
   static constexpr int synthetic_basis_blocks_per_pass = 1;  // one block per thread (a work item per row)
   static constexpr int vendor_panel_cols = 32;
 };

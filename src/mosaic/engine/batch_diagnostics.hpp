@@ -24,15 +24,15 @@
 #include <string>
 #include <vector>
 
-#include <Kokkos_Core.hpp>
 #include <KokkosBlas3_gemm.hpp>
+#include <Kokkos_Core.hpp>
 
-#include "mosaic/engine/backend.hpp"
-#include "mosaic/util/kokkos_compat.hpp"
-#include "mosaic/engine/stream_batch.hpp"
 #include "mosaic/algorithm/tridiagonal_eigen.hpp"
+#include "mosaic/engine/backend.hpp"
+#include "mosaic/engine/stream_batch.hpp"
 #include "mosaic/engine/transfer.hpp"
 #include "mosaic/engine/vendor_blas.hpp"
+#include "mosaic/util/kokkos_compat.hpp"
 
 namespace mosaic {
 
@@ -64,8 +64,7 @@ struct BatchDiagnostics {
   std::vector<BreakdownRecord> breakdowns;
   std::vector<double> per_stream_checksum;
   // Per-stream values behind the maxima (same order as the batch).
-  std::vector<double> per_stream_orthonormality_error, per_stream_s_min_eig,
-      per_stream_s_max_eig;
+  std::vector<double> per_stream_orthonormality_error, per_stream_s_min_eig, per_stream_s_max_eig;
 };
 
 namespace detail {
@@ -106,10 +105,10 @@ struct DiagFunctor {
     decltype(StreamBatch<Scalar, ExecSpace>::s2) s2;
   } sb;
   Kokkos::View<const double***, Kokkos::LayoutRight, memory_space> G;  // B x r x r: U^T U (basis_gram)
-  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> A;    // B x r x r work
-  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> eig;  // B x 2 x r: eigenvalues, work
-  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> out; // B x diag_fields
-  double nan, eps;  // from std::numeric_limits on the host
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> A;        // B x r x r work
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> eig;      // B x 2 x r: eigenvalues, work
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> out;       // B x diag_fields
+  double nan, eps;                                                     // from std::numeric_limits on the host
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
     const int b = m.league_rank(), d = sb.d, r = sb.r;
@@ -260,8 +259,8 @@ struct DiagnosticsWork {
   void reserve(const int B, const int d, const int r) {
     const int rows = d < detail::basis_gram_rows ? d : detail::basis_gram_rows;
     if (int(basis_rows.extent(0)) == B && int(basis_rows.extent(1)) == rows && int(basis_rows.extent(2)) == r) return;
-    basis_rows = view3(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::diag_basis_rows")), B,
-                       rows, r);
+    basis_rows =
+        view3(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::diag_basis_rows")), B, rows, r);
     gram = view3(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::diag_gram")), B, r, r);
     eigen_work = view3(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::diag_work")), B, r, r);
     eigen = view3(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::diag_eigen")), B, 2, r);
@@ -313,8 +312,7 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb, D
   diag.s2_min = inf;
   bool any_eig = false;
   for (int b = 0; b < B; ++b) {
-    const double orth = out(b, detail::diag_orth), lo = out(b, detail::diag_min_eig),
-                 hi = out(b, detail::diag_max_eig);
+    const double orth = out(b, detail::diag_orth), lo = out(b, detail::diag_min_eig), hi = out(b, detail::diag_max_eig);
     diag.per_stream_orthonormality_error.push_back(orth);
     diag.per_stream_s_min_eig.push_back(lo);
     diag.per_stream_s_max_eig.push_back(hi);

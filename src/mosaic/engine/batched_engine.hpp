@@ -18,21 +18,21 @@
 #include <type_traits>
 #include <vector>
 
-#include <Kokkos_Core.hpp>
 #include <KokkosBatched_Gemm_Decl.hpp>
 #include <KokkosBatched_Trsv_Decl.hpp>
+#include <Kokkos_Core.hpp>
 
+#include "mosaic/algorithm/params.hpp"
+#include "mosaic/algorithm/reference.hpp"
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/blocked_step.hpp"
 #include "mosaic/engine/frame_rotation.hpp"
 #include "mosaic/engine/impl/sequential_step.hpp"
 #include "mosaic/engine/init_data.hpp"
-#include "mosaic/util/kokkos_compat.hpp"
-#include "mosaic/algorithm/params.hpp"
-#include "mosaic/algorithm/reference.hpp"
 #include "mosaic/engine/stream_batch.hpp"
-#include "mosaic/util/team_loops.hpp"
 #include "mosaic/engine/vendor_blas.hpp"
+#include "mosaic/util/kokkos_compat.hpp"
+#include "mosaic/util/team_loops.hpp"
 
 namespace mosaic {
 
@@ -77,8 +77,7 @@ class MosaicEngine {
   using block_view = Kokkos::View<const Scalar***, Kokkos::LayoutStride, memory_space>;  // B x n x d
   using functor_type = detail::StepFunctor<Scalar, ExecSpace>;
 
-  MosaicEngine(const MosaicParams& params, int batch, int d, int r)
-      : params_(params), batch_(batch), d_(d), r_(r) {
+  MosaicEngine(const MosaicParams& params, int batch, int d, int r) : params_(params), batch_(batch), d_(d), r_(r) {
     params_.validate(d, r);
     if (batch < 1) throw std::invalid_argument("MosaicEngine: batch must be >= 1");
     f_.d = d;
@@ -120,8 +119,8 @@ class MosaicEngine {
     const int conc = ExecSpace().concurrency();
     constexpr long long basis_entries_per_thread = 1LL << 20;
     if (is_host_space<ExecSpace>)
-      team_size_ = int(std::max<long long>(
-          1, std::min<long long>(conc / batch, (long long)d * r / basis_entries_per_thread)));
+      team_size_ =
+          int(std::max<long long>(1, std::min<long long>(conc / batch, (long long)d * r / basis_entries_per_thread)));
     if constexpr (Tuning<ExecSpace>::vendor_gemm_over_streams)
       vendor_over_streams_allowed_ = batch >= conc && vendor_blas::host_calls_nest_single_threaded();
     vendor_over_streams_ = vendor_over_streams_allowed_;
@@ -180,13 +179,13 @@ class MosaicEngine {
   // on devices; tiled exists on host spaces only. Allocates the chosen
   // kernel's work arrays (and frees the others').
   void set_block_gemm(BlockGemm g) {
-    const BlockGemm resolved = g != BlockGemm::automatic ? g
+    const BlockGemm resolved = g != BlockGemm::automatic      ? g
                                : vendor_gemm_tpl<ExecSpace>() ? BlockGemm::vendor
                                : is_host_space<ExecSpace>     ? BlockGemm::tiled
                                                               : BlockGemm::kokkos_batched;
     if (resolved == BlockGemm::tiled && !is_host_space<ExecSpace>)
-      throw std::invalid_argument(std::string("MosaicEngine: block GEMM 'tiled' runs on host execution spaces only, not ") +
-                                  ExecSpace::name());
+      throw std::invalid_argument(
+          std::string("MosaicEngine: block GEMM 'tiled' runs on host execution spaces only, not ") + ExecSpace::name());
     gemm_ = g;
     gemm_resolved_ = resolved;
     if (kcap_ > 0) allocate_block_gemm();
@@ -206,7 +205,8 @@ class MosaicEngine {
   // --panel-cols). Any value >= 1 gives the same products up to the
   // library's summation order.
   void set_vendor_panel_cols(int cols) {
-    if (cols < 1) throw std::invalid_argument("MosaicEngine: vendor panel columns must be >= 1, got " + std::to_string(cols));
+    if (cols < 1)
+      throw std::invalid_argument("MosaicEngine: vendor panel columns must be >= 1, got " + std::to_string(cols));
     panel_cols_ = cols;
   }
   int vendor_panel_cols() const { return panel_cols_; }
@@ -226,8 +226,8 @@ class MosaicEngine {
   void init_data(batch_type& sb, Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> X) const {
     check_batch(sb);
     if (int(X.extent(0)) != batch_ || int(X.extent(2)) != d_)
-      throw std::invalid_argument("MosaicEngine::init_data: X must be B x n0 x d = " +
-                                  std::to_string(batch_) + " x n0 x " + std::to_string(d_));
+      throw std::invalid_argument("MosaicEngine::init_data: X must be B x n0 x d = " + std::to_string(batch_) +
+                                  " x n0 x " + std::to_string(d_));
     const std::vector<std::string> errors = init_data_batch(sb, X, params_);
     for (int b = 0; b < batch_; ++b)
       if (!errors[std::size_t(b)].empty()) throw StreamInitError(b, errors[std::size_t(b)]);
@@ -303,8 +303,8 @@ class MosaicEngine {
     if (sb.batch != batch_ || sb.d != d_ || sb.r != r_)
       throw std::invalid_argument("MosaicEngine: batch is B=" + std::to_string(sb.batch) +
                                   ", d=" + std::to_string(sb.d) + ", r=" + std::to_string(sb.r) +
-                                  ", engine was built for B=" + std::to_string(batch_) +
-                                  ", d=" + std::to_string(d_) + ", r=" + std::to_string(r_));
+                                  ", engine was built for B=" + std::to_string(batch_) + ", d=" + std::to_string(d_) +
+                                  ", r=" + std::to_string(r_));
   }
 
   MosaicParams params_;
@@ -331,8 +331,8 @@ template <class Scalar, class ExecSpace>
 void MosaicEngine<Scalar, ExecSpace>::step(batch_type& sb, sample_view X) const {
   check_batch(sb);
   if (int(X.extent(0)) != batch_ || int(X.extent(1)) != d_)
-    throw std::invalid_argument("MosaicEngine::step: X must be B x d = " +
-                                std::to_string(batch_) + " x " + std::to_string(d_));
+    throw std::invalid_argument("MosaicEngine::step: X must be B x d = " + std::to_string(batch_) + " x " +
+                                std::to_string(d_));
   if (maintained_) {
     // The maintained solve lives in the blocked kernel: a block of one,
     // a B x 1 x d view of X's memory.
@@ -346,10 +346,8 @@ void MosaicEngine<Scalar, ExecSpace>::step(batch_type& sb, sample_view X) const 
   // down (shared cores) does not hold back the others; results do not
   // depend on which thread runs which stream.
   using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
-  if (team_size_ > 0)
-    Kokkos::parallel_for("mosaic::step", policy(ExecSpace(), batch_, team_size_), f);
-  else
-    Kokkos::parallel_for("mosaic::step", policy(ExecSpace(), batch_, Kokkos::AUTO), f);
+  if (team_size_ > 0) Kokkos::parallel_for("mosaic::step", policy(ExecSpace(), batch_, team_size_), f);
+  else Kokkos::parallel_for("mosaic::step", policy(ExecSpace(), batch_, Kokkos::AUTO), f);
 }
 
 template <class Scalar, class ExecSpace>
@@ -371,7 +369,7 @@ void MosaicEngine<Scalar, ExecSpace>::step_block(batch_type& sb, block_view Xb) 
 template <class Scalar, class ExecSpace>
 template <class Gemm>
 void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb,
-                                                 const detail::BlockGemmWork<Scalar, ExecSpace, Gemm>& work) const {
+                                                   const detail::BlockGemmWork<Scalar, ExecSpace, Gemm>& work) const {
   detail::BlockFunctor<functor_type, Gemm> f(blk_, work);
   f.base = bind(sb);
   f.Rfac = sb.Rfac;

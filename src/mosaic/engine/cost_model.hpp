@@ -42,9 +42,9 @@
 namespace mosaic::cost {
 
 struct Phase {
-  double flops = 0;        // floating-point operations, all streams
-  double bytes = 0;        // memory traffic beyond the caches, all streams
-  double launches = 0;     // Kokkos kernel launches
+  double flops = 0;          // floating-point operations, all streams
+  double bytes = 0;          // memory traffic beyond the caches, all streams
+  double launches = 0;       // Kokkos kernel launches
   double library_calls = 0;  // vendor BLAS / cuBLAS calls
 };
 
@@ -55,14 +55,14 @@ struct BlockCost {
 
 struct Shape {
   int d = 0, r = 0, k = 0, streams = 0;
-  int scalar_bytes = 4;        // float 4, double 8 (the GEMMs' type)
-  bool with_w0 = false;        // a Cholesky-QR may end the block (float: every block)
-  bool maintained = false;     // precision_solve: maintained
-  bool second_factor = true;   // gamma > 0 with subspace_direction precision
+  int scalar_bytes = 4;             // float 4, double 8 (the GEMMs' type)
+  bool with_w0 = false;             // a Cholesky-QR may end the block (float: every block)
+  bool maintained = false;          // precision_solve: maintained
+  bool second_factor = true;        // gamma > 0 with subspace_direction precision
   bool all_streams_at_once = true;  // devices (and host with fewer streams than threads)
-  int panel_cols = 32;         // Tuning<...>::vendor_panel_cols
-  bool fenced = true;          // the caller fences at the block's end (timers)
-  int team_threads = 32;       // devices: threads per team of the coefficient launch (Kokkos 3.4's AUTO on Cuda)
+  int panel_cols = 32;              // Tuning<...>::vendor_panel_cols
+  bool fenced = true;               // the caller fences at the block's end (timers)
+  int team_threads = 32;            // devices: threads per team of the coefficient launch (Kokkos 3.4's AUTO on Cuda)
 };
 
 // Flops of one stream's GEMMs for a block: the products and the bases.
@@ -82,8 +82,8 @@ inline double coefficient_flops(const Shape& s) {
   const double sum_t = k * (k + 1) / 2, sum_t2 = k * (k + 1) * (2 * k + 1) / 6;
   const double factors = (s.maintained ? 0.0 : 1.0) + (s.second_factor ? 1.0 : 0.0);
   const double solves = 1.0 + (s.second_factor ? 1.0 : 0.0);
-  const double per_step_r = factors * r * r * r / 3 + (2.0 * solves + (s.maintained ? 13.0 : 0.0)) * r * r +
-                            (4 + 6 + 9) * r * r;
+  const double per_step_r =
+      factors * r * r * r / 3 + (2.0 * solves + (s.maintained ? 13.0 : 0.0)) * r * r + (4 + 6 + 9) * r * r;
   return k * per_step_r + 14.0 * r * sum_t + 4.0 * sum_t2;
 }
 
@@ -116,11 +116,11 @@ inline BlockCost block_cost(const Shape& s) {
 
 // A machine's rates, each measured or taken from a data sheet (say which).
 struct Rates {
-  double copy_gbs = 0;         // streaming bandwidth, read + write, GB/s
-  double gemm_gflops = 0;      // the GEMMs at the block's shapes, GFLOP/s
-  double small_gflops = 0;     // host: one thread on the r x r coefficient algebra, GFLOP/s
-  int threads = 1;             // host: threads over the streams
-  double launch_us = 0;        // per kernel launch or library call (devices; 0 on host)
+  double copy_gbs = 0;      // streaming bandwidth, read + write, GB/s
+  double gemm_gflops = 0;   // the GEMMs at the block's shapes, GFLOP/s
+  double small_gflops = 0;  // host: one thread on the r x r coefficient algebra, GFLOP/s
+  int threads = 1;          // host: threads over the streams
+  double launch_us = 0;     // per kernel launch or library call (devices; 0 on host)
   // Devices: the coefficient steps are a chain of dependent operations of
   // a team's threads (the Cholesky factorizations and solves, with their
   // team barriers); `dependent_op_ns` is one such operation (an L1-hit load

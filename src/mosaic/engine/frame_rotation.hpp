@@ -25,9 +25,9 @@ struct FrameRotation {
 // Team-collective; ends with a team barrier. g (r) is read; gh and u (r) are
 // work vectors; Sp (r x r) is S' on entry and the transported S on exit.
 template <class T, class Member, class G, class Gh, class Vu, class M>
-KOKKOS_INLINE_FUNCTION FrameRotation<T> rotate_frame_transport_S(const Member& m, int r, T rho, T gnorm,
-                                                                 T tiny, T eta_U, T s2_old, const G& g,
-                                                                 const Gh& gh, const Vu& u, const M& Sp) {
+KOKKOS_INLINE_FUNCTION FrameRotation<T> rotate_frame_transport_S(const Member& m, int r, T rho, T gnorm, T tiny,
+                                                                 T eta_U, T s2_old, const G& g, const Gh& gh,
+                                                                 const Vu& u, const M& Sp) {
   FrameRotation<T> out;
   out.rotate = rho * gnorm > tiny;
   if (out.rotate) {
@@ -58,12 +58,12 @@ KOKKOS_INLINE_FUNCTION FrameRotation<T> rotate_frame_transport_S(const Member& m
 // new S and the step's scalars finite, and the new s2 positive.
 // Team-collective; ends with a team barrier.
 template <class T, class Member, class M>
-KOKKOS_INLINE_FUNCTION bool step_update_is_finite(const Member& m, int r, const M& S_new, T rho2, T q,
-                                                  T gnorm, T theta, T s2_new) {
+KOKKOS_INLINE_FUNCTION bool step_update_is_finite(const Member& m, int r, const M& S_new, T rho2, T q, T gnorm, T theta,
+                                                  T s2_new) {
   const bool finite = all_entries_finite(m, r, r, [&](const int a, const int c) { return S_new(a, c); });
   m.team_barrier();
-  return finite && kmath::isfinite(rho2) && kmath::isfinite(q) && kmath::isfinite(gnorm) &&
-         kmath::isfinite(theta) && kmath::isfinite(s2_new) && s2_new > T(0);
+  return finite && kmath::isfinite(rho2) && kmath::isfinite(q) && kmath::isfinite(gnorm) && kmath::isfinite(theta) &&
+         kmath::isfinite(s2_new) && s2_new > T(0);
 }
 
 // S <- L^T S L, symmetrized, for a lower-triangular L read as L(t, c) with

@@ -27,14 +27,14 @@
 #include <type_traits>
 #include <vector>
 
-#include <Kokkos_Core.hpp>
 #include <KokkosBlas3_gemm.hpp>
+#include <Kokkos_Core.hpp>
 
-#include "mosaic/util/kokkos_compat.hpp"
 #include "mosaic/algorithm/reference.hpp"
+#include "mosaic/algorithm/tridiagonal_eigen.hpp"
 #include "mosaic/engine/stream_batch.hpp"
 #include "mosaic/engine/transfer.hpp"
-#include "mosaic/algorithm/tridiagonal_eigen.hpp"
+#include "mosaic/util/kokkos_compat.hpp"
 
 namespace mosaic {
 
@@ -46,9 +46,9 @@ struct InitMomentsFunctor {
   using memory_space = typename ExecSpace::memory_space;
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> X;  // B x n0 x d
-  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Y;    // B x n0 x d centred
-  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> mu;    // B x d
-  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> sums;  // B x 3: raw2, non-finite, mu outside Scalar
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Y;        // B x n0 x d centred
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> mu;        // B x d
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> sums;      // B x 3: raw2, non-finite, mu outside Scalar
   int n0, d;
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
@@ -110,10 +110,9 @@ struct InitMomentsFunctor {
 // reference's (a non-finite sample, a rank-deficient start, a start outside
 // the dtype's range).
 template <class Scalar, class ExecSpace>
-std::vector<std::string> init_data_batch(StreamBatch<Scalar, ExecSpace>& sb,
-                                         Kokkos::View<const Scalar***, Kokkos::LayoutRight,
-                                                      typename ExecSpace::memory_space> X,
-                                         const MosaicParams& p) {
+std::vector<std::string> init_data_batch(
+    StreamBatch<Scalar, ExecSpace>& sb,
+    Kokkos::View<const Scalar***, Kokkos::LayoutRight, typename ExecSpace::memory_space> X, const MosaicParams& p) {
   using memory_space = typename ExecSpace::memory_space;
   using matrix = Kokkos::View<double**, Kokkos::LayoutLeft, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   const int B = sb.batch, d = sb.d, r = sb.r, n0 = int(X.extent(1));
@@ -134,8 +133,7 @@ std::vector<std::string> init_data_batch(StreamBatch<Scalar, ExecSpace>& sb,
       Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::init_gram")), B, n0, n0);
   for (int b = 0; b < B; ++b) {
     const matrix Yb(Y.data() + std::size_t(b) * per_stream, d, n0);
-    KokkosBlas::gemm("T", "N", 1.0 / double(n0), Yb, Yb, 0.0,
-                     matrix(K.data() + std::size_t(b) * n0 * n0, n0, n0));
+    KokkosBlas::gemm("T", "N", 1.0 / double(n0), Yb, Yb, 0.0, matrix(K.data() + std::size_t(b) * n0 * n0, n0, n0));
   }
   // Step 3 on the execution space, one thread per stream: K's symmetric
   // part (the mean of both triangles, which the gemm need not round alike)

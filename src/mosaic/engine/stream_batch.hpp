@@ -30,8 +30,8 @@
 
 #include <Kokkos_Core.hpp>
 
-#include "mosaic/engine/backend.hpp"
 #include "mosaic/algorithm/reference.hpp"
+#include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/transfer.hpp"
 
 namespace mosaic {
@@ -62,11 +62,11 @@ KOKKOS_INLINE_FUNCTION typename V::pointer_type stream_block_data(const V& v, in
 // Stream status codes (0 = healthy; anything else freezes the stream).
 enum BreakdownCode : int {
   breakdown_none = 0,
-  breakdown_nonfinite_sample = 1,  // the sample had a NaN/Inf entry
-  breakdown_s_not_spd = 2,         // S failed to factor (non-positive or non-finite LU pivot)
+  breakdown_nonfinite_sample = 1,     // the sample had a NaN/Inf entry
+  breakdown_s_not_spd = 2,            // S failed to factor (non-positive or non-finite LU pivot)
   breakdown_regularized_not_spd = 3,  // S + gamma s2 I failed to factor
-  breakdown_nonfinite_update = 4,  // the step would have produced non-finite numbers
-  breakdown_reorthonormalize = 5,  // U^T U failed to factor during Cholesky-QR
+  breakdown_nonfinite_update = 4,     // the step would have produced non-finite numbers
+  breakdown_reorthonormalize = 5,     // U^T U failed to factor during Cholesky-QR
 };
 
 inline const char* breakdown_name(int code) {
@@ -89,10 +89,10 @@ struct StreamBatch {
   using basis_view = Kokkos::View<Scalar***, Kokkos::LayoutStride, memory_space>;
 
   int batch = 0, d = 0, r = 0;
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> mu;   // B x d
-  basis_view U;                                                   // B x d x r (see above)
-  Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space> S;   // B x r x r
-  Kokkos::View<Scalar*, Kokkos::LayoutRight, memory_space> s2;    // B
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> mu;  // B x d
+  basis_view U;                                                  // B x d x r (see above)
+  Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space> S;  // B x r x r
+  Kokkos::View<Scalar*, Kokkos::LayoutRight, memory_space> s2;   // B
   // steps: MOSAIC steps taken (init samples excluded); clamped_steps: steps
   // whose covariance step was shortened to max_step; breakdown_step: value
   // of `steps` when the stream broke down (the 0-based index of the failed
@@ -111,21 +111,19 @@ struct StreamBatch {
   Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Rfac;  // B x r x r
   Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> factor_age, refactors;
   Kokkos::View<double*, Kokkos::LayoutRight, memory_space> solve_drift;
-  std::vector<std::uint64_t> stream_ids;    // global ids, host
+  std::vector<std::uint64_t> stream_ids;  // global ids, host
 
   StreamBatch() = default;
   StreamBatch(int batch_, int d_, int r_, std::vector<std::uint64_t> ids)
       : batch(batch_), d(d_), r(r_), stream_ids(std::move(ids)) {
     if (batch < 1 || d < 1 || r < 1 || r > d)
-      throw std::invalid_argument("StreamBatch: need batch >= 1 and 1 <= r <= d, got batch=" +
-                                  std::to_string(batch) + ", d=" + std::to_string(d) +
-                                  ", r=" + std::to_string(r));
+      throw std::invalid_argument("StreamBatch: need batch >= 1 and 1 <= r <= d, got batch=" + std::to_string(batch) +
+                                  ", d=" + std::to_string(d) + ", r=" + std::to_string(r));
     if (int(stream_ids.size()) != batch)
-      throw std::invalid_argument("StreamBatch: " + std::to_string(stream_ids.size()) +
-                                  " stream ids for a batch of " + std::to_string(batch));
+      throw std::invalid_argument("StreamBatch: " + std::to_string(stream_ids.size()) + " stream ids for a batch of " +
+                                  std::to_string(batch));
     mu = decltype(mu)("mosaic::mu", batch, d);
-    U = basis_view(Kokkos::view_alloc(std::string("mosaic::U")),
-                   BasisLayout<ExecSpace>::layout(batch, d, r));
+    U = basis_view(Kokkos::view_alloc(std::string("mosaic::U")), BasisLayout<ExecSpace>::layout(batch, d, r));
     S = decltype(S)("mosaic::S", batch, r, r);
     s2 = decltype(s2)("mosaic::s2", batch);
     steps = decltype(steps)("mosaic::steps", batch);
@@ -171,8 +169,8 @@ struct StreamBatch {
     check_index(b);
     if (st.d != d || st.r != r)
       throw std::invalid_argument("StreamBatch::from_host: state is d=" + std::to_string(st.d) +
-                                  ", r=" + std::to_string(st.r) + ", batch is d=" +
-                                  std::to_string(d) + ", r=" + std::to_string(r));
+                                  ", r=" + std::to_string(st.r) + ", batch is d=" + std::to_string(d) +
+                                  ", r=" + std::to_string(r));
     auto d_mu = Kokkos::subview(mu, b, Kokkos::ALL());
     auto d_U = Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL());
     auto d_S = Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL());
@@ -200,8 +198,8 @@ struct StreamBatch {
  private:
   void check_index(int b) const {
     if (b < 0 || b >= batch)
-      throw std::out_of_range("StreamBatch: stream index " + std::to_string(b) +
-                              " outside [0, " + std::to_string(batch) + ")");
+      throw std::out_of_range("StreamBatch: stream index " + std::to_string(b) + " outside [0, " +
+                              std::to_string(batch) + ")");
   }
   template <class V>
   static typename V::non_const_value_type read_scalar(const V& v, int b) {

@@ -14,9 +14,9 @@
 #include <cstddef>
 #include <type_traits>
 
-#include <Kokkos_Core.hpp>
-#include <KokkosBlas3_gemm.hpp>
 #include <KokkosKernels_config.h>
+#include <KokkosBlas3_gemm.hpp>
+#include <Kokkos_Core.hpp>
 
 namespace mosaic {
 
@@ -78,7 +78,9 @@ void strided_gemm_first(const StridedGemm<Scalar>& g) {
   using matrix = Kokkos::View<Scalar**, Kokkos::LayoutLeft, memory_space, unmanaged>;
   const int a_rows = g.transa == 'N' ? g.m : g.k, a_cols = g.transa == 'N' ? g.k : g.m;
   const int b_rows = g.transb == 'N' ? g.k : g.n, b_cols = g.transb == 'N' ? g.n : g.k;
-  const auto rows = [](const auto& v, int count) { return Kokkos::subview(v, Kokkos::make_pair(0, count), Kokkos::ALL()); };
+  const auto rows = [](const auto& v, int count) {
+    return Kokkos::subview(v, Kokkos::make_pair(0, count), Kokkos::ALL());
+  };
   const char ta[2] = {g.transa, '\0'}, tb[2] = {g.transb, '\0'};
   KokkosBlas::gemm(ta, tb, g.alpha, rows(const_matrix(g.a, g.lda, a_cols), a_rows),
                    rows(const_matrix(g.b, g.ldb, b_cols), b_rows), g.beta, rows(matrix(g.c, g.ldc, g.n), g.m));

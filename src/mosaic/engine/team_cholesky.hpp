@@ -92,7 +92,7 @@ KOKKOS_INLINE_FUNCTION bool team_cholesky_upper(const Member& m, double* A, long
 template <class Member>
 KOKKOS_INLINE_FUNCTION void team_cholesky_solve(const Member& m, const double* R, long ld, double* x, int r) {
   m.team_barrier();
-  double prev = 0;  // the last round's value: written once every thread has read it
+  double prev = 0;               // the last round's value: written once every thread has read it
   for (int k = 0; k < r; ++k) {  // R^T y = x
     const double yk = x[k] / R[k * ld + k];
     if (k > 0 && m.team_rank() == 0) x[k - 1] = prev;

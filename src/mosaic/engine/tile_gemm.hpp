@@ -58,8 +58,7 @@ KOKKOS_INLINE_FUNCTION constexpr int round_up(int n, int m) { return (n + m - 1)
 // C(0..MR, 0..W) += sum_{i0 <= i < i1} P(i, 0..MR) Q(i, 0..W) with P(i, a) at
 // P[i * ldp + a], Q(i, c) at Q[i * ldq + c], C(a, c) at C[a * ldc + c].
 template <class T, int W>
-KOKKOS_INLINE_FUNCTION void inner_tile(int i0, int i1, const T* P, int ldp, const T* Q, int ldq, T* C,
-                                       int ldc) {
+KOKKOS_INLINE_FUNCTION void inner_tile(int i0, int i1, const T* P, int ldp, const T* Q, int ldq, T* C, int ldc) {
   T acc[MR][W];
   for (int a = 0; a < MR; ++a)
     for (int c = 0; c < W; ++c) acc[a][c] = C[a * ldc + c];
@@ -110,21 +109,15 @@ KOKKOS_INLINE_FUNCTION void for_each_column_tile(int ncols, const F& f) {
 template <class T>
 KOKKOS_INLINE_FUNCTION void inner_tile_w(int width, int i0, int i1, const T* P, int ldp, const T* Q, int ldq, T* C,
                                          int ldc) {
-  if (width == NR<T>)
-    inner_tile<T, NR<T>>(i0, i1, P, ldp, Q, ldq, C, ldc);
-  else if (width == NR_MID<T>)
-    inner_tile<T, NR_MID<T>>(i0, i1, P, ldp, Q, ldq, C, ldc);
-  else
-    inner_tile<T, NR_TAIL<T>>(i0, i1, P, ldp, Q, ldq, C, ldc);
+  if (width == NR<T>) inner_tile<T, NR<T>>(i0, i1, P, ldp, Q, ldq, C, ldc);
+  else if (width == NR_MID<T>) inner_tile<T, NR_MID<T>>(i0, i1, P, ldp, Q, ldq, C, ldc);
+  else inner_tile<T, NR_TAIL<T>>(i0, i1, P, ldp, Q, ldq, C, ldc);
 }
 template <class T>
 KOKKOS_INLINE_FUNCTION void outer_tile_w(int width, int kk, const T* Pt, const T* Wm, int ldw, T* O, int ldo) {
-  if (width == NR<T>)
-    outer_tile<T, NR<T>>(kk, Pt, Wm, ldw, O, ldo);
-  else if (width == NR_MID<T>)
-    outer_tile<T, NR_MID<T>>(kk, Pt, Wm, ldw, O, ldo);
-  else
-    outer_tile<T, NR_TAIL<T>>(kk, Pt, Wm, ldw, O, ldo);
+  if (width == NR<T>) outer_tile<T, NR<T>>(kk, Pt, Wm, ldw, O, ldo);
+  else if (width == NR_MID<T>) outer_tile<T, NR_MID<T>>(kk, Pt, Wm, ldw, O, ldo);
+  else outer_tile<T, NR_TAIL<T>>(kk, Pt, Wm, ldw, O, ldo);
 }
 
 }  // namespace mosaic::tile

@@ -41,8 +41,7 @@ using HostCopy = Kokkos::View<typename V::non_const_data_type, Kokkos::LayoutRig
 // A View of V's memory space with V's data type, LayoutRight (const: over
 // a source's memory).
 template <class V>
-using ContiguousOn =
-    Kokkos::View<typename V::non_const_data_type, Kokkos::LayoutRight, typename V::memory_space>;
+using ContiguousOn = Kokkos::View<typename V::non_const_data_type, Kokkos::LayoutRight, typename V::memory_space>;
 template <class V>
 using ContiguousConstOn = Kokkos::View<typename V::const_data_type, Kokkos::LayoutRight, typename V::memory_space>;
 
@@ -110,7 +109,10 @@ struct CopyElements {
   std::size_t e1, e2, e3;
 
   CopyElements(const Dst& d, const Src& s)
-      : dst(d), src(s), e1(Dst::rank > 1 ? d.extent(1) : 1), e2(Dst::rank > 2 ? d.extent(2) : 1),
+      : dst(d),
+        src(s),
+        e1(Dst::rank > 1 ? d.extent(1) : 1),
+        e2(Dst::rank > 2 ? d.extent(2) : 1),
         e3(Dst::rank > 3 ? d.extent(3) : 1) {}
 
   void run() const {
@@ -130,8 +132,7 @@ struct CopyElements {
       const std::size_t i = flat / (e1 * e2), j = (flat / e2) % e1, k = flat % e2;
       dst(i, j, k) = src(i, j, k);
     } else {
-      const std::size_t i = flat / (e1 * e2 * e3), j = (flat / (e2 * e3)) % e1, k = (flat / e3) % e2,
-                        l = flat % e3;
+      const std::size_t i = flat / (e1 * e2 * e3), j = (flat / (e2 * e3)) % e1, k = (flat / e3) % e2, l = flat % e3;
       dst(i, j, k, l) = src(i, j, k, l);
     }
   }
@@ -163,7 +164,7 @@ template <class V>
 void copy_to_host(const HostCopy<V>& out, const V& v) {
   if (!impl::same_extents(out, v))
     throw std::invalid_argument("mosaic::transfer::copy_to_host: the host copy of '" + v.label() +
-                                  "' has other extents than it");
+                                "' has other extents than it");
   if (needs_pack(v)) {
     const auto packed = impl::allocate_like<ContiguousOn<V>>(v);
     impl::copy_elements(packed, v);
@@ -188,7 +189,7 @@ void copy_from_host(const V& v, const HostCopy<V>& in) {
   static_assert(!std::is_const_v<typename V::value_type>, "mosaic::transfer::copy_from_host: v is const");
   if (!impl::same_extents(in, v))
     throw std::invalid_argument("mosaic::transfer::copy_from_host: the host data for '" + v.label() +
-                                  "' has other extents than it");
+                                "' has other extents than it");
   if (needs_pack(v)) {
     const auto packed = impl::allocate_like<ContiguousOn<V>>(v);
     Kokkos::deep_copy(packed, in);
@@ -208,7 +209,7 @@ void copy_contiguous(const Dst& dst, const Src& src) {
                 "mosaic::transfer::copy_contiguous copies LayoutRight Views only");
   if (!impl::same_extents(dst, src))
     throw std::invalid_argument("mosaic::transfer::copy_contiguous: '" + src.label() + "' and '" + dst.label() +
-                                  "' have other extents");
+                                "' have other extents");
   Kokkos::deep_copy(dst, src);
   Kokkos::fence();
 }

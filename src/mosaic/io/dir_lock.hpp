@@ -37,9 +37,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mosaic/util/atomic_file.hpp"
-#include "mosaic/io/environment.hpp"
 #include "mosaic/config/run_config.hpp"
+#include "mosaic/io/environment.hpp"
+#include "mosaic/util/atomic_file.hpp"
 
 namespace mosaic {
 
@@ -91,11 +91,12 @@ inline std::string read_lock_file(int fd) {
 // "mosaic_miniapp pid 1234 on host h (started 2026-12-01T20:00:00Z, deck c.yaml)"
 inline std::string describe_holder(const std::string& text) {
   const nlohmann::json h = nlohmann::json::parse(text, nullptr, false);
-  if (!h.is_object() || !h.contains("pid"))
-    return "a run that has not written who it is (it may be starting now)";
-  auto field = [&](const char* k) { return h.contains(k) ? (h[k].is_string() ? h[k].get<std::string>() : h[k].dump()) : "?"; };
-  return field("program") + " pid " + field("pid") + " on host " + field("host") + " (started " +
-         field("started_utc") + ", deck " + field("deck") + ")";
+  if (!h.is_object() || !h.contains("pid")) return "a run that has not written who it is (it may be starting now)";
+  auto field = [&](const char* k) {
+    return h.contains(k) ? (h[k].is_string() ? h[k].get<std::string>() : h[k].dump()) : "?";
+  };
+  return field("program") + " pid " + field("pid") + " on host " + field("host") + " (started " + field("started_utc") +
+         ", deck " + field("deck") + ")";
 }
 
 // Takes the lock of the existing directory `dir`, used as `keys`, for the
@@ -107,8 +108,8 @@ inline DirectoryLock lock_directory(const std::string& dir, const std::string& k
   for (;;) {
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
-      throw std::runtime_error(path + ": cannot create the lock file of " + dir + " (" + keys + "): " +
-                               std::strerror(errno));
+      throw std::runtime_error(path + ": cannot create the lock file of " + dir + " (" + keys +
+                               "): " + std::strerror(errno));
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int e = errno;
       const std::string text = e == EWOULDBLOCK ? read_lock_file(fd) : "";
@@ -134,8 +135,8 @@ inline DirectoryLock lock_directory(const std::string& dir, const std::string& k
                   path.c_str(), describe_holder(previous).c_str());
     const std::string text = holder.dump() + "\n";
     if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, text.data(), text.size(), 0) != ssize_t(text.size()))
-      throw std::runtime_error(path + ": cannot write the lock file of " + dir + " (" + keys + "): " +
-                               std::strerror(errno));
+      throw std::runtime_error(path + ": cannot write the lock file of " + dir + " (" + keys +
+                               "): " + std::strerror(errno));
     return lock;
   }
 }
@@ -163,8 +164,7 @@ inline std::vector<DirectoryLock> lock_output_directories(const RunConfig& c, co
     std::error_code ec;
     fs::create_directories(w.dir, ec);
     if (ec)
-      throw std::runtime_error(w.dir + ": cannot create the " + w.what + " directory (" + w.key + "): " +
-                               ec.message());
+      throw std::runtime_error(w.dir + ": cannot create the " + w.what + " directory (" + w.key + "): " + ec.message());
     bool same = false;
     for (auto& u : uses)
       if (fs::equivalent(u.dir, w.dir, ec)) {
@@ -175,9 +175,8 @@ inline std::vector<DirectoryLock> lock_output_directories(const RunConfig& c, co
   }
   std::vector<DirectoryLock> locks;
   for (const auto& u : uses) {
-    const nlohmann::json holder = {{"program", "mosaic_miniapp"}, {"host", host_name()},
-                                   {"pid", (long long)::getpid()}, {"started_utc", started_utc},
-                                   {"deck", deck},                 {"directory", u.keys}};
+    const nlohmann::json holder = {{"program", "mosaic_miniapp"}, {"host", host_name()}, {"pid", (long long)::getpid()},
+                                   {"started_utc", started_utc},  {"deck", deck},        {"directory", u.keys}};
     locks.push_back(detail::lock_directory(u.dir, u.keys, holder));
   }
   return locks;

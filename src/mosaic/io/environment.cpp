@@ -1,7 +1,7 @@
 #include "mosaic/io/environment.hpp"
 
-#include "mosaic/io/build_info.hpp"
 #include "mosaic/engine/vendor_blas.hpp"
+#include "mosaic/io/build_info.hpp"
 
 #include <mpi.h>
 #include <sys/resource.h>
@@ -148,8 +148,7 @@ long long peak_rss_bytes() {
 long long device_memory_used_bytes() {
 #if defined(KOKKOS_ENABLE_CUDA)
   size_t free_bytes = 0, total_bytes = 0;
-  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
-    return (long long)(total_bytes - free_bytes);
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) return (long long)(total_bytes - free_bytes);
 #endif
   return -1;
 }
@@ -172,9 +171,8 @@ nlohmann::json build_environment() {
       {"compiler", compiler},
       {"build_type", build::build_type()},
       {"compile_flags", build::compile_flags()},
-      {"kokkos_version", std::to_string(KOKKOS_VERSION / 10000) + "." +
-                             std::to_string(KOKKOS_VERSION / 100 % 100) + "." +
-                             std::to_string(KOKKOS_VERSION % 100)},
+      {"kokkos_version", std::to_string(KOKKOS_VERSION / 10000) + "." + std::to_string(KOKKOS_VERSION / 100 % 100) +
+                             "." + std::to_string(KOKKOS_VERSION % 100)},
       {"kokkos_backends", enabled_backends()},
       {"kokkos_default_execution_space", Kokkos::DefaultExecutionSpace::name()},
       {"kokkos_arch", arch},
@@ -221,8 +219,8 @@ nlohmann::json collect_environment(nlohmann::json ranks) {
       {"kokkos_default_concurrency", (long long)Kokkos::DefaultExecutionSpace().concurrency()},
       {"mpi_library", mpi},
       {"environment_variables", openmp_and_kokkos_variables()},
-      {"openmp_binding", {{"OMP_PROC_BIND", variable_or_unset("OMP_PROC_BIND")},
-                          {"OMP_PLACES", variable_or_unset("OMP_PLACES")}}},
+      {"openmp_binding",
+       {{"OMP_PROC_BIND", variable_or_unset("OMP_PROC_BIND")}, {"OMP_PLACES", variable_or_unset("OMP_PLACES")}}},
       {"ranks", std::move(ranks)},
   });
 #if defined(KOKKOS_ENABLE_CUDA)

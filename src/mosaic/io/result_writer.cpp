@@ -54,7 +54,7 @@ void write_file_atomically(const std::string& path, const std::string& contents)
     ::close(fd);
     fail("rename failed", path);
   }
-  ::close(fd);  // the data are durable (fsync above): closing releases the lock only
+  ::close(fd);                          // the data are durable (fsync above): closing releases the lock only
   fsync_directory(directory_of(path));  // the rename itself durable
   remove_stale_temps(path);
 }

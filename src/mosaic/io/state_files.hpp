@@ -59,9 +59,8 @@ nlohmann::json write_state_files(const StreamBatch<Scalar, Exec>& batch, const R
   const long long per_stream = (long long)d * r;
   const long long total_streams = allreduce((long long)B, MPI_SUM, comm);
   if (total_streams * per_stream > (long long)INT_MAX)
-    throw std::runtime_error("output.state_dir: the states of " + std::to_string(total_streams) +
-                             " streams (d x r = " + std::to_string(per_stream) +
-                             ") are too large to gather to rank 0 in one message");
+    throw std::runtime_error("output.state_dir: the states of " + std::to_string(total_streams) + " streams (d x r = " +
+                             std::to_string(per_stream) + ") are too large to gather to rank 0 in one message");
   std::vector<Scalar> mu, U, S, s2;
   std::vector<std::int64_t> steps, status;
   const auto h_status = transfer::to_host(batch.status);
@@ -90,8 +89,10 @@ nlohmann::json write_state_files(const StreamBatch<Scalar, Exec>& batch, const R
   auto file = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
   const std::string manifest = file(kStateManifestName);
   if (::unlink(manifest.c_str()) != 0 && errno != ENOENT)
-    throw std::runtime_error(manifest + ": cannot remove the previous state set's manifest before writing a new "
-                             "set (" + std::strerror(errno) + ")");
+    throw std::runtime_error(manifest +
+                             ": cannot remove the previous state set's manifest before writing a new "
+                             "set (" +
+                             std::strerror(errno) + ")");
   fsync_directory(dir);
   nlohmann::json files = nlohmann::json::array();
   auto put = [&](const char* name, const std::vector<std::int64_t>& shape, const auto* data) {
@@ -109,11 +110,12 @@ nlohmann::json write_state_files(const StreamBatch<Scalar, Exec>& batch, const R
       {"format", "mosaic-states"},
       {"format_version", 1},
       {"written_utc", utc_timestamp()},
-      {"run", {{"deck_path", cfg.deck_path},
-               {"host", host_name()},
-               {"pid", (long long)::getpid()},
-               {"build", ckpt::build_info()},
-               {"resolved_deck", cfg.resolved}}},
+      {"run",
+       {{"deck_path", cfg.deck_path},
+        {"host", host_name()},
+        {"pid", (long long)::getpid()},
+        {"build", ckpt::build_info()},
+        {"resolved_deck", cfg.resolved}}},
       {"dtype", to_string(cfg.problem.dtype)},
       {"streams", n},
       {"d", d},

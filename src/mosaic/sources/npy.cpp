@@ -30,9 +30,7 @@
 namespace mosaic {
 namespace npy_detail {
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw NpyError(path + ": " + what);
-}
+[[noreturn]] void fail(const std::string& path, const std::string& what) { throw NpyError(path + ": " + what); }
 
 std::string quoted_bytes(const std::string& bytes, std::size_t max_len) {
   std::string out = "\"";
@@ -231,13 +229,21 @@ std::string directory_of(const std::string& path) {
 template <class T>
 const char* descr_of();
 template <>
-const char* descr_of<float>() { return "<f4"; }
+const char* descr_of<float>() {
+  return "<f4";
+}
 template <>
-const char* descr_of<double>() { return "<f8"; }
+const char* descr_of<double>() {
+  return "<f8";
+}
 template <>
-const char* descr_of<std::int64_t>() { return "<i8"; }
+const char* descr_of<std::int64_t>() {
+  return "<i8";
+}
 template <>
-const char* descr_of<std::uint64_t>() { return "<u8"; }
+const char* descr_of<std::uint64_t>() {
+  return "<u8";
+}
 
 void write_all(int fd, const void* data, std::size_t n, const std::string& path, const std::string& tmp) {
   const char* p = static_cast<const char*>(data);
@@ -267,7 +273,7 @@ NpyHeader parse_npy_header(const std::string& path) {
 
 std::string file_time_text(std::int64_t ns) {
   const std::time_t sec = std::time_t(ns / 1000000000);
-  std::tm tm {};
+  std::tm tm{};
   ::gmtime_r(&sec, &tm);
   char buf[64];
   const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
@@ -359,8 +365,8 @@ void NpyStreamReader::read_exact(std::size_t offset, void* dst, std::size_t n, s
 }
 
 template <class S, class T>
-void NpyStreamReader::read_values(std::size_t offset, std::size_t n, T* dst, std::size_t stride,
-                                  std::int64_t first, std::int64_t count) const {
+void NpyStreamReader::read_values(std::size_t offset, std::size_t n, T* dst, std::size_t stride, std::int64_t first,
+                                  std::int64_t count) const {
   if (std::is_same<S, T>::value && stride == 1) {
     read_exact(offset, dst, n * sizeof(T), first, count);
     return;
@@ -407,19 +413,14 @@ void NpyStreamReader::read_rows(std::int64_t first, std::int64_t count, T* dst) 
   const bool f8 = header_.dtype == NpyDtype::f8;
   if (!header_.fortran_order) {
     const std::size_t offset = header_.data_offset + std::size_t(first) * row_bytes();
-    if (f8)
-      read_values<double>(offset, n, dst, 1, first, count);
-    else
-      read_values<float>(offset, n, dst, 1, first, count);
+    if (f8) read_values<double>(offset, n, dst, 1, first, count);
+    else read_values<float>(offset, n, dst, 1, first, count);
   } else {
     // Column j holds rows [0, rows) contiguously at data_offset + j * rows * isz.
     for (int j = 0; j < cols_; ++j) {
-      const std::size_t offset =
-          header_.data_offset + (std::size_t(j) * std::size_t(rows_) + std::size_t(first)) * isz;
-      if (f8)
-        read_values<double>(offset, std::size_t(count), dst + j, std::size_t(cols_), first, count);
-      else
-        read_values<float>(offset, std::size_t(count), dst + j, std::size_t(cols_), first, count);
+      const std::size_t offset = header_.data_offset + (std::size_t(j) * std::size_t(rows_) + std::size_t(first)) * isz;
+      if (f8) read_values<double>(offset, std::size_t(count), dst + j, std::size_t(cols_), first, count);
+      else read_values<float>(offset, std::size_t(count), dst + j, std::size_t(cols_), first, count);
     }
   }
   // After the read: a write that began before it is seen here, so the rows
@@ -453,8 +454,8 @@ void NpyStreamReader::read_rows(std::int64_t first, std::int64_t count, T* dst) 
 NpyFingerprint NpyStreamReader::fingerprint(std::int64_t rows) const {
   if (fd_ < 0) fail(path_, "fingerprint of a moved-from reader");
   if (rows < 0 || rows > rows_)
-    fail(path_, "fingerprint of rows [0, " + std::to_string(rows) + "), but the file has " + std::to_string(rows_) +
-                    " rows");
+    fail(path_,
+         "fingerprint of rows [0, " + std::to_string(rows) + "), but the file has " + std::to_string(rows_) + " rows");
   NpyFingerprint fp;
   fp.path = path_;
   fp.file_bytes = header_.file_bytes;
@@ -546,8 +547,8 @@ NpyWritten write_npy(const std::string& path, const std::vector<std::int64_t>& s
   std::string tmp;
   const int fd = create_locked_temp(path, tmp);
   if (fd < 0)
-    fail(path, "cannot write: cannot create a temporary file in " + directory_of(path) + " (" +
-                   std::strerror(errno) + ")");
+    fail(path,
+         "cannot write: cannot create a temporary file in " + directory_of(path) + " (" + std::strerror(errno) + ")");
   const std::size_t data_bytes = std::size_t(elements) * sizeof(T);
   write_all(fd, preamble.data(), preamble.size(), path, tmp);
   write_all(fd, data, data_bytes, path, tmp);
@@ -566,7 +567,7 @@ NpyWritten write_npy(const std::string& path, const std::vector<std::int64_t>& s
     ::close(fd);
     fail(path, std::string("cannot write: rename failed (") + std::strerror(e) + ")");
   }
-  ::close(fd);  // the data are durable (fsync above): closing releases the lock only
+  ::close(fd);                          // the data are durable (fsync above): closing releases the lock only
   fsync_directory(directory_of(path));  // the rename itself durable
   remove_stale_temps(path);
   return {preamble.size() + data_bytes, crc32(data, data_bytes, crc32(preamble.data(), preamble.size()))};
@@ -591,6 +592,7 @@ std::uint32_t crc32(const void* data, std::size_t n, std::uint32_t crc) {
 template NpyWritten write_npy<float>(const std::string&, const std::vector<std::int64_t>&, const float*);
 template NpyWritten write_npy<double>(const std::string&, const std::vector<std::int64_t>&, const double*);
 template NpyWritten write_npy<std::int64_t>(const std::string&, const std::vector<std::int64_t>&, const std::int64_t*);
-template NpyWritten write_npy<std::uint64_t>(const std::string&, const std::vector<std::int64_t>&, const std::uint64_t*);
+template NpyWritten write_npy<std::uint64_t>(const std::string&, const std::vector<std::int64_t>&,
+                                             const std::uint64_t*);
 
 }  // namespace mosaic

@@ -40,15 +40,15 @@ enum class NpyDtype { f4, f8 };
 const char* npy_descr(NpyDtype dtype);
 
 struct NpyHeader {
-  int major = 1, minor = 0;           // format version: 1.0, 2.0 or 3.0
+  int major = 1, minor = 0;  // format version: 1.0, 2.0 or 3.0
   NpyDtype dtype = NpyDtype::f8;
   bool fortran_order = false;
-  std::vector<std::int64_t> shape;    // () for a 0-d array
-  std::size_t data_offset = 0;        // bytes from the start of the file to the data
-  std::size_t item_size = 8;          // 4 or 8
-  std::uint64_t data_bytes = 0;       // prod(shape) * item_size
-  std::uint64_t file_bytes = 0;       // size of the file when it was parsed (>= data_offset + data_bytes)
-  std::int64_t mtime_ns = 0;          // its modification time then, ns since the epoch
+  std::vector<std::int64_t> shape;  // () for a 0-d array
+  std::size_t data_offset = 0;      // bytes from the start of the file to the data
+  std::size_t item_size = 8;        // 4 or 8
+  std::uint64_t data_bytes = 0;     // prod(shape) * item_size
+  std::uint64_t file_bytes = 0;     // size of the file when it was parsed (>= data_offset + data_bytes)
+  std::int64_t mtime_ns = 0;        // its modification time then, ns since the epoch
 };
 
 // "2026-12-01T20:22:09.123456789Z": a file time (ns since the epoch) for messages.
@@ -65,10 +65,10 @@ struct NpyFingerprint {
   std::string path;
   std::uint64_t file_bytes = 0;
   std::int64_t mtime_ns = 0;
-  std::uint64_t header_fnv1a64 = 0;   // of the bytes before the data
-  std::int64_t rows = 0;              // the rows the content hash covers: [0, rows)
-  bool sampled = false;               // only kFingerprintBlocks blocks of the rows are hashed
-  std::uint64_t hashed_bytes = 0;     // data bytes hashed
+  std::uint64_t header_fnv1a64 = 0;  // of the bytes before the data
+  std::int64_t rows = 0;             // the rows the content hash covers: [0, rows)
+  bool sampled = false;              // only kFingerprintBlocks blocks of the rows are hashed
+  std::uint64_t hashed_bytes = 0;    // data bytes hashed
   std::uint64_t rows_fnv1a64 = 0;
 };
 constexpr int kFingerprintBlocks = 16;
@@ -186,8 +186,7 @@ extern template void NpyStreamReader::read_rows<double>(std::int64_t, std::int64
 // a multiple of 64 bytes. (Falls back to version 2.0 if the dict is longer
 // than 65535 bytes, as NumPy does.) `descr` is a dtype string such as "<f8".
 // For writers that stream their data (tests, tools).
-std::string npy_preamble(const std::string& descr, const std::vector<std::int64_t>& shape,
-                         bool fortran_order = false);
+std::string npy_preamble(const std::string& descr, const std::vector<std::int64_t>& shape, bool fortran_order = false);
 
 // What write_npy wrote: the file's size and its CRC-32 (crc32 below), for
 // the manifest of a state set (states.json, run.hpp).

@@ -26,11 +26,11 @@ using namespace npy_detail;
 struct PyValue {
   enum class Kind { str, integer, boolean, none, tuple, list, dict };
   Kind kind = Kind::none;
-  std::string str;                 // str
-  std::int64_t integer = 0;        // integer
-  bool boolean = false;            // boolean
-  std::vector<PyValue> items;      // tuple, list; dict values
-  std::vector<std::string> keys;   // dict keys (strings only), parallel to items
+  std::string str;                // str
+  std::int64_t integer = 0;       // integer
+  bool boolean = false;           // boolean
+  std::vector<PyValue> items;     // tuple, list; dict values
+  std::vector<std::string> keys;  // dict keys (strings only), parallel to items
 };
 
 std::string repr(const PyValue& v) {
@@ -49,8 +49,7 @@ std::string repr(const PyValue& v) {
     }
     case PyValue::Kind::dict: {
       std::string s = "{";
-      for (std::size_t i = 0; i < v.items.size(); ++i)
-        s += (i ? ", '" : "'") + v.keys[i] + "': " + repr(v.items[i]);
+      for (std::size_t i = 0; i < v.items.size(); ++i) s += (i ? ", '" : "'") + v.keys[i] + "': " + repr(v.items[i]);
       return s + "}";
     }
   }
@@ -290,8 +289,7 @@ NpyDtype parse_descr(const std::string& path, const std::string& descr, std::siz
     if (!digits.empty() && digits.size() <= 4 &&
         std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
       size = std::stol(digits);
-    else if (digits.empty())
-      size = 0;
+    else if (digits.empty()) size = 0;
   }
   const bool known = size >= 0 && !dtype_name(kind, size).empty();
   if (known && kind == 'f' && (size == 4 || size == 8) && order != '>') {
@@ -323,8 +321,7 @@ void interpret_dict(const std::string& path, const PyValue& dict, NpyHeader& h) 
                      "' (a .npy header has exactly 'descr', 'fortran_order' and 'shape')");
   auto get = [&](const char* key) -> const PyValue& {
     const auto it = std::find(dict.keys.begin(), dict.keys.end(), key);
-    if (it == dict.keys.end())
-      fail(path, std::string("malformed header: missing key '") + key + "' in " + repr(dict));
+    if (it == dict.keys.end()) fail(path, std::string("malformed header: missing key '") + key + "' in " + repr(dict));
     return dict.items[std::size_t(it - dict.keys.begin())];
   };
   const PyValue& descr = get("descr");

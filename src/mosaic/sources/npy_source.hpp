@@ -65,9 +65,9 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "mosaic/engine/transfer.hpp"
 #include "mosaic/sources/npy.hpp"
 #include "mosaic/sources/stream_source.hpp"
-#include "mosaic/engine/transfer.hpp"
 
 namespace mosaic {
 
@@ -77,8 +77,8 @@ namespace mosaic {
 // least `min_rows` rows, and its first `init_rows` rows are finite (in the run's
 // type T). Returns the file's row count; throws NpyError naming the file.
 template <class T>
-std::int64_t preflight_npy_file(const std::string& path, int d, std::int64_t min_rows,
-                                const std::string& min_rows_what, std::int64_t init_rows) {
+std::int64_t preflight_npy_file(const std::string& path, int d, std::int64_t min_rows, const std::string& min_rows_what,
+                                std::int64_t init_rows) {
   NpyStreamReader r(path, d);
   r.require_rows(min_rows, min_rows_what);
   if (init_rows > 0) {
@@ -109,12 +109,11 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   using execution_space = ExecSpace;
   using memory_space = typename ExecSpace::memory_space;
   using sample_view = Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space>;  // B x d
-  static constexpr bool host_accessible =
-      Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
+  static constexpr bool host_accessible = Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
 #if defined(KOKKOS_ENABLE_CUDA)
-  using host_buffer_space = std::conditional_t<host_accessible, memory_space,
-                                               std::conditional_t<std::is_same<ExecSpace, Kokkos::Cuda>::value,
-                                                                  Kokkos::CudaHostPinnedSpace, Kokkos::HostSpace>>;
+  using host_buffer_space = std::conditional_t<
+      host_accessible, memory_space,
+      std::conditional_t<std::is_same<ExecSpace, Kokkos::Cuda>::value, Kokkos::CudaHostPinnedSpace, Kokkos::HostSpace>>;
 #else
   using host_buffer_space = std::conditional_t<host_accessible, memory_space, Kokkos::HostSpace>;
 #endif
@@ -127,16 +126,16 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   // (NpyError on a bad one). `end_row`: rows the run will consume (init +
   // warm-up + steps); -1 = the shortest file's row count. Nothing is read
   // until the first generate / generate_block.
-  NpyStreamSource(const std::vector<std::string>& paths, std::vector<std::uint64_t> stream_ids, int d,
-                  int chunk_rows, std::int64_t end_row = -1)
+  NpyStreamSource(const std::vector<std::string>& paths, std::vector<std::uint64_t> stream_ids, int d, int chunk_rows,
+                  std::int64_t end_row = -1)
       : ids_(std::move(stream_ids)), d_(d), chunk_rows_(chunk_rows) {
     if (ids_.empty()) throw std::invalid_argument("NpyStreamSource: no streams");
     if (paths.size() != ids_.size())
       throw std::invalid_argument("NpyStreamSource: " + std::to_string(paths.size()) + " files for " +
                                   std::to_string(ids_.size()) + " streams");
     if (d < 1 || chunk_rows < 1)
-      throw std::invalid_argument("NpyStreamSource: need d >= 1 and chunk_rows >= 1, got d=" +
-                                  std::to_string(d) + ", chunk_rows=" + std::to_string(chunk_rows));
+      throw std::invalid_argument("NpyStreamSource: need d >= 1 and chunk_rows >= 1, got d=" + std::to_string(d) +
+                                  ", chunk_rows=" + std::to_string(chunk_rows));
     std::int64_t min_rows = std::numeric_limits<std::int64_t>::max();
     readers_.reserve(paths.size());
     for (const auto& p : paths) {
@@ -196,8 +195,8 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   void read_init(int n, init_view X) override {
     const std::int64_t first = 0;
     if (n < 1 || int(X.extent(0)) != batch() || int(X.extent(1)) != n || int(X.extent(2)) != d_)
-      throw std::invalid_argument("NpyStreamSource::read_init: X must be B x n x d = " +
-                                  std::to_string(batch()) + " x " + std::to_string(n) + " x " + std::to_string(d_));
+      throw std::invalid_argument("NpyStreamSource::read_init: X must be B x n x d = " + std::to_string(batch()) +
+                                  " x " + std::to_string(n) + " x " + std::to_string(d_));
     check_order(first, n, "read_init");
     wait_pending();
     const auto h = transfer::host_buffer(X);
@@ -224,8 +223,6 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
     next_row_ = first + n;
     return Kokkos::subview(dev_, Kokkos::ALL(), Kokkos::make_pair(j0, j0 + int(n)), Kokkos::ALL());
   }
-
-
 
   // Restart from a checkpoint (docs/CHECKPOINT.md): the next row consumed is
   // `row` (the rows before it are not read again); earlier.frozen[b] != 0:
@@ -289,9 +286,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
 
  private:
   using clock = std::chrono::steady_clock;
-  static double seconds_since(clock::time_point t0) {
-    return std::chrono::duration<double>(clock::now() - t0).count();
-  }
+  static double seconds_since(clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); }
 
   struct ReadResult {
     double seconds = 0;
@@ -307,8 +302,9 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
 
   void check_order(std::int64_t first, std::int64_t n, const char* what) const {
     if (first != next_row_)
-      throw std::invalid_argument(std::string("NpyStreamSource::") + what + ": rows are consumed in order; expected row " +
-                                  std::to_string(next_row_) + ", got " + std::to_string(first));
+      throw std::invalid_argument(std::string("NpyStreamSource::") + what +
+                                  ": rows are consumed in order; expected row " + std::to_string(next_row_) + ", got " +
+                                  std::to_string(first));
     if (first + n > end_row_)
       throw std::out_of_range(std::string("NpyStreamSource::") + what + ": rows [" + std::to_string(first) + ", " +
                               std::to_string(first + n) + ") requested, but the run was set up for " +

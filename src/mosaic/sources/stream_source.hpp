@@ -19,8 +19,8 @@
 
 #include <Kokkos_Core.hpp>
 
-#include "mosaic/sources/npy.hpp"
 #include "mosaic/engine/stream_batch.hpp"
+#include "mosaic/sources/npy.hpp"
 
 namespace mosaic {
 
@@ -34,11 +34,11 @@ struct SourceDataError {
 
 // I/O accounting of a source that reads files.
 struct SourceIoStats {
-  std::uint64_t bytes_read = 0;   // data bytes copied out of the files
-  double read_seconds = 0;        // time spent reading (reader thread + synchronous reads)
-  double stall_seconds = 0;       // main-thread time blocked on reads
-  double copy_seconds = 0;        // host-to-device copies of staged chunks
-  std::int64_t chunks = 0;        // chunks staged
+  std::uint64_t bytes_read = 0;  // data bytes copied out of the files
+  double read_seconds = 0;       // time spent reading (reader thread + synchronous reads)
+  double stall_seconds = 0;      // main-thread time blocked on reads
+  double copy_seconds = 0;       // host-to-device copies of staged chunks
+  std::int64_t chunks = 0;       // chunks staged
   std::int64_t chunk_rows = 0;
   std::int64_t files = 0;
   std::vector<SourceDataError> data_errors;
@@ -121,8 +121,7 @@ class StreamSource {
 
   // Accuracy of the states at `step` (the index of the last row consumed)
   // against the truth; none for a source that does not know its truth.
-  virtual std::optional<TruthAccuracy> accuracy(const StreamBatch<Scalar, ExecSpace>& sb,
-                                                std::int64_t step) const = 0;
+  virtual std::optional<TruthAccuracy> accuracy(const StreamBatch<Scalar, ExecSpace>& sb, std::int64_t step) const = 0;
 };
 
 }  // namespace mosaic

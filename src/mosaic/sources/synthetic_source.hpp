@@ -29,21 +29,21 @@
 #include <string>
 #include <vector>
 
-#include <Kokkos_Core.hpp>
 #include <KokkosBlas3_gemm.hpp>
 #include <KokkosBlas3_trsm.hpp>
+#include <Kokkos_Core.hpp>
 
+#include "mosaic/algorithm/host_linalg.hpp"
+#include "mosaic/algorithm/rounded.hpp"
+#include "mosaic/algorithm/synthetic.hpp"
+#include "mosaic/algorithm/tridiagonal_eigen.hpp"
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/batch_diagnostics.hpp"
-#include "mosaic/algorithm/host_linalg.hpp"
-#include "mosaic/util/host_parallel.hpp"
-#include "mosaic/algorithm/rounded.hpp"
 #include "mosaic/engine/stream_batch.hpp"
+#include "mosaic/engine/transfer.hpp"
 #include "mosaic/sources/impl/synthetic_kernels.hpp"
 #include "mosaic/sources/stream_source.hpp"
-#include "mosaic/algorithm/synthetic.hpp"
-#include "mosaic/engine/transfer.hpp"
-#include "mosaic/algorithm/tridiagonal_eigen.hpp"
+#include "mosaic/util/host_parallel.hpp"
 
 namespace mosaic {
 
@@ -130,8 +130,8 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   void read_init(int n, init_view X) override { generate_block(0, n, X); }
   block_view next_block(std::int64_t first, int max_n) override {
     if (int(block_.extent(1)) < max_n)
-      block_ = out_block_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("synthetic::block")),
-                              batch(), max_n, spec_.d);
+      block_ = out_block_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("synthetic::block")), batch(),
+                              max_n, spec_.d);
     // A B x max_n x d view over the buffer's memory (LayoutRight: contiguous).
     const out_block_view X(block_.data(), batch(), max_n, spec_.d);
     generate_block(first, max_n, X);
@@ -140,8 +140,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   SourcePosition position_at(std::int64_t) const override { return {}; }
   void resume_at(std::int64_t, SourcePosition) override {}
   std::optional<SourceIoStats> io_report() override { return std::nullopt; }
-  std::optional<TruthAccuracy> accuracy(const StreamBatch<Scalar, ExecSpace>& sb,
-                                        std::int64_t step) const override {
+  std::optional<TruthAccuracy> accuracy(const StreamBatch<Scalar, ExecSpace>& sb, std::int64_t step) const override {
     return truth_accuracy(sb, step);
   }
 
@@ -154,9 +153,8 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   // with its frozen state.
   TruthAccuracy truth_accuracy(const StreamBatch<Scalar, ExecSpace>& sb, std::int64_t step) const {
     if (sb.batch != batch() || sb.d != spec_.d)
-      throw std::invalid_argument("SyntheticDriftSource::accuracy: batch has B=" +
-                                  std::to_string(sb.batch) + ", d=" + std::to_string(sb.d) +
-                                  ", source has B=" + std::to_string(batch()) +
+      throw std::invalid_argument("SyntheticDriftSource::accuracy: batch has B=" + std::to_string(sb.batch) +
+                                  ", d=" + std::to_string(sb.d) + ", source has B=" + std::to_string(batch()) +
                                   ", d=" + std::to_string(spec_.d));
     using work_view = Kokkos::View<double***, Kokkos::LayoutRight, memory_space>;
     const int B = batch(), d = spec_.d, rs = spec_.r, rt = sb.r, k = std::min(rs, rt);
@@ -165,8 +163,8 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
     // Work arrays kept between calls (as the diagnostics' DiagnosticsWork).
     accuracy_work_.reserve(B, d, rt);
     if (int(truth_rows_.extent(1)) != rows || int(products_.extent(1)) != rt) {
-      truth_rows_ = work_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::truth_rows")), B,
-                              rows, rs);
+      truth_rows_ =
+          work_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::truth_rows")), B, rows, rs);
       products_ =
           work_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::truth_products")), B, rt, rs);
       converged_ = Kokkos::View<int*, Kokkos::LayoutRight, memory_space>("mosaic::truth_eigen_converged", B);
@@ -197,10 +195,10 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
     const auto S = sb.S;
     Kokkos::parallel_for(
         "mosaic::truth_spectrum", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const int b) {
-          converged(b) = detail::symmetric_part_eigenvalues(
-                             Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()),
-                             Kokkos::subview(A, b, Kokkos::ALL(), Kokkos::ALL()), Kokkos::subview(eig, b, 0, Kokkos::ALL()),
-                             Kokkos::subview(eig, b, 1, Kokkos::ALL()), rt)
+          converged(b) = detail::symmetric_part_eigenvalues(Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()),
+                                                            Kokkos::subview(A, b, Kokkos::ALL(), Kokkos::ALL()),
+                                                            Kokkos::subview(eig, b, 0, Kokkos::ALL()),
+                                                            Kokkos::subview(eig, b, 1, Kokkos::ALL()), rt)
                              ? 1
                              : 0;
         });
@@ -284,7 +282,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
     csb_ = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>("synthetic::cs_block", 2, n);
     csb_host_ = transfer::host_buffer(csb_);
     latentb_ = Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("synthetic::latent_block", batch(),
-                                                                           2 * spec_.r, padded(n));
+                                                                          2 * spec_.r, padded(n));
   }
 
   // Samples first_step .. first_step + n - 1 of every stream into X (n <= the
@@ -302,9 +300,9 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
     // A B x 2r x n_pad view over the work array's memory (LayoutRight).
     const Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent(latentb_.data(), batch(), 2 * spec_.r,
                                                                             n_pad);
-    Kokkos::parallel_for("mosaic::synthetic_latent", Kokkos::RangePolicy<ExecSpace>(0, batch() * spec_.r * n_pad),
-                         detail::SynthLatentFunctor<ExecSpace>{spec_, sqrt_lambda_, ids_d_, csb_, latent, first_step, n,
-                                                               n_pad});
+    Kokkos::parallel_for(
+        "mosaic::synthetic_latent", Kokkos::RangePolicy<ExecSpace>(0, batch() * spec_.r * n_pad),
+        detail::SynthLatentFunctor<ExecSpace>{spec_, sqrt_lambda_, ids_d_, csb_, latent, first_step, n, n_pad});
     const int groups = (spec_.d + 3) / 4;
     Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(0, batch() * groups),
                          detail::SynthFunctor<Scalar, ExecSpace, OutView>{spec_, V0_, W0_, mean_, noise_std_, latent,
@@ -313,15 +311,14 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
 
   void check(std::size_t b, std::size_t d, const char* what) const {
     if (int(b) != batch() || int(d) != spec_.d)
-      throw std::invalid_argument(std::string("SyntheticDriftSource::") + what + ": X is " +
-                                  std::to_string(b) + " x .. x " + std::to_string(d) +
-                                  ", expected B=" + std::to_string(batch()) +
+      throw std::invalid_argument(std::string("SyntheticDriftSource::") + what + ": X is " + std::to_string(b) +
+                                  " x .. x " + std::to_string(d) + ", expected B=" + std::to_string(batch()) +
                                   ", d=" + std::to_string(spec_.d));
   }
 
   SyntheticSpec spec_;
   std::vector<std::uint64_t> ids_;
-  basis_view V0_, W0_;  // the first and last r columns of one B x d_pad x 2r array
+  basis_view V0_, W0_;                    // the first and last r columns of one B x d_pad x 2r array
   std::vector<double> noise_variance_;    // per stream: what s2 should estimate
   std::vector<double> truth_orth_error_;  // per stream: max |[V0 W0]^T [V0 W0] - I|
   mat_view mean_, noise_std_;

@@ -85,7 +85,8 @@ inline void test_hooks_before_rename(const std::string& target) {
 
 // Whether `path` still names the file open as `fd` (not removed, not replaced).
 inline bool same_file(int fd, const std::string& path) {
-  struct stat open_file {}, named {};
+  struct stat open_file {
+  }, named{};
   return ::fstat(fd, &open_file) == 0 && ::stat(path.c_str(), &named) == 0 && open_file.st_dev == named.st_dev &&
          open_file.st_ino == named.st_ino;
 }

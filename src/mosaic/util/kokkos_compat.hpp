@@ -6,8 +6,8 @@
 // rank-2 one is KokkosBlas::TeamGemv). Checked: 3.4.01 and 4.6.01.
 #pragma once
 
-#include <Kokkos_Core.hpp>
 #include <KokkosKernels_config.h>
+#include <Kokkos_Core.hpp>
 #if defined(KOKKOSKERNELS_VERSION) && KOKKOSKERNELS_VERSION >= 40000
 #include <KokkosBlas2_team_gemv.hpp>
 #else
@@ -47,8 +47,8 @@ template <class Member, class Scalar, class AV, class XV, class YV>
 KOKKOS_INLINE_FUNCTION void team_gemv_blocked(const Member& m, Scalar alpha, const AV& A, const XV& x, Scalar beta,
                                               const YV& y) {
 #if defined(KOKKOSKERNELS_VERSION) && KOKKOSKERNELS_VERSION >= 40000
-  KokkosBlas::TeamGemv<Member, KokkosBlas::Trans::NoTranspose, KokkosBlas::Algo::Gemv::Blocked>::invoke(m, alpha, A,
-                                                                                                      x, beta, y);
+  KokkosBlas::TeamGemv<Member, KokkosBlas::Trans::NoTranspose, KokkosBlas::Algo::Gemv::Blocked>::invoke(m, alpha, A, x,
+                                                                                                        beta, y);
 #else
   KokkosBatched::TeamGemv<Member, KokkosBatched::Trans::NoTranspose, KokkosBatched::Algo::Gemv::Blocked>::invoke(
       m, alpha, A, x, beta, y);

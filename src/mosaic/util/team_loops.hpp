@@ -64,9 +64,8 @@ KOKKOS_INLINE_FUNCTION void copy_shift_diagonal(const Member& m, int r, const Sr
 template <class Member, class F>
 KOKKOS_INLINE_FUNCTION void team_share(const Member& m, int n, const F& f) {
   const int ts = m.team_size();
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(m, ts), [&](const int part) {
-    f(int((long(n) * part) / ts), int((long(n) * (part + 1)) / ts));
-  });
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(m, ts),
+                       [&](const int part) { f(int((long(n) * part) / ts), int((long(n) * (part + 1)) / ts)); });
 }
 
 // f(i) for every i in [lo, hi), spread over the team: on devices

@@ -44,8 +44,8 @@ class Loader {
   struct SweepEntry {
     std::string path;
     YAML::Node list;
-    Origin origin;                 // the key (file) or the --set argument
-    std::vector<Value> values;     // checked
+    Origin origin;              // the key (file) or the --set argument
+    std::vector<Value> values;  // checked
   };
 
   std::string deck_;
@@ -67,8 +67,7 @@ class Loader {
     switch (o.kind) {
       case Origin::file:
         if (!o.mark.is_null())
-          return deck_ + ":" + std::to_string(o.mark.line + 1) + ":" +
-                 std::to_string(o.mark.column + 1);
+          return deck_ + ":" + std::to_string(o.mark.line + 1) + ":" + std::to_string(o.mark.column + 1);
         return deck_;
       case Origin::override_: return deck_ + ": --set " + o.text;
       case Origin::none: return deck_;
@@ -78,8 +77,8 @@ class Loader {
   [[noreturn]] void fail(const Origin& o, const std::string& what) const {
     throw DeckError(where(o) + ": " + context_ + what);
   }
-  [[noreturn]] void fail_value(const Origin& o, const std::string& label, const KeySpec& k,
-                               const BadValue& b, const std::string& extra) const {
+  [[noreturn]] void fail_value(const Origin& o, const std::string& label, const KeySpec& k, const BadValue& b,
+                               const std::string& extra) const {
     if (b.found.empty()) fail(o, label + ": " + extra);
     fail(o, label + ": expected " + k.expected() + ", found " + b.found + extra);
   }
@@ -88,7 +87,6 @@ class Loader {
   Origin value_origin(const YAML::Node& key, const YAML::Node& value) const {
     return value.IsNull() ? at(key) : at(value);
   }
-
 
   // ---- parse (deck_loading.cpp)
   YAML::Node parse(const std::string& text);
@@ -100,14 +98,13 @@ class Loader {
   // A key group given as a mapping in the deck, e.g. output.checkpoint.
   void read_group(const std::string& path, const YAML::Node& key, const YAML::Node& body);
 
-  void check_duplicate(std::map<std::string, Origin>& seen, const std::string& name,
-                       const YAML::Node& key, const std::string& label) const;
+  void check_duplicate(std::map<std::string, Origin>& seen, const std::string& name, const YAML::Node& key,
+                       const std::string& label) const;
 
   // A sweep key path must name a leaf key of the schema.
   void check_sweep_path(const std::string& path, const Origin& o) const;
 
-  void add_sweep(const std::string& path, const YAML::Node& list, const Origin& key_origin,
-                 const Origin& value_origin);
+  void add_sweep(const std::string& path, const YAML::Node& list, const Origin& key_origin, const Origin& value_origin);
 
   void read_sweep(const YAML::Node& key, const YAML::Node& body);
 

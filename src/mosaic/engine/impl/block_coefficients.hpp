@@ -24,8 +24,23 @@ namespace detail {
 
 // Indices of the double work vectors of one stream.
 enum BlockVec : int {
-  bv_c = 0, bv_m, bv_gc, bv_hc, bv_z, bv_w, bv_g, bv_gh, bv_u, bv_alpha, bv_beta, bv_gb, bv_hb,
-  bv_av, bv_bv, bv_x, bv_count
+  bv_c = 0,
+  bv_m,
+  bv_gc,
+  bv_hc,
+  bv_z,
+  bv_w,
+  bv_g,
+  bv_gh,
+  bv_u,
+  bv_alpha,
+  bv_beta,
+  bv_gb,
+  bv_hb,
+  bv_av,
+  bv_bv,
+  bv_x,
+  bv_count
 };
 // Indices of the double r x r work matrices of one stream
 // (At = A^T; W0 = U0^T U0, measured when the block ends with a Cholesky-QR.)
@@ -63,7 +78,6 @@ struct BlockCoefficients {
   // Unit roundoff of the scalar type of D, G and H (the unresolved-residual test).
   static constexpr double scalar_eps = double(std::numeric_limits<Scalar>::epsilon());
   int refactor_every = 64;
-
 
   // y(a) (+)= sum_{j < J} M(j, a) x(j) for a < n, row j of M at Mp + j * ldm
   // (unit stride): every y(a) is one running sum in increasing j, vectorized
@@ -150,9 +164,7 @@ struct BlockCoefficients {
     const std::int64_t age = factor_age(b);
     if (age >= 0 && age < refactor_every) return true;
     auto F = Kokkos::subview(dM, b, int(bm_F), Kokkos::ALL(), Kokkos::ALL());
-    for_each_entry(m, r, r, [&](const int a, const int e) {
-      F(a, e) = dM(b, bm_S, a, e);
-    });
+    for_each_entry(m, r, r, [&](const int a, const int e) { F(a, e) = dM(b, bm_S, a, e); });
     if (!cholesky_upper(m, F, r)) return false;
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
       if (age >= 0) {
@@ -181,9 +193,9 @@ struct BlockCoefficients {
   KOKKOS_INLINE_FUNCTION int coef_step(const member_type& m, int b, int t, bool& clamped, bool& unresolved) const {
     const int r = base.r, T = t;
     auto V = [&](int k) { return Kokkos::subview(dv, b, k, Kokkos::ALL()); };
-    const auto c = V(bv_c), mv = V(bv_m), gc = V(bv_gc), hc = V(bv_hc), z = V(bv_z), w = V(bv_w),
-               g = V(bv_g), gh = V(bv_gh), u = V(bv_u), alpha = V(bv_alpha), beta = V(bv_beta),
-               gb = V(bv_gb), hb = V(bv_hb), av = V(bv_av), bvv = V(bv_bv), xv = V(bv_x);
+    const auto c = V(bv_c), mv = V(bv_m), gc = V(bv_gc), hc = V(bv_hc), z = V(bv_z), w = V(bv_w), g = V(bv_g),
+               gh = V(bv_gh), u = V(bv_u), alpha = V(bv_alpha), beta = V(bv_beta), gb = V(bv_gb), hb = V(bv_hb),
+               av = V(bv_av), bvv = V(bv_bv), xv = V(bv_x);
     auto S = Kokkos::subview(dM, b, int(bm_S), Kokkos::ALL(), Kokkos::ALL());
     auto Sp = Kokkos::subview(dM, b, int(bm_Sp), Kokkos::ALL(), Kokkos::ALL());
     auto F = Kokkos::subview(dM, b, int(bm_F), Kokkos::ALL(), Kokkos::ALL());
@@ -252,13 +264,9 @@ struct BlockCoefficients {
     const double cc = q > 0.0 ? kmath::expm1(eta * q) / q : eta;
     const double decay = kmath::exp(-eta);
     if (base.exact) {
-      for_each_entry(m, r, r, [&](const int a, const int e) {
-        Sp(a, e) = decay * (S(a, e) + cc * z(a) * z(e));
-      });
+      for_each_entry(m, r, r, [&](const int a, const int e) { Sp(a, e) = decay * (S(a, e) + cc * z(a) * z(e)); });
     } else {
-      for_each_entry(m, r, r, [&](const int a, const int e) {
-        Sp(a, e) = (1 - eta) * S(a, e) + eta * z(a) * z(e);
-      });
+      for_each_entry(m, r, r, [&](const int a, const int e) { Sp(a, e) = (1 - eta) * S(a, e) + eta * z(a) * z(e); });
     }
 
     // Subspace direction g (old S).
@@ -283,8 +291,8 @@ struct BlockCoefficients {
     gnorm = kmath::sqrt(gnorm);
 
     // Rotation angle and transport of S'.
-    const FrameRotation<double> rot = rotate_frame_transport_S<double>(
-        m, r, rho, gnorm, double(base.tiny), double(base.eta_U), s2_old, g, gh, u, Sp);
+    const FrameRotation<double> rot =
+        rotate_frame_transport_S<double>(m, r, rho, gnorm, double(base.tiny), double(base.eta_U), s2_old, g, gh, u, Sp);
     const bool rotate = rot.rotate;
     const double theta = rot.theta, sn = rot.sn, cm1 = rot.cm1;
     const double s2_new = (1 - double(base.eta_s)) * s2_old + double(base.eta_s) * rho2 / double(base.d - r);
@@ -327,8 +335,10 @@ struct BlockCoefficients {
     if (rotate) {
       rows_times(m, r, r, dAtp, r, &gh(0), &av(0), false);   // A gh
       rows_times(m, T, r, dBtp, K, &gh(0), &bvv(0), false);  // B gh
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int p) { av(p) = cm1 * av(p) + sn * alpha(p) / rho; });
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) { bvv(j) = cm1 * bvv(j) + sn * beta(j) / rho; });
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r),
+                           [&](const int p) { av(p) = cm1 * av(p) + sn * alpha(p) / rho; });
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T),
+                           [&](const int j) { bvv(j) = cm1 * bvv(j) + sn * beta(j) / rho; });
       m.team_barrier();
       team_share(m, r, [&](const int lo, const int hi) {
         for (int p = lo; p < hi; ++p) {  // A(p, :) += coef(p) gh^T
@@ -355,10 +365,7 @@ struct BlockCoefficients {
     }
     symmetrize(m, r, Sp, S);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) { mv(j) += double(base.eta_mu) * c(j); });
-    if (maintained)
-      for_each_entry(m, r, r, [&](const int a, const int e) {
-        Rfac(b, a, e) = F(a, e);
-      });
+    if (maintained) for_each_entry(m, r, r, [&](const int a, const int e) { Rfac(b, a, e) = F(a, e); });
     m.team_barrier();
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
       dsc(b, 0) = s2_new;

@@ -29,8 +29,8 @@ struct BlockGemmWork<Scalar, ExecSpace, gemm::HostTiled> {
   using scratch_view =
       Kokkos::View<Scalar*, Kokkos::LayoutRight, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
   static constexpr int materialize_chunk_panels = 32;  // rows packed at once in materialize: 32 MR
-  view_t<Scalar***> wC;  // B x (r + k + MR) x ldq
-  view_t<Scalar***> wW;  // B x (r + k) x ldw
+  view_t<Scalar***> wC;                                // B x (r + k + MR) x ldq
+  view_t<Scalar***> wW;                                // B x (r + k) x ldw
   int ldq = 0, ldw = 0, dc = 0, rk = 0;
 
   void allocate(int B, int d, int r, int K) {
@@ -53,14 +53,15 @@ struct BlockGemmWork<Scalar, ExecSpace, gemm::HostTiled> {
   template <class Policy>
   Policy with_scratch(Policy p) const {
     const std::size_t team = scratch_view::shmem_size(std::size_t(dc) * ldq);
-    const std::size_t thread = scratch_view::shmem_size(std::size_t(rk) * materialize_chunk_panels * tile::MR +
-                                                        std::size_t(tile::MR) * ldw);
+    const std::size_t thread =
+        scratch_view::shmem_size(std::size_t(rk) * materialize_chunk_panels * tile::MR + std::size_t(tile::MR) * ldw);
     return p.set_scratch_size(1, Kokkos::PerTeam(team), Kokkos::PerThread(thread));
   }
 };
 
 template <class Base, class Gemm>
-KOKKOS_INLINE_FUNCTION int BlockFunctor<Base, Gemm>::form_gh(gemm::HostTiled, const member_type& m, int b, bool with_w0) const {
+KOKKOS_INLINE_FUNCTION int BlockFunctor<Base, Gemm>::form_gh(gemm::HostTiled, const member_type& m, int b,
+                                                             bool with_w0) const {
   const int d = base.d, r = base.r, K = n;
   const int p_begin = with_w0 ? 0 : r;
   const int nrow_tiles = (r + K - p_begin + tile::MR - 1) / tile::MR;
@@ -99,7 +100,8 @@ KOKKOS_INLINE_FUNCTION int BlockFunctor<Base, Gemm>::form_gh(gemm::HostTiled, co
         const int p0 = p_begin + rt * tile::MR;
         tile::for_each_column_tile<Scalar>(ncols, [&](const int c0, const int width) {
           if (c0 > p0 + tile::MR - 1) return;  // strictly upper part
-          tile::inner_tile_w(width, 0, rows, Qp + p0, gw.ldq, Qp + c0, gw.ldq, C + std::size_t(p0) * gw.ldq + c0, gw.ldq);
+          tile::inner_tile_w(width, 0, rows, Qp + p0, gw.ldq, Qp + c0, gw.ldq, C + std::size_t(p0) * gw.ldq + c0,
+                             gw.ldq);
         });
       }
     });
@@ -140,7 +142,8 @@ KOKKOS_INLINE_FUNCTION int BlockFunctor<Base, Gemm>::form_gh(gemm::HostTiled, co
 }
 
 template <class Base, class Gemm>
-KOKKOS_INLINE_FUNCTION void BlockFunctor<Base, Gemm>::materialize(gemm::HostTiled, const member_type& m, int b, int K) const {
+KOKKOS_INLINE_FUNCTION void BlockFunctor<Base, Gemm>::materialize(gemm::HostTiled, const member_type& m, int b,
+                                                                  int K) const {
   const int d = base.d, r = base.r;
   const Basis Ub{&base.U(b, 0, 0), d, r};
   const int kk = r + K;

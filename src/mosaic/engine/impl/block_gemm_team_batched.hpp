@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include <Kokkos_Core.hpp>
 #include <KokkosBatched_Gemm_Decl.hpp>
 #include <KokkosBatched_Gemm_Team_Impl.hpp>
+#include <Kokkos_Core.hpp>
 
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/impl/blocked_step_decl.hpp"
@@ -22,11 +22,11 @@ template <class Scalar, class ExecSpace>
 struct BlockGemmWork<Scalar, ExecSpace, gemm::TeamBatched> {
   template <class DataType>
   using view_t = Kokkos::View<DataType, Kokkos::LayoutRight, typename ExecSpace::memory_space>;
-  view_t<Scalar***> wX;   // B x d x k: D
-  view_t<Scalar***> wG;   // B x k x r: G^T
-  view_t<Scalar***> wH;   // B x k x k
-  view_t<Scalar***> wAs;  // B x r x r: A in the scalar type; U0^T U0 before the steps
-  view_t<Scalar***> wBs;  // B x k x r: B in the scalar type
+  view_t<Scalar***> wX;                                     // B x d x k: D
+  view_t<Scalar***> wG;                                     // B x k x r: G^T
+  view_t<Scalar***> wH;                                     // B x k x k
+  view_t<Scalar***> wAs;                                    // B x r x r: A in the scalar type; U0^T U0 before the steps
+  view_t<Scalar***> wBs;                                    // B x k x r: B in the scalar type
   typename StreamBatch<Scalar, ExecSpace>::basis_view wUn;  // B x d x r: new U
 
   void allocate(int B, int d, int r, int K) {
@@ -35,8 +35,7 @@ struct BlockGemmWork<Scalar, ExecSpace, gemm::TeamBatched> {
     wH = view_t<Scalar***>("mosaic::block_H", B, K, K);
     wAs = view_t<Scalar***>("mosaic::block_As", B, r, r);
     wBs = view_t<Scalar***>("mosaic::block_Bs", B, K, r);
-    wUn = decltype(wUn)(Kokkos::view_alloc(std::string("mosaic::block_Unew")),
-                        BasisLayout<ExecSpace>::layout(B, d, r));
+    wUn = decltype(wUn)(Kokkos::view_alloc(std::string("mosaic::block_Unew")), BasisLayout<ExecSpace>::layout(B, d, r));
   }
   // No scratch memory.
   template <class Policy>
@@ -46,7 +45,8 @@ struct BlockGemmWork<Scalar, ExecSpace, gemm::TeamBatched> {
 };
 
 template <class Base, class Gemm>
-KOKKOS_INLINE_FUNCTION int BlockFunctor<Base, Gemm>::form_gh(gemm::TeamBatched, const member_type& m, int b, bool with_w0) const {
+KOKKOS_INLINE_FUNCTION int BlockFunctor<Base, Gemm>::form_gh(gemm::TeamBatched, const member_type& m, int b,
+                                                             bool with_w0) const {
   const int first_bad = copy_x(m, b);
   if (first_bad > 0) form_gh_kb(m, b, first_bad, with_w0);
   return first_bad;
@@ -71,7 +71,8 @@ KOKKOS_INLINE_FUNCTION int BlockFunctor<Base, Gemm>::copy_x(const member_type& m
 }
 
 template <class Base, class Gemm>
-KOKKOS_INLINE_FUNCTION void BlockFunctor<Base, Gemm>::form_gh_kb(const member_type& m, int b, int K, bool with_w0) const {
+KOKKOS_INLINE_FUNCTION void BlockFunctor<Base, Gemm>::form_gh_kb(const member_type& m, int b, int K,
+                                                                 bool with_w0) const {
   using namespace KokkosBatched;
   auto Xv = Kokkos::subview(gw.wX, b, Kokkos::ALL(), Kokkos::make_pair(0, K));
   auto U0 = Kokkos::subview(base.U, b, Kokkos::ALL(), Kokkos::ALL());
@@ -88,8 +89,7 @@ KOKKOS_INLINE_FUNCTION void BlockFunctor<Base, Gemm>::form_gh_kb(const member_ty
   }
   m.team_barrier();
   const int r = base.r;
-  if (with_w0)
-    for_each_entry(m, r, r, [&](const int a, const int c) { dM(b, bm_W0, a, c) = double(gw.wAs(b, a, c)); });
+  if (with_w0) for_each_entry(m, r, r, [&](const int a, const int c) { dM(b, bm_W0, a, c) = double(gw.wAs(b, a, c)); });
   Kokkos::parallel_for(Kokkos::TeamThreadRange(m, K), [&](const int j) {
     for (int a = 0; a < r; ++a) dG(b, j, a) = double(gw.wG(b, j, a));
     for (int l = 0; l < K; ++l) dH(b, j, l) = double(gw.wH(b, j, l));
@@ -98,15 +98,12 @@ KOKKOS_INLINE_FUNCTION void BlockFunctor<Base, Gemm>::form_gh_kb(const member_ty
 }
 
 template <class Base, class Gemm>
-KOKKOS_INLINE_FUNCTION void BlockFunctor<Base, Gemm>::materialize(gemm::TeamBatched, const member_type& m, int b, int K) const {
+KOKKOS_INLINE_FUNCTION void BlockFunctor<Base, Gemm>::materialize(gemm::TeamBatched, const member_type& m, int b,
+                                                                  int K) const {
   const int d = base.d, r = base.r;
   const Basis Ub{&base.U(b, 0, 0), d, r};
-  for_each_entry(m, r, r, [&](const int a, const int e) {
-    gw.wAs(b, a, e) = Scalar(dA(b, a, e));
-  });
-  for_each_entry(m, K, r, [&](const int a, const int e) {
-    gw.wBs(b, a, e) = Scalar(dB(b, a, e));
-  });
+  for_each_entry(m, r, r, [&](const int a, const int e) { gw.wAs(b, a, e) = Scalar(dA(b, a, e)); });
+  for_each_entry(m, K, r, [&](const int a, const int e) { gw.wBs(b, a, e) = Scalar(dB(b, a, e)); });
   m.team_barrier();
   using namespace KokkosBatched;
   auto U0 = Kokkos::subview(base.U, b, Kokkos::ALL(), Kokkos::ALL());
@@ -114,11 +111,11 @@ KOKKOS_INLINE_FUNCTION void BlockFunctor<Base, Gemm>::materialize(gemm::TeamBatc
   auto As = Kokkos::subview(gw.wAs, b, Kokkos::ALL(), Kokkos::ALL());
   auto Bs = Kokkos::subview(gw.wBs, b, Kokkos::make_pair(0, K), Kokkos::ALL());
   auto Xv = Kokkos::subview(gw.wX, b, Kokkos::ALL(), Kokkos::make_pair(0, K));
-  TeamGemm<member_type, Trans::NoTranspose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(
-      m, Scalar(1), U0, As, Scalar(0), Unv);
+  TeamGemm<member_type, Trans::NoTranspose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(m, Scalar(1), U0, As,
+                                                                                             Scalar(0), Unv);
   m.team_barrier();
-  TeamGemm<member_type, Trans::NoTranspose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(
-      m, Scalar(1), Xv, Bs, Scalar(1), Unv);
+  TeamGemm<member_type, Trans::NoTranspose, Trans::NoTranspose, Algo::Gemm::Blocked>::invoke(m, Scalar(1), Xv, Bs,
+                                                                                             Scalar(1), Unv);
   m.team_barrier();
   const Basis Un{&gw.wUn(b, 0, 0), d, r};
   Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {

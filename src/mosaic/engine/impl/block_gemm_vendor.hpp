@@ -32,7 +32,8 @@ struct BlockGemmWork<Scalar, ExecSpace, gemm::Vendor> {
   using memory_space = typename ExecSpace::memory_space;
   using matrix = Kokkos::View<Scalar**, Kokkos::LayoutLeft, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   Kokkos::View<Scalar*, Kokkos::LayoutRight, memory_space> wY;  // B x (d x ldy)
-  Kokkos::View<Scalar*, Kokkos::LayoutRight, memory_space> wC;  // B x (ldy x ldy): columns 0..r-1 W0 = U0^T U0, then [G; H]
+  Kokkos::View<Scalar*, Kokkos::LayoutRight, memory_space>
+      wC;  // B x (ldy x ldy): columns 0..r-1 W0 = U0^T U0, then [G; H]
   Kokkos::View<Scalar*, Kokkos::LayoutRight, memory_space> wW;  // B x (ldy x r)
   // B x 2: first sample with a non-finite x, with a non-finite x - mu0
   Kokkos::View<int**, Kokkos::LayoutRight, memory_space> first_bad;
@@ -215,27 +216,29 @@ KOKKOS_INLINE_FUNCTION int BlockFunctor<Base, Gemm>::form_gh(gemm::Vendor, const
   const VendorWork& w = gw;
   const int r = base.r;
   const auto C = w.C(b);
-  const int bad_x = w.first_bad(b, 0) < n ? w.first_bad(b, 0) : n, bad_y = w.first_bad(b, 1) < n ? w.first_bad(b, 1) : n;
+  const int bad_x = w.first_bad(b, 0) < n ? w.first_bad(b, 0) : n,
+            bad_y = w.first_bad(b, 1) < n ? w.first_bad(b, 1) : n;
   Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n), [&](const int j) {
     for (int a = 0; a < r; ++a) dG(b, j, a) = double(C(a, r + j));
     for (int l = 0; l < n; ++l) dH(b, j, l) = double(l <= j ? C(r + l, r + j) : C(r + j, r + l));
     if (j >= bad_y) dH(b, j, j) = HUGE_VAL;
   });
-  if (w0) for_each_entry(m, r, r, [&](const int a, const int c) { dM(b, bm_W0, a, c) = double(a <= c ? C(a, c) : C(c, a)); });
+  if (w0)
+    for_each_entry(m, r, r, [&](const int a, const int c) { dM(b, bm_W0, a, c) = double(a <= c ? C(a, c) : C(c, a)); });
   m.team_barrier();  // every thread has read first_bad
   Kokkos::single(Kokkos::PerTeam(m), [&]() { w.first_bad(b, 0) = w.first_bad(b, 1) = INT_MAX; });
   return bad_x;
 }
 
 template <class Base, class Gemm>
-KOKKOS_INLINE_FUNCTION void BlockFunctor<Base, Gemm>::materialize(gemm::Vendor, const member_type& m, int b, int K) const {
+KOKKOS_INLINE_FUNCTION void BlockFunctor<Base, Gemm>::materialize(gemm::Vendor, const member_type& m, int b,
+                                                                  int K) const {
   const VendorWork& w = gw;
   const int d = base.d, r = base.r;
   const auto W = w.W(b);
   const auto Y = w.Y(b);
-  for_each_entry(m, r + K, r, [&](const int p, const int a) {
-    W(p, a) = Scalar(p < r ? dA(b, p, a) : dB(b, p - r, a));
-  });
+  for_each_entry(m, r + K, r,
+                 [&](const int p, const int a) { W(p, a) = Scalar(p < r ? dA(b, p, a) : dB(b, p - r, a)); });
   // Rows in slices (unit-stride columns of D on host), each row's sum in increasing j.
   const int slices = (d + slice_rows - 1) / slice_rows;
   Kokkos::parallel_for(Kokkos::TeamThreadRange(m, slices), [&](const int sl) {

@@ -14,7 +14,8 @@ namespace mosaic {
 namespace detail {
 
 template <class Base>
-KOKKOS_INLINE_FUNCTION bool BlockCoefficients<Base>::reorthonormalize_coefficients(const member_type& m, int b, int done) const {
+KOKKOS_INLINE_FUNCTION bool BlockCoefficients<Base>::reorthonormalize_coefficients(const member_type& m, int b,
+                                                                                   int done) const {
   const int r = base.r, K = done;
   auto W0 = Kokkos::subview(dM, b, int(bm_W0), Kokkos::ALL(), Kokkos::ALL());
   auto P = Kokkos::subview(dM, b, int(bm_F), Kokkos::ALL(), Kokkos::ALL());    // W0 A + G B
@@ -65,11 +66,11 @@ KOKKOS_INLINE_FUNCTION bool BlockCoefficients<Base>::reorthonormalize_coefficien
       for (int c = q + 1; c < r; ++c) x[c] -= xq * Rq[c];
     }
   };
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r + K), [&](const int p) {
-    solve_row(p < r ? &dA(b, p, 0) : &dB(b, p - r, 0));
-  });
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r + K),
+                       [&](const int p) { solve_row(p < r ? &dA(b, p, 0) : &dB(b, p - r, 0)); });
   // S <- R S R^T = L^T S L with L = R^T.
-  rotate_S_by_factor<double>(m, r, [&](const int t, const int c) { return Gr(c, t); }, S, T1, P);
+  rotate_S_by_factor<double>(
+      m, r, [&](const int t, const int c) { return Gr(c, t); }, S, T1, P);
   Kokkos::single(Kokkos::PerTeam(m), [&]() { base.reorths(b) += 1; });
   m.team_barrier();
   return true;

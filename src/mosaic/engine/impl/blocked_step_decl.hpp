@@ -40,25 +40,25 @@ struct BlockGemmWork;
 template <class Base, class Gemm>
 struct BlockFunctor : BlockCoefficients<Base> {
   using Coefficients = BlockCoefficients<Base>;
-  using typename Coefficients::Scalar;
   using typename Coefficients::member_type;
+  using typename Coefficients::Scalar;
   using Basis = typename Base::Basis;
   using Coefficients::base;
-  using Coefficients::Xb;
-  using Coefficients::n;
-  using Coefficients::dG;
-  using Coefficients::dH;
+  using Coefficients::coef_step;
   using Coefficients::dA;
   using Coefficients::dB;
   using Coefficients::dBt;
+  using Coefficients::dG;
+  using Coefficients::dH;
   using Coefficients::dM;
-  using Coefficients::dv;
   using Coefficients::dsc;
-  using Coefficients::maintained;
+  using Coefficients::dv;
   using Coefficients::factor_age;
+  using Coefficients::maintained;
+  using Coefficients::n;
   using Coefficients::reorth_at_block_end;
-  using Coefficients::coef_step;
   using Coefficients::reorthonormalize_coefficients;
+  using Coefficients::Xb;
 
   BlockGemmWork<Scalar, typename Base::execution_space, Gemm> gw;  // the GEMM kernel's work arrays
 
@@ -111,7 +111,7 @@ struct BlockFunctor : BlockCoefficients<Base> {
   struct PackGemmTag {};     // host spaces: one thread per stream, pack and products
   struct MaterializeTag {};  // host spaces: one thread per stream, gemm_materialize
   static constexpr int pack_chunk_rows = 256;
-  bool with_w0 = false;  // the products include W0 = U0^T U0 (a Cholesky-QR may be due)
+  bool with_w0 = false;      // the products include W0 = U0^T U0 (a Cholesky-QR may be due)
   bool time_phases = false;  // PackGemmTag records gw.stream_seconds
   int panel_cols = Tuning<typename Base::execution_space>::vendor_panel_cols;  // columns of D per GEMM of the products
 
@@ -231,9 +231,7 @@ struct BlockFunctor : BlockCoefficients<Base> {
     }
     if (done > 0) {
       materialize(Gemm{}, m, b, done);
-      for_each_entry(m, r, r, [&](const int a, const int e) {
-        base.S(b, a, e) = Scalar(dM(b, bm_S, a, e));
-      });
+      for_each_entry(m, r, r, [&](const int a, const int e) { base.S(b, a, e) = Scalar(dM(b, bm_S, a, e)); });
     }
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
       if (done > 0) base.s2(b) = Scalar(dsc(b, 0));

@@ -48,9 +48,9 @@
 
 #include <cstdint>
 
-#include <Kokkos_Core.hpp>
 #include <KokkosBatched_Gemm_Decl.hpp>
 #include <KokkosBatched_Trsv_Decl.hpp>
+#include <Kokkos_Core.hpp>
 
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/frame_rotation.hpp"
@@ -93,11 +93,11 @@ struct StepFunctor {
   // sample (a row of a staged block: any strides)
   Kokkos::View<const Scalar**, Kokkos::LayoutStride, memory_space> X;
   // work
-  view_t<Scalar**> wy, we;    // B x d
-  view_t<Scalar***> wzp;       // B x NC x r
-  view_t<Scalar***> wvec;      // B x 6 x r: z, w, g, gh, u, spare
-  view_t<Scalar****> wmat;      // B x 4 x r x r
-  view_t<Scalar**> wpart;     // B x NC
+  view_t<Scalar**> wy, we;  // B x d
+  view_t<Scalar***> wzp;    // B x NC x r
+  view_t<Scalar***> wvec;   // B x 6 x r: z, w, g, gh, u, spare
+  view_t<Scalar****> wmat;  // B x 4 x r x r
+  view_t<Scalar**> wpart;   // B x NC
   // sizes and options
   int d = 0, r = 0, nc = 0;
   Scalar eta_mu, eta_S, eta_U, eta_s, gamma, max_step, tiny;
@@ -177,11 +177,11 @@ struct StepFunctor {
   KOKKOS_INLINE_FUNCTION void cholesky_solve(const member_type& m, const A& l, const V& x) const {
     using namespace KokkosBatched;
     m.team_barrier();
-    TeamTrsv<member_type, Uplo::Lower, Trans::NoTranspose, Diag::NonUnit,
-             Algo::Trsv::Unblocked>::invoke(m, Scalar(1), l, x);
+    TeamTrsv<member_type, Uplo::Lower, Trans::NoTranspose, Diag::NonUnit, Algo::Trsv::Unblocked>::invoke(m, Scalar(1),
+                                                                                                         l, x);
     m.team_barrier();
-    TeamTrsv<member_type, Uplo::Lower, Trans::Transpose, Diag::NonUnit,
-             Algo::Trsv::Unblocked>::invoke(m, Scalar(1), l, x);
+    TeamTrsv<member_type, Uplo::Lower, Trans::Transpose, Diag::NonUnit, Algo::Trsv::Unblocked>::invoke(m, Scalar(1), l,
+                                                                                                       x);
     m.team_barrier();
   }
 
@@ -247,9 +247,7 @@ struct StepFunctor {
     const Scalar s2_old = s2(b);
 
     // 4. Precision solve w = S^{-1} z.
-    for_each_entry(m, r, r, [&](const int a, const int c) {
-      A1(a, c) = S(b, a, c);
-    });
+    for_each_entry(m, r, r, [&](const int a, const int c) { A1(a, c) = S(b, a, c); });
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = z(j); });
     if (!cholesky(m, A1)) {
       fail(m, b, breakdown_s_not_spd, step_index);
@@ -270,13 +268,9 @@ struct StepFunctor {
     if (exact) {
       const Scalar cc = q > Scalar(0) ? kmath::expm1(eta * q) / q : eta;
       const Scalar decay = kmath::exp(-eta);
-      for_each_entry(m, r, r, [&](const int a, const int c) {
-        Sp(a, c) = decay * (S(b, a, c) + cc * z(a) * z(c));
-      });
+      for_each_entry(m, r, r, [&](const int a, const int c) { Sp(a, c) = decay * (S(b, a, c) + cc * z(a) * z(c)); });
     } else {
-      for_each_entry(m, r, r, [&](const int a, const int c) {
-        Sp(a, c) = (1 - eta) * S(b, a, c) + eta * z(a) * z(c);
-      });
+      for_each_entry(m, r, r, [&](const int a, const int c) { Sp(a, c) = (1 - eta) * S(b, a, c) + eta * z(a) * z(c); });
     }
 
     // 6. Subspace direction g (old S).
@@ -295,8 +289,7 @@ struct StepFunctor {
     } else {
       Scalar trace = 0;
       for (int j = 0; j < r; ++j) trace += S(b, j, j);
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r),
-                           [&](const int j) { g(j) = z(j) / (trace / Scalar(r)); });
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = z(j) / (trace / Scalar(r)); });
     }
     m.team_barrier();
     Scalar gnorm = 0;
@@ -356,8 +349,7 @@ struct StepFunctor {
       });
     }
     symmetrize(m, r, Sp, Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()));
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d),
-                         [&](const int i) { mu(b, i) += eta_mu * y(i); });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) { mu(b, i) += eta_mu * y(i); });
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
       s2(b) = s2_new;
       steps(b) = step_index + 1;
@@ -370,16 +362,15 @@ struct StepFunctor {
   }
 
   // U^T U = L L^T, U <- U L^{-T}, S <- L^T S L (reference_reorthonormalize).
-  KOKKOS_INLINE_FUNCTION void reorthonormalize(const member_type& m, int b,
-                                               std::int64_t step_index) const {
+  KOKKOS_INLINE_FUNCTION void reorthonormalize(const member_type& m, int b, std::int64_t step_index) const {
     const Basis Ub{&U(b, 0, 0), d, r};
     auto Ub_view = Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL());
     auto L = Kokkos::subview(wmat, b, 0, Kokkos::ALL(), Kokkos::ALL());  // U^T U, then its factor
     auto SL = Kokkos::subview(wmat, b, 2, Kokkos::ALL(), Kokkos::ALL());
     auto out = Kokkos::subview(wmat, b, 3, Kokkos::ALL(), Kokkos::ALL());
     using namespace KokkosBatched;
-    TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Unblocked>::invoke(
-        m, Scalar(1), Ub_view, Ub_view, Scalar(0), L);
+    TeamGemm<member_type, Trans::Transpose, Trans::NoTranspose, Algo::Gemm::Unblocked>::invoke(m, Scalar(1), Ub_view,
+                                                                                               Ub_view, Scalar(0), L);
     if (!cholesky(m, L)) {  // only the lower triangle (L) is read below
       fail(m, b, breakdown_reorthonormalize, step_index);
       return;

@@ -225,9 +225,15 @@ inline std::string serialize(const StreamRecords& rec, int rank, int nranks) {
     data_bytes += f.bytes.size();
   }
   const nlohmann::json header = {
-      {"format_version", kFormatVersion}, {"rank", rank},      {"nranks", nranks},
-      {"dtype", rec.dtype},               {"d", rec.d},         {"r", rec.r},
-      {"stream_ids", rec.ids},            {"fields", fields},   {"data_errors", rec.data_errors},
+      {"format_version", kFormatVersion},
+      {"rank", rank},
+      {"nranks", nranks},
+      {"dtype", rec.dtype},
+      {"d", rec.d},
+      {"r", rec.r},
+      {"stream_ids", rec.ids},
+      {"fields", fields},
+      {"data_errors", rec.data_errors},
   };
   const std::string h = header.dump();
   std::string out;
@@ -247,8 +253,9 @@ inline StreamRecords parse_rank_file(const std::string& path, const std::string&
     bad("not a MOSAIC checkpoint rank file (bad magic" + std::string(bytes.size() < 16 ? "; file too short)" : ")"));
   std::uint64_t hl = 0;
   for (int i = 0; i < 8; ++i) hl |= std::uint64_t((unsigned char)bytes[8 + i]) << (8 * i);
-  if (hl > bytes.size() - 16) bad("truncated: the header needs " + std::to_string(hl) + " bytes, the file has " +
-                                  std::to_string(bytes.size() - 16) + " after the preamble");
+  if (hl > bytes.size() - 16)
+    bad("truncated: the header needs " + std::to_string(hl) + " bytes, the file has " +
+        std::to_string(bytes.size() - 16) + " after the preamble");
   nlohmann::json h;
   try {
     h = nlohmann::json::parse(bytes.begin() + 16, bytes.begin() + 16 + long(hl));
@@ -330,8 +337,8 @@ inline nlohmann::json read_manifest(const std::filesystem::path& dir) {
                           ", this build reads version " + std::to_string(kFormatVersion));
   if (!m.contains("manifest_fnv1a64") || m["manifest_fnv1a64"] != manifest_checksum(m))
     throw CheckpointError(path + ": checksum mismatch: the manifest was altered or corrupted");
-  for (const char* k : {"resolved_deck", "position", "files", "dtype", "d", "r", "nranks", "total_streams",
-                        "segments", "diagnostics_series"})
+  for (const char* k : {"resolved_deck", "position", "files", "dtype", "d", "r", "nranks", "total_streams", "segments",
+                        "diagnostics_series"})
     if (!m.contains(k)) throw CheckpointError(path + ": garbled manifest (no '" + std::string(k) + "')");
   return m;
 }

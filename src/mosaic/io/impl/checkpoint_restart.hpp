@@ -30,7 +30,7 @@ namespace ckpt {
 
 // The checkpoint a run resumes from, verified.
 struct RestartPlan {
-  std::string dir;            // the ckpt_<n> directory
+  std::string dir;  // the ckpt_<n> directory
   nlohmann::json manifest;
   std::vector<std::string> notes;  // for rank 0 to print (skipped incomplete checkpoints, build differences)
 };
@@ -49,8 +49,8 @@ inline std::filesystem::path choose_checkpoint(const std::string& where, std::ve
     if (skipped) skipped->push_back(path.string());
   }
   if (!all.empty())
-    throw CheckpointError(where + ": no complete checkpoint (" + std::to_string(all.size()) +
-                          " incomplete, without " + kManifestName + ", e.g. " + all.front().second.string() + ")");
+    throw CheckpointError(where + ": no complete checkpoint (" + std::to_string(all.size()) + " incomplete, without " +
+                          kManifestName + ", e.g. " + all.front().second.string() + ")");
   throw CheckpointError(where + ": no checkpoint (neither " + kManifestName + " nor ckpt_* directories)");
 }
 
@@ -84,8 +84,8 @@ inline std::vector<std::string> deck_differences(const nlohmann::json& manifest,
   for (const auto& k : keys("problem")) cmp("problem", k);
   for (const auto& k : keys("algorithm")) cmp("algorithm", k);
   const bool npy = now.contains("source") && now["source"].value("type", "") == "npy";
-  static const std::set<std::string> synthetic_only = {"rank", "lambda_max", "lambda_min", "noise",
-                                                       "noise_range", "drift", "mean_scale"};
+  static const std::set<std::string> synthetic_only = {"rank",        "lambda_max", "lambda_min", "noise",
+                                                       "noise_range", "drift",      "mean_scale"};
   for (const auto& k : keys("source")) {
     if (k == "chunk_rows") continue;
     if (npy && synthetic_only.count(k) && was["source"].value("type", "") == "npy") continue;
@@ -136,8 +136,8 @@ inline std::string check_input(const nlohmann::json& rec, int d, const std::stri
                            (now.sampled ? std::to_string(kFingerprintBlocks) + " blocks of them, " : "all of them, ") +
                            std::to_string(now.hashed_bytes) + " bytes)";
   if (hex64(now.rows_fnv1a64) != rec.at("rows_fnv1a64").get<std::string>())
-    throw CheckpointError(intro + what + ": the checkpoint recorded " + show(rec["rows_fnv1a64"]) +
-                          ", the file has " + hex64(now.rows_fnv1a64) + outro);
+    throw CheckpointError(intro + what + ": the checkpoint recorded " + show(rec["rows_fnv1a64"]) + ", the file has " +
+                          hex64(now.rows_fnv1a64) + outro);
   if (now.mtime_ns == rec.at("mtime_ns").get<std::int64_t>()) return "";
   return path + ": modified since the checkpoint (at " + file_time_text(now.mtime_ns) + ", the checkpoint recorded " +
          show(rec["mtime"]) + "), but its size, header and " + what + " are those recorded: resuming on it";
@@ -161,8 +161,8 @@ inline std::string prepare_restart(const RunConfig& cfg, const std::string& wher
     try {
       std::vector<std::string> skipped;
       const fs::path dir = choose_checkpoint(where, &skipped);
-      for (const auto& s : skipped) plan.notes.push_back("skipping incomplete checkpoint " + s + " (no " +
-                                                         kManifestName + ")");
+      for (const auto& s : skipped)
+        plan.notes.push_back("skipping incomplete checkpoint " + s + " (no " + kManifestName + ")");
       nlohmann::json m = read_manifest(dir);
       const std::string mpath = (dir / kManifestName).string();
       const auto diffs = deck_differences(m, cfg, total_streams_now, nranks);
@@ -183,8 +183,8 @@ inline std::string prepare_restart(const RunConfig& cfg, const std::string& wher
         if (!fs::exists(fp, ec)) throw CheckpointError(fp + ": missing (listed in " + mpath + ")");
         const auto size = fs::file_size(fp, ec);
         if (ec || size != f.at("bytes").get<std::uint64_t>())
-          throw CheckpointError(fp + ": " + std::to_string(size) + " bytes, the manifest records " +
-                                show(f["bytes"]) + " (truncated or replaced)");
+          throw CheckpointError(fp + ": " + std::to_string(size) + " bytes, the manifest records " + show(f["bytes"]) +
+                                " (truncated or replaced)");
         for (const auto& id : f.at("stream_ids")) ids.insert(id.get<std::uint64_t>());
       }
       if (std::int64_t(ids.size()) != m["total_streams"].get<std::int64_t>() ||
@@ -237,7 +237,8 @@ inline std::string prepare_restart(const RunConfig& cfg, const std::string& wher
   // holds, and the checkpoints written from here on record them.
   const std::string mpath = plan.dir + "/" + kManifestName;
   if (!plan.manifest.contains("inputs")) {
-    plan.notes.push_back(mpath + " records no fingerprints of the input files (written by an earlier build): the "
+    plan.notes.push_back(mpath +
+                         " records no fingerprints of the input files (written by an earlier build): the "
                          "files are not checked against the data the run started with; the checkpoints this run "
                          "writes record them");
     return "";
@@ -300,7 +301,8 @@ LoadedSources load_streams(const RestartPlan& plan, StreamBatch<Scalar, Exec>& s
   std::set<long> needed;
   for (const auto& w : where) needed.insert(w.first);
   // Gather field slices stream by stream, in local order.
-  std::vector<std::vector<std::vector<unsigned char>>> slices(expected.size(), std::vector<std::vector<unsigned char>>(B));
+  std::vector<std::vector<std::vector<unsigned char>>> slices(expected.size(),
+                                                              std::vector<std::vector<unsigned char>>(B));
   for (long fi : needed) {
     const std::string fp = (fs::path(plan.dir) / files[std::size_t(fi)].at("name").get<std::string>()).string();
     const std::string bytes = read_whole_file(fp);
@@ -311,8 +313,8 @@ LoadedSources load_streams(const RestartPlan& plan, StreamBatch<Scalar, Exec>& s
                             "): the file is corrupted");
     const StreamRecords rec = parse_rank_file(fp, bytes);
     if (rec.d != sb.d || rec.r != sb.r || rec.dtype != (std::is_same<Scalar, float>::value ? "float" : "double"))
-      throw CheckpointError(fp + ": holds " + rec.dtype + " d=" + std::to_string(rec.d) + " r=" +
-                            std::to_string(rec.r) + " states, this run has d=" + std::to_string(sb.d) +
+      throw CheckpointError(fp + ": holds " + rec.dtype + " d=" + std::to_string(rec.d) +
+                            " r=" + std::to_string(rec.r) + " states, this run has d=" + std::to_string(sb.d) +
                             " r=" + std::to_string(sb.r));
     if (rec.fields.size() != expected.size())
       throw CheckpointError(fp + ": holds " + std::to_string(rec.fields.size()) + " fields per stream, this build " +
@@ -335,7 +337,8 @@ LoadedSources load_streams(const RestartPlan& plan, StreamBatch<Scalar, Exec>& s
     }
   }
   for (std::size_t k = 0; k < expected.size(); ++k)
-    for (std::size_t b = 0; b < B; ++b) local[k].bytes.insert(local[k].bytes.end(), slices[k][b].begin(), slices[k][b].end());
+    for (std::size_t b = 0; b < B; ++b)
+      local[k].bytes.insert(local[k].bytes.end(), slices[k][b].begin(), slices[k][b].end());
   std::size_t k = 0;
   for_each_state_view(sb, [&](const char*, const auto& v) { restore_view(local[k++], v); });
   for (std::size_t b = 0; b < B; ++b) out.frozen[b] = local.back().bytes[b];

@@ -86,8 +86,8 @@ inline nlohmann::json input_record(const SourceInput& in) {
 // source.
 template <class Scalar, class Exec>
 std::string write_checkpoint(const WriteRequest& req, const StreamBatch<Scalar, Exec>& sb,
-                             const std::vector<unsigned char>& frozen, const nlohmann::json& data_errors,
-                             MPI_Comm comm, const nlohmann::json& inputs = nlohmann::json::array()) {
+                             const std::vector<unsigned char>& frozen, const nlohmann::json& data_errors, MPI_Comm comm,
+                             const nlohmann::json& inputs = nlohmann::json::array()) {
   namespace fs = std::filesystem;
   int rank = 0, nranks = 1;
   MPI_Comm_rank(comm, &rank);

@@ -14,19 +14,19 @@
 #include <string>
 #include <vector>
 
-#include <Kokkos_Core.hpp>
 #include <KokkosBlas3_gemm.hpp>
 #include <KokkosBlas3_trsm.hpp>
+#include <Kokkos_Core.hpp>
 
+#include "mosaic/algorithm/host_linalg.hpp"
+#include "mosaic/algorithm/rounded.hpp"
+#include "mosaic/algorithm/synthetic.hpp"
+#include "mosaic/algorithm/tridiagonal_eigen.hpp"
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/batch_diagnostics.hpp"
-#include "mosaic/algorithm/host_linalg.hpp"
-#include "mosaic/util/host_parallel.hpp"
-#include "mosaic/algorithm/rounded.hpp"
 #include "mosaic/engine/stream_batch.hpp"
-#include "mosaic/algorithm/synthetic.hpp"
 #include "mosaic/engine/transfer.hpp"
-#include "mosaic/algorithm/tridiagonal_eigen.hpp"
+#include "mosaic/util/host_parallel.hpp"
 namespace mosaic {
 namespace detail {
 
@@ -39,9 +39,9 @@ template <class ExecSpace>
 struct SynthLatentFunctor {
   using memory_space = typename ExecSpace::memory_space;
   SyntheticSpec spec;
-  Kokkos::View<double*, Kokkos::LayoutRight, memory_space> sqrt_lambda;         // r
-  Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, memory_space> ids;          // B
-  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> cs;  // 2 x (>= n): cos, sin (omega step)
+  Kokkos::View<double*, Kokkos::LayoutRight, memory_space> sqrt_lambda;  // r
+  Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, memory_space> ids;   // B
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> cs;          // 2 x (>= n): cos, sin (omega step)
   Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent;
   std::uint64_t first_step = 0;
   int n = 1, n_pad = 1;
@@ -166,8 +166,8 @@ struct SynthFunctor {
 
   SyntheticSpec spec;
   basis_view V0, W0;
-  mat_view mean, noise_std;                                           // B x d
-  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent;  // B x 2r x n_pad
+  mat_view mean, noise_std;                                             // B x d
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent;    // B x 2r x n_pad
   Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, memory_space> ids;  // B
   OutView X;
   std::uint64_t first_step = 0;
@@ -211,11 +211,12 @@ struct SynthFunctor {
 // Q (B x d_pad x k, rows past d zero) the Gaussian matrix, and the mean and
 // noise std (B x >= d) of every stream (ids).
 template <class ExecSpace>
-void fill_truth_entries(const SyntheticSpec& spec,
-                        const Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, typename ExecSpace::memory_space>& ids,
-                        const Kokkos::View<double***, Kokkos::LayoutStride, typename ExecSpace::memory_space>& Q,
-                        const Kokkos::View<double**, Kokkos::LayoutRight, typename ExecSpace::memory_space>& mean,
-                        const Kokkos::View<double**, Kokkos::LayoutRight, typename ExecSpace::memory_space>& noise_std) {
+void fill_truth_entries(
+    const SyntheticSpec& spec,
+    const Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, typename ExecSpace::memory_space>& ids,
+    const Kokkos::View<double***, Kokkos::LayoutStride, typename ExecSpace::memory_space>& Q,
+    const Kokkos::View<double**, Kokkos::LayoutRight, typename ExecSpace::memory_space>& mean,
+    const Kokkos::View<double**, Kokkos::LayoutRight, typename ExecSpace::memory_space>& noise_std) {
   const int B = int(Q.extent(0)), d_pad = int(Q.extent(1)), k = int(Q.extent(2)), d = spec.d;
   // Row i of Q holds the entries i k .. i k + k - 1 of the flat Gaussian
   // sequence, four per Philox block, kc blocks per pass: a work item per
