@@ -53,7 +53,7 @@ void Loader::read_deck(const YAML::Node& root) {
       fail(at(it->first),
            "unknown section '" + sec + "'" + did_you_mean(sec, valid) + "; valid sections: " + join(valid));
     }
-    const YAML::Node& body = it->second;
+    const YAML::Node body = it->second;  // a handle: it->second is a member of a temporary
     if (body.IsNull()) continue;
     if (!body.IsMap())
       fail(value_origin(it->first, body),
