@@ -603,8 +603,8 @@ def child_pids(pid):
         return []
 
 
-def miniapp_pids(launcher_pid):
-    """The mini-app processes under mpiexec (any depth)."""
+def miniapp_pids(launcher_pid, miniapp):
+    """The processes of the mini-app binary `miniapp` under mpiexec (any depth)."""
     out, todo = [], [launcher_pid]
     while todo:
         for c in child_pids(todo.pop()):
@@ -613,7 +613,7 @@ def miniapp_pids(launcher_pid):
                     cmd = f.read().split(b"\0")[0].decode()
             except OSError:
                 continue
-            if os.path.basename(cmd) == os.path.basename(os.path.abspath(args_global.miniapp)):
+            if os.path.basename(cmd) == os.path.basename(os.path.abspath(miniapp)):
                 out.append(c)
             else:
                 todo.append(c)
@@ -638,7 +638,7 @@ def run_and_signal(args, ranks, extra, ckpt_dir, which="one"):
         out, err = proc.communicate()
         print(out, err)
         fail("the run ended before it could be signalled (make it longer)")
-    pids = miniapp_pids(proc.pid)
+    pids = miniapp_pids(proc.pid, args.miniapp)
     if len(pids) != ranks:
         proc.kill()
         fail(f"found {len(pids)} mini-app processes under mpiexec, expected {ranks}")
@@ -1491,7 +1491,7 @@ def start_paused(args, extra, target, resume_file, env=()):
     deadline = time.time() + 60
     while time.time() < deadline and proc.poll() is None:
         if any(f.startswith(prefix) for f in files_in(os.path.dirname(target))):
-            return proc, miniapp_pids(proc.pid)[0]
+            return proc, miniapp_pids(proc.pid, args.miniapp)[0]
         time.sleep(0.02)
     proc.kill()
     out, err = proc.communicate()
@@ -1757,7 +1757,6 @@ def main():
     for name in ("miniapp", "mpiexec", "schema", "deck", "workdir"):
         setattr(args, name, os.path.abspath(getattr(args, name)))
     os.makedirs(args.workdir, exist_ok=True)
-    globals()["args_global"] = args
     globals()["check_" + args.check](args)
     print("check passed:", args.check)
 
