@@ -8,6 +8,8 @@ import tempfile
 import textwrap
 import unittest
 
+from lint_support import assert_repository_clean
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCRIPT = os.path.join(ROOT, "scripts", "check_device_code.py")
 
@@ -140,9 +142,7 @@ class Fault3NonContiguousCopies(unittest.TestCase):
 
 class TheTree(unittest.TestCase):
     def test_the_repository_is_clean(self):
-        run = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True)
-        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
-        self.assertIn("0 findings", run.stderr)
+        assert_repository_clean(self, SCRIPT)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ import sys
 import tempfile
 import unittest
 
+from lint_support import assert_repository_clean
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCRIPT = os.path.join(ROOT, "scripts", "check_include_layers.py")
 
@@ -92,9 +94,7 @@ class IncludeLayers(unittest.TestCase):
         self.assertTrue(any("cycle" in l and "base/README.md" in l for l in lines), lines)
 
     def test_the_repository_is_clean(self):
-        out = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True)
-        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
-        self.assertIn(" 0 findings", out.stderr)
+        assert_repository_clean(self, SCRIPT)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 // ALGORITHM.md steps 6-7 in the r dimension, shared by the sequential kernel
-// (batched_engine.hpp, in the run's scalar type) and the blocked kernel
-// (blocked_step.hpp, in double): the rotation angle of the frame along the
+// (impl/sequential_step.hpp, in the run's scalar type) and the blocked
+// kernel (impl/block_coefficients.hpp, in double): Oja's direction and the
+// direction's norm, the rotation angle of the frame along the
 // geodesic of e g^T and the transport of S' into the rotated frame,
 //   S' <- S' + (cos-1)(u gh^T + gh u^T) + ((cos-1)^2 b + s2 sin^2) gh gh^T,
 // with u = S' gh, b = gh^T u, and cos(theta)-1 = -2 sin^2(theta/2) (no
@@ -15,6 +16,25 @@
 #include "mosaic/util/team_loops.hpp"
 
 namespace mosaic::detail {
+
+// subspace_direction: oja: g = z / (tr(S) / r), the trace summed in
+// increasing j from diag(j) = S(j, j) by every thread; g is written by the
+// team (the caller's barrier completes it).
+template <class T, class Member, class Diag, class Z, class G>
+KOKKOS_INLINE_FUNCTION void oja_direction(const Member& m, int r, const Diag& diag, const Z& z, const G& g) {
+  T trace = 0;
+  for (int j = 0; j < r; ++j) trace += diag(j);
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = z(j) / (trace / T(r)); });
+}
+
+// ||g||, summed in increasing j by every thread (after the barrier that
+// completes g).
+template <class T, class G>
+KOKKOS_INLINE_FUNCTION T direction_norm(const G& g, int r) {
+  T sum = 0;
+  for (int j = 0; j < r; ++j) sum += g(j) * g(j);
+  return kmath::sqrt(sum);
+}
 
 template <class T>
 struct FrameRotation {

@@ -55,22 +55,14 @@ inline std::string broadcast_string(std::string s, int from, MPI_Comm comm) {
 
 // Every rank's string, on rank 0 (rank order); empty elsewhere.
 inline std::vector<std::string> gather_strings(const std::string& s, MPI_Comm comm) {
-  int rank = 0, nranks = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &nranks);
-  int n = int(s.size());
-  std::vector<int> counts(nranks), displs(nranks);
-  MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
-  int total = 0;
-  for (int k = 0; k < nranks; ++k) {
-    displs[k] = total;
-    total += counts[k];
-  }
-  std::string all(rank == 0 ? std::size_t(total) : 0, '\0');
-  MPI_Gatherv(s.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, 0, comm);
+  const std::vector<long long> sizes = gather_to_root(std::vector<long long>{(long long)s.size()}, MPI_LONG_LONG, comm);
+  const std::vector<char> all = gather_to_root(std::vector<char>(s.begin(), s.end()), MPI_CHAR, comm);
   std::vector<std::string> out;
-  if (rank == 0)
-    for (int k = 0; k < nranks; ++k) out.push_back(all.substr(std::size_t(displs[k]), std::size_t(counts[k])));
+  auto at = all.begin();
+  for (const long long n : sizes) {
+    out.emplace_back(at, at + n);
+    at += n;
+  }
   return out;
 }
 

@@ -281,14 +281,11 @@ struct BlockCoefficients {
         solve_upper(m, F2, g, r);
       }
     } else {
-      double trace = 0;
-      for (int j = 0; j < r; ++j) trace += S(j, j);
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = z(j) / (trace / double(r)); });
+      oja_direction<double>(
+          m, r, [&](const int j) { return S(j, j); }, z, g);
     }
     m.team_barrier();
-    double gnorm = 0;
-    for (int j = 0; j < r; ++j) gnorm += g(j) * g(j);
-    gnorm = kmath::sqrt(gnorm);
+    const double gnorm = direction_norm<double>(g, r);
 
     // Rotation angle and transport of S'.
     const FrameRotation<double> rot =

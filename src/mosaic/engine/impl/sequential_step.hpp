@@ -287,14 +287,11 @@ struct StepFunctor {
         cholesky_solve(m, A2, g);
       }
     } else {
-      Scalar trace = 0;
-      for (int j = 0; j < r; ++j) trace += S(b, j, j);
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = z(j) / (trace / Scalar(r)); });
+      oja_direction<Scalar>(
+          m, r, [&](const int j) { return S(b, j, j); }, z, g);
     }
     m.team_barrier();
-    Scalar gnorm = 0;
-    for (int j = 0; j < r; ++j) gnorm += g(j) * g(j);
-    gnorm = kmath::sqrt(gnorm);
+    const Scalar gnorm = direction_norm<Scalar>(g, r);
 
     // 7. Rotation angle and transport of S' to the new frame.
     const FrameRotation<Scalar> rot =
