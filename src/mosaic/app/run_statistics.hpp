@@ -83,30 +83,10 @@ inline nlohmann::json reduce_io(const SourceIoStats& io, MPI_Comm comm) {
   nlohmann::json local_errors = nlohmann::json::array();
   for (const auto& e : io.data_errors)
     local_errors.push_back({{"stream_id", e.stream_id}, {"path", e.path}, {"row", e.row}, {"message", e.message}});
-  const std::string text = local_errors.dump();
-  const auto all = gather_to_root(std::vector<char>(text.begin(), text.end()), MPI_CHAR, comm);
-  // gather_to_root concatenates the ranks' JSON arrays: "[...][...]".
+  // Every rank's array, parsed on rank 0 (empty elsewhere).
   nlohmann::json errors = nlohmann::json::array();
-  for (std::size_t pos = 0; pos < all.size();) {
-    std::size_t depth = 0, end = pos;
-    bool in_string = false, escaped = false;
-    for (; end < all.size(); ++end) {
-      const char c = all[end];
-      if (in_string) {
-        if (escaped) escaped = false;
-        else if (c == '\\') escaped = true;
-        else if (c == '"') in_string = false;
-      } else if (c == '"') {
-        in_string = true;
-      } else if (c == '[') {
-        ++depth;
-      } else if (c == ']' && --depth == 0) {
-        break;
-      }
-    }
-    for (auto& e : nlohmann::json::parse(all.begin() + long(pos), all.begin() + long(end) + 1)) errors.push_back(e);
-    pos = end + 1;
-  }
+  for (const std::string& rank_errors : gather_strings(local_errors.dump(), comm))
+    for (auto& e : nlohmann::json::parse(rank_errors)) errors.push_back(e);
   std::sort(errors.begin(), errors.end(), [](const auto& a, const auto& b) {
     return a["stream_id"].template get<unsigned long long>() < b["stream_id"].template get<unsigned long long>();
   });
