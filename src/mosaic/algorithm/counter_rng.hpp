@@ -22,6 +22,7 @@ enum class RngDomain : std::uint32_t {
   latent = 4,      // a_t
   noise = 5,       // noise_t
   init_basis = 6,  // init: random
+  missing = 7,     // the synthetic missingness patterns (synthetic_missing.hpp)
 };
 
 struct Philox4 {

@@ -17,11 +17,32 @@ enum class InitMode { data, random };
 // maintained = keep a Cholesky factor of S up to date in O(r^2) per step and
 // refactor every refactor_every steps.
 enum class PrecisionSolve { dense, maintained };
+// Missing entries (ALGORITHM.md section 7; a NaN of a sample is a missing
+// entry): error = a NaN is an input error (sections 1-6); posterior = the
+// masked step of 7.3; project = GROUSE-style least squares (7.9, ablation);
+// drop, zero_fill = baselines (7.9).
+enum class MissingMode { error, posterior, project, drop, zero_fill };
+// The frame rotation of a masked step (7.3 part 6).
+enum class MissingRotation { observed, geodesic };
+// Section 8: isotropic noise, or the whitened diagonal-noise model.
+enum class NoiseModel { isotropic, diagonal };
 
 inline const char* to_string(CovarianceUpdate c) { return c == CovarianceUpdate::exact ? "exact" : "first_order"; }
 inline const char* to_string(SubspaceDirection s) { return s == SubspaceDirection::precision ? "precision" : "oja"; }
 inline const char* to_string(InitMode m) { return m == InitMode::data ? "data" : "random"; }
 inline const char* to_string(PrecisionSolve p) { return p == PrecisionSolve::dense ? "dense" : "maintained"; }
+inline const char* to_string(MissingMode m) {
+  switch (m) {
+    case MissingMode::error: return "error";
+    case MissingMode::posterior: return "posterior";
+    case MissingMode::project: return "project";
+    case MissingMode::drop: return "drop";
+    case MissingMode::zero_fill: return "zero_fill";
+  }
+  return "?";
+}
+inline const char* to_string(MissingRotation m) { return m == MissingRotation::observed ? "observed" : "geodesic"; }
+inline const char* to_string(NoiseModel m) { return m == NoiseModel::isotropic ? "isotropic" : "diagonal"; }
 
 // algorithm.block_size and algorithm.reorthonormalize_every: `auto`, the
 // input deck's default (resolved by MosaicEngine for its backend and scalar
@@ -50,6 +71,16 @@ struct MosaicParams {
   int block_size = 0;
   PrecisionSolve precision_solve = PrecisionSolve::dense;
   int refactor_every = 64;  // maintained solve: fresh Cholesky of S every this many steps
+  // Sections 7-8 (the host reference, reference_masked.hpp; defaults of the
+  // table before section 7).
+  MissingMode missing = MissingMode::error;
+  MissingRotation missing_rotation = MissingRotation::observed;
+  double missing_cond_max = 1e4;  // guard on tr(C^-1) (7.5)
+  NoiseModel noise = NoiseModel::isotropic;
+  int rewhiten_every = 1000;     // steps between re-whitenings (8.3 part 4)
+  int rewhiten_min_count = 100;  // accumulated residuals a coordinate needs to be re-whitened
+  double rewhiten_fmax = 4.0;    // bound of one re-whitening's factor, [1/fmax, fmax]
+  double leverage_floor = 0.1;   // coordinates with 1 - l_j below it do not accumulate
 
   int resolved_init_samples(int r) const { return init_samples > 0 ? init_samples : 2 * r; }
 
@@ -85,6 +116,17 @@ struct MosaicParams {
       throw std::invalid_argument("refactor_every must be >= 1, got " + std::to_string(refactor_every));
     if (!(init_scale > 0.0) || !std::isfinite(init_scale))
       throw std::invalid_argument("init_scale must be finite and > 0, got " + std::to_string(init_scale));
+    // (tr(C^-1) >= r, so a guard below r skips every masked step: allowed, if useless.)
+    if (!(missing_cond_max > 0.0) || !std::isfinite(missing_cond_max))
+      throw std::invalid_argument("missing_cond_max must be finite and > 0, got " + std::to_string(missing_cond_max));
+    if (rewhiten_every < 1)
+      throw std::invalid_argument("rewhiten_every must be >= 1, got " + std::to_string(rewhiten_every));
+    if (rewhiten_min_count < 1)
+      throw std::invalid_argument("rewhiten_min_count must be >= 1, got " + std::to_string(rewhiten_min_count));
+    if (!(rewhiten_fmax > 1.0) || !std::isfinite(rewhiten_fmax))
+      throw std::invalid_argument("rewhiten_fmax must be finite and > 1, got " + std::to_string(rewhiten_fmax));
+    if (!(leverage_floor > 0.0 && leverage_floor < 1.0))
+      throw std::invalid_argument("leverage_floor must be in (0,1), got " + std::to_string(leverage_floor));
   }
 };
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -83,6 +84,118 @@ void require_finite(const T* x, int d, const char* what) {
 template <class T>
 void reference_reorthonormalize(ReferenceState<T>& st);
 
+// The parts of section 2 that the masked step of section 7 (reference_masked.hpp)
+// takes unchanged, written once: with nothing missing, 7.3 is section 2 bit
+// for bit (7.2) because it goes through these same expressions.
+namespace detail {
+
+// Part 3: the affine-invariant length `ell` of the unclamped covariance step
+// and the rate actually used.
+template <class T>
+T clamped_rate(T q, int r, const MosaicParams& p, T& ell, bool& clamped) {
+  const T eta_S = T(p.eta_S);
+  ell = eta_S * std::sqrt((q - 1) * (q - 1) + T(r - 1));
+  clamped = ell > T(p.max_step);
+  return clamped ? eta_S * T(p.max_step) / ell : eta_S;
+}
+
+// Part 4: S' in the old frame from the rank-one target z z^T.
+template <class T>
+std::vector<T> covariance_update(const std::vector<T>& S, const std::vector<T>& z, T q, T eta, int r,
+                                 const MosaicParams& p) {
+  std::vector<T> Sp(std::size_t(r) * r);
+  if (p.covariance_update == CovarianceUpdate::exact) {
+    const T c = q > T(0) ? std::expm1(eta * q) / q : eta;
+    const T decay = std::exp(-eta);
+    for (int a = 0; a < r; ++a)
+      for (int b = 0; b < r; ++b) Sp[a * r + b] = decay * (S[a * r + b] + c * z[a] * z[b]);
+  } else {
+    for (int a = 0; a < r; ++a)
+      for (int b = 0; b < r; ++b) Sp[a * r + b] = (1 - eta) * S[a * r + b] + eta * z[a] * z[b];
+  }
+  return Sp;
+}
+
+// Part 5: the direction g from the old S and s2 (w = S^{-1} z).
+template <class T>
+std::vector<T> subspace_direction(const std::vector<T>& S, T s2, const std::vector<T>& z, const std::vector<T>& w,
+                                  int r, const MosaicParams& p) {
+  if (p.subspace_direction == SubspaceDirection::precision) {
+    if (p.gamma == 0.0) return w;
+    std::vector<T> R(S);
+    for (int j = 0; j < r; ++j) R[j * r + j] += T(p.gamma) * s2;
+    std::vector<T> LR;
+    if (!host::cholesky(R, r, LR)) throw NumericalBreakdown("reference_step: S + gamma s2 I is not positive definite");
+    return host::cholesky_solve(LR, r, z);
+  }
+  T trace = 0;
+  for (int j = 0; j < r; ++j) trace += S[j * r + j];
+  std::vector<T> g(r);
+  for (int j = 0; j < r; ++j) g[j] = z[j] / (trace / T(r));
+  return g;
+}
+
+// sum_j g_j^2 in increasing j (||g||^2 of part 6; 7.3's beta^2 starts from it).
+template <class T>
+T squared_norm(const std::vector<T>& g) {
+  T s = 0;
+  for (const T v : g) s += v * v;
+  return s;
+}
+
+// Part 6's angle: theta = atan(eta_U * rho * norm), its sine and cos(theta) - 1
+// (without cancellation for small theta).
+template <class T>
+struct RotationAngle {
+  T theta = 0, sn = 0, cm1 = 0;
+};
+template <class T>
+RotationAngle<T> rotation_angle(T eta_U, T rho, T norm) {
+  RotationAngle<T> a;
+  a.theta = std::atan(eta_U * rho * norm);
+  a.sn = std::sin(a.theta);
+  a.cm1 = -2 * std::sin(a.theta / 2) * std::sin(a.theta / 2);
+  return a;
+}
+
+// Part 7 in place: S' <- M^T S' M + (s2 sin^2 + extra) gh gh^T with
+// M = I + (cos - 1) gh gh^T, in O(r^2) through u = S' gh, b = gh^T u.
+// `extra` is 7.3's noise term of the observed rotation (0 in section 2).
+template <class T>
+void transport(std::vector<T>& Sp, const std::vector<T>& gh, const RotationAngle<T>& a, T s2, T extra, int r) {
+  std::vector<T> u(r, T(0));
+  T b = 0;
+  for (int i = 0; i < r; ++i) {
+    for (int c = 0; c < r; ++c) u[i] += Sp[i * r + c] * gh[c];
+    b += gh[i] * u[i];
+  }
+  const T cm1 = a.cm1, sn = a.sn;
+  for (int i = 0; i < r; ++i)
+    for (int c = 0; c < r; ++c)
+      Sp[i * r + c] += cm1 * (u[i] * gh[c] + gh[i] * u[c]) + (cm1 * cm1 * b + s2 * sn * sn + extra) * gh[i] * gh[c];
+}
+
+// S <- (S + S^T) / 2, the diagonal untouched.
+template <class T>
+void symmetrize(std::vector<T>& S, int r) {
+  for (int a = 0; a < r; ++a)
+    for (int c = 0; c < a; ++c) {
+      const T avg = (S[a * r + c] + S[c * r + a]) / 2;
+      S[a * r + c] = S[c * r + a] = avg;
+    }
+}
+
+// True when s2 and every entry of the vectors are finite.
+template <class T>
+bool all_finite(T s2, std::initializer_list<const std::vector<T>*> vs) {
+  bool finite = std::isfinite(s2);
+  for (const auto* v : vs)
+    for (const T x : *v) finite = finite && std::isfinite(x);
+  return finite;
+}
+
+}  // namespace detail
+
 // One MOSAIC step (ALGORITHM.md section 2) with sample x (length d).
 // Throws std::invalid_argument for a non-finite sample and NumericalBreakdown
 // when S cannot be factored; in both cases the state is unchanged.
@@ -114,84 +227,32 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
   T q = 0;
   for (int j = 0; j < r; ++j) q += z[j] * w[j];
 
-  // 3. Step length and trust-radius clamp.
-  const T eta_S = T(p.eta_S);
-  const T ell = eta_S * std::sqrt((q - 1) * (q - 1) + T(r - 1));
-  T eta = eta_S;
-  if (ell > T(p.max_step)) {
-    eta = eta_S * T(p.max_step) / ell;
-    info.clamped = true;
-  }
-
-  // 4. Covariance update in the old frame.
-  std::vector<T> Sp(std::size_t(r) * r);
-  if (p.covariance_update == CovarianceUpdate::exact) {
-    const T c = q > T(0) ? std::expm1(eta * q) / q : eta;
-    const T decay = std::exp(-eta);
-    for (int a = 0; a < r; ++a)
-      for (int b = 0; b < r; ++b) Sp[a * r + b] = decay * (st.S[a * r + b] + c * z[a] * z[b]);
-  } else {
-    for (int a = 0; a < r; ++a)
-      for (int b = 0; b < r; ++b) Sp[a * r + b] = (1 - eta) * st.S[a * r + b] + eta * z[a] * z[b];
-  }
-
-  // 5. Subspace direction (old S).
-  std::vector<T> g;
-  if (p.subspace_direction == SubspaceDirection::precision) {
-    if (p.gamma == 0.0) {
-      g = w;
-    } else {
-      std::vector<T> R(st.S);
-      for (int j = 0; j < r; ++j) R[j * r + j] += T(p.gamma) * st.s2;
-      std::vector<T> LR;
-      if (!host::cholesky(R, r, LR))
-        throw NumericalBreakdown("reference_step: S + gamma s2 I is not positive definite");
-      g = host::cholesky_solve(LR, r, z);
-    }
-  } else {
-    T trace = 0;
-    for (int j = 0; j < r; ++j) trace += st.S[j * r + j];
-    g.resize(r);
-    for (int j = 0; j < r; ++j) g[j] = z[j] / (trace / T(r));
-  }
-  T gnorm = 0;
-  for (int j = 0; j < r; ++j) gnorm += g[j] * g[j];
-  gnorm = std::sqrt(gnorm);
+  // 3-5. Step length and clamp, covariance update in the old frame, direction (old S).
+  T ell = 0;
+  const T eta = detail::clamped_rate(q, r, p, ell, info.clamped);
+  std::vector<T> Snew = detail::covariance_update(st.S, z, q, eta, r, p);
+  const std::vector<T> g = detail::subspace_direction(st.S, st.s2, z, w, r, p);
+  const T gnorm = std::sqrt(detail::squared_norm(g));
 
   // 6-7. Rotate the frame along the geodesic of e g^T and transport S'.
   // The new frame is built aside and committed with the rest of the state
   // only if the whole step is finite (see the check before step 8).
   std::vector<T> Unew(st.U);
-  std::vector<T> Snew(Sp);
   T theta = 0;
   if (rho * gnorm > detail::rotation_tiny<T>()) {
-    theta = std::atan(T(p.eta_U) * rho * gnorm);
-    const T sn = std::sin(theta);
-    // cos(theta) - 1 without cancellation for small theta.
-    const T cm1 = -2 * std::sin(theta / 2) * std::sin(theta / 2);
+    const detail::RotationAngle<T> a = detail::rotation_angle(T(p.eta_U), rho, gnorm);
+    theta = a.theta;
     std::vector<T> gh(r);
     for (int j = 0; j < r; ++j) gh[j] = g[j] / gnorm;
     for (int i = 0; i < d; ++i) {
       T ugh = 0;
       for (int j = 0; j < r; ++j) ugh += st.u(i, j) * gh[j];
-      const T coef = cm1 * ugh + sn * e[i] / rho;
+      const T coef = a.cm1 * ugh + a.sn * e[i] / rho;
       for (int j = 0; j < r; ++j) Unew[std::size_t(i) * r + j] += coef * gh[j];
     }
-    std::vector<T> u(r, T(0));
-    T b = 0;
-    for (int a = 0; a < r; ++a) {
-      for (int c = 0; c < r; ++c) u[a] += Sp[a * r + c] * gh[c];
-      b += gh[a] * u[a];
-    }
-    for (int a = 0; a < r; ++a)
-      for (int c = 0; c < r; ++c)
-        Snew[a * r + c] += cm1 * (u[a] * gh[c] + gh[a] * u[c]) + (cm1 * cm1 * b + st.s2 * sn * sn) * gh[a] * gh[c];
+    detail::transport(Snew, gh, a, st.s2, T(0), r);
   }
-  for (int a = 0; a < r; ++a)
-    for (int c = 0; c < a; ++c) {
-      const T avg = (Snew[a * r + c] + Snew[c * r + a]) / 2;
-      Snew[a * r + c] = Snew[c * r + a] = avg;
-    }
+  detail::symmetrize(Snew, r);
 
   // 8. Noise of the complement.
   const T s2new = (1 - T(p.eta_s)) * st.s2 + T(p.eta_s) * rho2 / T(d - r);
@@ -202,11 +263,7 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
 
   // A finite sample can still overflow (|x| near the top of the range of T):
   // refuse the step rather than commit a non-finite state.
-  bool finite = std::isfinite(s2new);
-  for (const T v : Snew) finite = finite && std::isfinite(v);
-  for (const T v : Unew) finite = finite && std::isfinite(v);
-  for (const T v : munew) finite = finite && std::isfinite(v);
-  if (!finite)
+  if (!detail::all_finite(s2new, {&Snew, &Unew, &munew}))
     throw NumericalBreakdown("reference_step: the step from sample " + std::to_string(st.steps) +
                              " overflows to a non-finite state (q = " + std::to_string(double(q)) +
                              ", rho = " + std::to_string(double(rho)) + ")");
@@ -227,17 +284,19 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
   return info;
 }
 
+namespace detail {
 // Cholesky-QR of U with S rotated consistently: U^T U = R^T R, U <- U R^{-1},
 // S <- R S R^T, so that U S U^T (the modelled covariance) is unchanged.
+// False (nothing changed) if U^T U does not factor.
 template <class T>
-void reference_reorthonormalize(ReferenceState<T>& st) {
+bool cholesky_qr(ReferenceState<T>& st) {
   const int d = st.d, r = st.r;
   std::vector<T> G(std::size_t(r) * r, T(0));
   for (int i = 0; i < d; ++i)
     for (int a = 0; a < r; ++a)
       for (int b = 0; b < r; ++b) G[a * r + b] += st.u(i, a) * st.u(i, b);
   std::vector<T> L;  // G = L L^T, R = L^T
-  if (!host::cholesky(G, r, L)) throw NumericalBreakdown("reorthonormalize: U^T U is not positive definite");
+  if (!host::cholesky(G, r, L)) return false;
   // U <- U L^{-T}: solve each row u_i^T = x^T L^T, i.e. L x = u_i.
   for (int i = 0; i < d; ++i)
     for (int a = 0; a < r; ++a) {
@@ -256,6 +315,14 @@ void reference_reorthonormalize(ReferenceState<T>& st) {
   for (int a = 0; a < r; ++a)
     for (int b = 0; b < a; ++b) out[a * r + b] = out[b * r + a] = (out[a * r + b] + out[b * r + a]) / 2;
   st.S.swap(out);
+  return true;
+}
+}  // namespace detail
+
+// The re-orthonormalization of section 4 (detail::cholesky_qr), counted.
+template <class T>
+void reference_reorthonormalize(ReferenceState<T>& st) {
+  if (!detail::cholesky_qr(st)) throw NumericalBreakdown("reorthonormalize: U^T U is not positive definite");
   st.reorthonormalizations += 1;
 }
 
@@ -343,6 +410,64 @@ void require_start_in_range(const std::vector<double>& lambda, int r, double s2,
 
 }  // namespace detail
 
+namespace detail {
+
+// What init: data does after centring, the same for section 3 and for 7.6's
+// zero-filled block: the n0 x n0 Gram matrix Y^T Y / n0 of the centred
+// Y (d x n0, row-major, double), its eigen-decomposition (descending), the
+// rank check on it (raw2: the mean squared norm of the uncentred samples)
+// and U = Y v_i / sqrt(n0 lambda_i) into st. Returns the n0 eigenvalues.
+template <class T>
+std::vector<double> init_frame(const std::vector<double>& Y, int n0, int d, int r, double raw2,
+                               ReferenceState<double>& st) {
+  // The upper triangle, each entry summed over i in increasing order, then
+  // mirrored: the products commute exactly, so this is the full loop's K at
+  // half the cost.
+  std::vector<double> K(std::size_t(n0) * n0, 0.0);
+  for (int i = 0; i < d; ++i) {
+    const double* y = Y.data() + std::size_t(i) * n0;
+    for (int a = 0; a < n0; ++a)
+      for (int b = a; b < n0; ++b) K[a * n0 + b] += y[a] * y[b];
+  }
+  for (int a = 0; a < n0; ++a)
+    for (int b = a; b < n0; ++b) K[b * n0 + a] = K[a * n0 + b] /= double(n0);
+  std::vector<double> lambda, V;  // descending
+  host::symmetric_eigen(K, n0, lambda, V);
+  require_init_spectrum<T>(lambda, n0, r, raw2);
+  std::vector<double> vj(static_cast<std::size_t>(n0));  // eigenvector j, at unit stride
+  for (int j = 0; j < r; ++j) {
+    const double scale = 1.0 / std::sqrt(double(n0) * lambda[j]);
+    for (int k = 0; k < n0; ++k) vj[std::size_t(k)] = V[k * n0 + j];
+    for (int i = 0; i < d; ++i) {
+      double v = 0;
+      for (int k = 0; k < n0; ++k) v += Y[std::size_t(i) * n0 + k] * vj[std::size_t(k)];
+      st.u(i, j) = v * scale;
+    }
+  }
+  return lambda;
+}
+
+// The start computed in double, rounded to T (checked to be in T's range).
+template <class T>
+ReferenceState<T> round_start(ReferenceState<double>&& st, const std::vector<double>& lambda) {
+  if constexpr (std::is_same_v<T, double>) {
+    return std::move(st);
+  } else {
+    const int d = st.d, r = st.r;
+    ReferenceState<T> out(d, r);
+    for (int i = 0; i < d; ++i) out.mu[i] = T(st.mu[i]);
+    for (std::size_t k = 0; k < st.U.size(); ++k) out.U[k] = T(st.U[k]);
+    for (std::size_t k = 0; k < st.S.size(); ++k) out.S[k] = T(st.S[k]);
+    out.s2 = T(st.s2);
+    bool mu_in_range = true;
+    for (const T v : out.mu) mu_in_range = mu_in_range && std::isfinite(v);
+    require_start_in_range<T>(lambda, r, st.s2, mu_in_range);
+    return out;
+  }
+}
+
+}  // namespace detail
+
 // init: data (ALGORITHM.md section 3). `X` holds n0 samples of length d,
 // sample k at X[k*d .. k*d+d). Whatever T is, everything is computed in
 // double from the samples widened to double (exact: they are T values) -- the
@@ -366,58 +491,21 @@ ReferenceState<T> reference_init_data(const T* X, int n0, int d, int r, const Mo
   // Mean: the sum first, then one division. For identical samples of a T
   // narrower than double (float; n0 < 2^29) both are exact in double, so Y is
   // exactly 0.
-  std::vector<double> mu(std::size_t(d), 0.0);
+  ReferenceState<double> st(d, r);
   for (int k = 0; k < n0; ++k)
-    for (int i = 0; i < d; ++i) mu[i] += x(k, i);
-  for (int i = 0; i < d; ++i) mu[i] /= double(n0);
+    for (int i = 0; i < d; ++i) st.mu[i] += x(k, i);
+  for (int i = 0; i < d; ++i) st.mu[i] /= double(n0);
   // Y (d x n0) centred; the Gram matrix Y^T Y / n0 is n0 x n0, small since n0 ~ 2r << d.
   std::vector<double> Y(nd);
   for (int i = 0; i < d; ++i)
-    for (int k = 0; k < n0; ++k) Y[std::size_t(i) * n0 + k] = x(k, i) - mu[i];
-  // The upper triangle, each entry summed over i in increasing order, then
-  // mirrored: the products commute exactly, so this is the full loop's K at
-  // half the cost.
-  std::vector<double> K(std::size_t(n0) * n0, 0.0);
-  for (int i = 0; i < d; ++i) {
-    const double* y = Y.data() + std::size_t(i) * n0;
-    for (int a = 0; a < n0; ++a)
-      for (int b = a; b < n0; ++b) K[a * n0 + b] += y[a] * y[b];
-  }
-  for (int a = 0; a < n0; ++a)
-    for (int b = a; b < n0; ++b) K[b * n0 + a] = K[a * n0 + b] /= double(n0);
-  std::vector<double> lambda, V;  // descending
-  host::symmetric_eigen(K, n0, lambda, V);
+    for (int k = 0; k < n0; ++k) Y[std::size_t(i) * n0 + k] = x(k, i) - st.mu[i];
   double raw2 = 0;  // mean ||x_k||^2 of the uncentred samples
   for (std::size_t k = 0; k < nd; ++k) raw2 += double(X[k]) * double(X[k]);
   raw2 /= double(n0);
-  detail::require_init_spectrum<T>(lambda, n0, r, raw2);
-  ReferenceState<double> st(d, r);
-  st.mu = std::move(mu);
-  std::vector<double> vj(static_cast<std::size_t>(n0));  // eigenvector j, at unit stride
-  for (int j = 0; j < r; ++j) {
-    const double scale = 1.0 / std::sqrt(double(n0) * lambda[j]);
-    for (int k = 0; k < n0; ++k) vj[std::size_t(k)] = V[k * n0 + j];
-    for (int i = 0; i < d; ++i) {
-      double v = 0;
-      for (int k = 0; k < n0; ++k) v += Y[std::size_t(i) * n0 + k] * vj[std::size_t(k)];
-      st.u(i, j) = v * scale;
-    }
-    st.S[j * r + j] = lambda[j];
-  }
+  const std::vector<double> lambda = detail::init_frame<T>(Y, n0, d, r, raw2, st);
+  for (int j = 0; j < r; ++j) st.S[j * r + j] = lambda[j];
   st.s2 = detail::init_noise_variance(lambda, n0, d, r);
-  if constexpr (std::is_same_v<T, double>) {
-    return st;
-  } else {
-    ReferenceState<T> out(d, r);
-    for (int i = 0; i < d; ++i) out.mu[i] = T(st.mu[i]);
-    for (std::size_t k = 0; k < st.U.size(); ++k) out.U[k] = T(st.U[k]);
-    for (std::size_t k = 0; k < st.S.size(); ++k) out.S[k] = T(st.S[k]);
-    out.s2 = T(st.s2);
-    bool mu_in_range = true;
-    for (const T v : out.mu) mu_in_range = mu_in_range && std::isfinite(v);
-    detail::require_start_in_range<T>(lambda, r, st.s2, mu_in_range);
-    return out;
-  }
+  return detail::round_start<T>(std::move(st), lambda);
 }
 
 // init: random (ALGORITHM.md section 3): U an orthonormalized Gaussian drawn
