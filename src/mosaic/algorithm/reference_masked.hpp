@@ -304,6 +304,7 @@ MaskedStepInfo reference_masked_step(MaskedReferenceState<T>& st, const T* x, co
   if (p.missing == MissingMode::drop && !mk.missing.empty()) {
     info.dropped = true;
     info.observed = int(mk.observed.size());
+    detail::mark_seen(st, x);  // the seen rule still records what the sample observes
     st.dropped_samples += 1;
     count_step();
     return info;

@@ -27,6 +27,7 @@
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/blocked_step.hpp"
 #include "mosaic/engine/frame_rotation.hpp"
+#include "mosaic/engine/impl/masked_step.hpp"
 #include "mosaic/engine/impl/sequential_step.hpp"
 #include "mosaic/engine/init_data.hpp"
 #include "mosaic/engine/stream_batch.hpp"
@@ -96,6 +97,28 @@ class MosaicEngine {
     // block_size: auto (the deck default) follows auto_block_size; 0 and 1
     // select the sequential kernel.
     block_size_ = params.block_size == kAuto ? auto_block_size<ExecSpace>(d, r) : std::max(1, params.block_size);
+    // Missing entries (ALGORITHM.md section 7): the masked sequential kernel
+    // (impl/masked_step.hpp). Its blocked forms (7.7) and the diagonal-noise
+    // model (section 8) are not written yet: a masked engine steps one sample
+    // at a time whatever block_size says, and refuses what it cannot do.
+    masked_kernel_ = params.missing != MissingMode::error;
+    if (masked_kernel_) {
+      if (params.noise == NoiseModel::diagonal)
+        throw std::invalid_argument("MosaicEngine: noise: diagonal (ALGORITHM.md section 8) has no engine kernel yet");
+      if (params.precision_solve == PrecisionSolve::maintained)
+        throw std::invalid_argument("MosaicEngine: precision_solve: maintained has no masked form (missing: " +
+                                    std::string(to_string(params.missing)) + "); use dense");
+      block_size_ = 1;
+      auto& mf = masked_;
+      mf.mode = params.missing;
+      mf.observed_rotation = params.missing_rotation == MissingRotation::observed;
+      mf.cond_max = Scalar(params.missing_cond_max);
+      mf.widx = decltype(mf.widx)("mosaic::masked_rows", batch, d);
+      mf.wv = decltype(mf.wv)("mosaic::masked_vec", batch, int(detail::mv_count), r);
+      mf.wm = decltype(mf.wm)("mosaic::masked_mat", batch, int(detail::mm_count), r, r);
+    } else if (params.noise == NoiseModel::diagonal) {
+      throw std::invalid_argument("MosaicEngine: noise: diagonal (ALGORITHM.md section 8) has no engine kernel yet");
+    }
     // reorthonormalize_every: auto = a Cholesky-QR at every block end for
     // float blocked runs (ALGORITHM.md section 6: G and H are float GEMMs,
     // so U0 A + D B drifts from orthonormality by ~eps_float per block), never
@@ -319,6 +342,8 @@ class MosaicEngine {
                      NoHostTiledWork>
       tiled_work_;
   int kcap_ = 0, block_size_ = 1;
+  detail::MaskedStepFunctor<Scalar, ExecSpace> masked_;
+  bool masked_kernel_ = false;
   bool maintained_ = false, vendor_over_streams_allowed_ = false, vendor_over_streams_ = false, phase_timing_ = false;
   int panel_cols_ = Tuning<ExecSpace>::vendor_panel_cols;
   mutable BlockPhases phases_;
@@ -342,6 +367,18 @@ void MosaicEngine<Scalar, ExecSpace>::step(batch_type& sb, sample_view X) const 
   }
   functor_type f = bind(sb);
   f.X = X;
+  if (masked_kernel_) {
+    detail::MaskedStepFunctor<Scalar, ExecSpace> mf = masked_;
+    mf.base = f;
+    mf.seen = sb.seen;
+    mf.skipped_steps = sb.skipped_steps;
+    mf.dropped_samples = sb.dropped_samples;
+    mf.missing_entries = sb.missing_entries;
+    using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
+    if (team_size_ > 0) Kokkos::parallel_for("mosaic::masked_step", policy(ExecSpace(), batch_, team_size_), mf);
+    else Kokkos::parallel_for("mosaic::masked_step", policy(ExecSpace(), batch_, Kokkos::AUTO), mf);
+    return;
+  }
   // Dynamic schedule: streams are independent, so a thread that is slowed
   // down (shared cores) does not hold back the others; results do not
   // depend on which thread runs which stream.

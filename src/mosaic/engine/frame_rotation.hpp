@@ -44,9 +44,13 @@ struct FrameRotation {
 
 // Team-collective; ends with a team barrier. g (r) is read; gh and u (r) are
 // work vectors; Sp (r x r) is S' on entry and the transported S on exit.
+// `gnorm` is the norm that scales g to gh (||g||; 7.3's beta for the
+// observed rotation of a masked step) and ghKgh is 7.3 part 7's gh^T K gh
+// (0 in section 2), whose term s2 (cos-1)^2 ghKgh joins the gh gh^T
+// coefficient as a separate addend.
 template <class T, class Member, class G, class Gh, class Vu, class M>
 KOKKOS_INLINE_FUNCTION FrameRotation<T> rotate_frame_transport_S(const Member& m, int r, T rho, T gnorm, T tiny,
-                                                                 T eta_U, T s2_old, const G& g, const Gh& gh,
+                                                                 T eta_U, T s2_old, T ghKgh, const G& g, const Gh& gh,
                                                                  const Vu& u, const M& Sp) {
   FrameRotation<T> out;
   out.rotate = rho * gnorm > tiny;
@@ -64,7 +68,7 @@ KOKKOS_INLINE_FUNCTION FrameRotation<T> rotate_frame_transport_S(const Member& m
     m.team_barrier();
     T bq = 0;
     for (int a = 0; a < r; ++a) bq += gh(a) * u(a);
-    const T cm1 = out.cm1, coef2 = cm1 * cm1 * bq + s2_old * out.sn * out.sn;
+    const T cm1 = out.cm1, coef2 = cm1 * cm1 * bq + s2_old * out.sn * out.sn + s2_old * cm1 * cm1 * ghKgh;
     for_each_entry(m, r, r, [&](const int a, const int c) {
       Sp(a, c) += cm1 * (u(a) * gh(c) + gh(a) * u(c)) + coef2 * gh(a) * gh(c);
     });

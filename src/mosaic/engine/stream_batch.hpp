@@ -31,6 +31,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "mosaic/algorithm/reference.hpp"
+#include "mosaic/algorithm/reference_masked.hpp"
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/transfer.hpp"
 
@@ -111,6 +112,13 @@ struct StreamBatch {
   Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Rfac;  // B x r x r
   Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> factor_age, refactors;
   Kokkos::View<double*, Kokkos::LayoutRight, memory_space> solve_drift;
+  // Missing data (ALGORITHM.md section 7; the masked kernel,
+  // impl/masked_step.hpp): seen(b, i) = 0 while coordinate i of stream b has
+  // never been observed (7.6; 1 from a complete start); skipped_steps (7.5),
+  // dropped_samples (missing: drop) and missing_entries (NaN entries of the
+  // samples stepped) count per stream.
+  Kokkos::View<std::uint8_t**, Kokkos::LayoutRight, memory_space> seen;  // B x d
+  Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> skipped_steps, dropped_samples, missing_entries;
   std::vector<std::uint64_t> stream_ids;  // global ids, host
 
   StreamBatch() = default;
@@ -138,6 +146,11 @@ struct StreamBatch {
     refactors = decltype(refactors)("mosaic::refactors", batch);
     solve_drift = decltype(solve_drift)("mosaic::solve_drift", batch);
     Kokkos::deep_copy(factor_age, std::int64_t(-1));
+    seen = decltype(seen)("mosaic::seen", batch, d);
+    Kokkos::deep_copy(seen, std::uint8_t(1));
+    skipped_steps = decltype(skipped_steps)("mosaic::skipped_steps", batch);
+    dropped_samples = decltype(dropped_samples)("mosaic::dropped_samples", batch);
+    missing_entries = decltype(missing_entries)("mosaic::missing_entries", batch);
   }
 
   // mu, U, S, s2 of one stream (the fixed-size state of ALGORITHM.md section 1).
@@ -193,6 +206,46 @@ struct StreamBatch {
     write_scalar(status, b, 0);
     write_scalar(breakdown_step, b, std::int64_t(-1));
     write_scalar(factor_age, b, std::int64_t(-1));  // S changed: no maintained factor
+    Kokkos::deep_copy(Kokkos::subview(seen, b, Kokkos::ALL()), std::uint8_t(1));
+    write_scalar(skipped_steps, b, std::int64_t(0));
+    write_scalar(dropped_samples, b, std::int64_t(0));
+    write_scalar(missing_entries, b, std::int64_t(0));
+  }
+
+  // Stream b with section 7's additions (the counters; seen only while some
+  // coordinate is unseen). The entries counted are missing_entries of d per
+  // step (total_entries = d steps).
+  MaskedReferenceState<Scalar> to_host_masked(int b) const {
+    MaskedReferenceState<Scalar> st;
+    static_cast<ReferenceState<Scalar>&>(st) = to_host(b);
+    st.skipped_steps = read_scalar(skipped_steps, b);
+    st.dropped_samples = read_scalar(dropped_samples, b);
+    st.missing_entries = read_scalar(missing_entries, b);
+    st.total_entries = st.steps * std::int64_t(d);
+    const auto h_seen = transfer::to_host(Kokkos::subview(seen, b, Kokkos::ALL()));
+    bool all = true;
+    for (int i = 0; i < d; ++i) all = all && h_seen(i) != 0;
+    if (!all) {
+      st.seen.resize(std::size_t(d));
+      for (int i = 0; i < d; ++i) st.seen[std::size_t(i)] = h_seen(i);
+    }
+    return st;
+  }
+
+  // Overwrites stream b with a section-7 host state (a masked init's seen).
+  void from_host(int b, const MaskedReferenceState<Scalar>& st) {
+    if (st.diagonal_noise())
+      throw std::invalid_argument("StreamBatch::from_host: noise: diagonal has no engine kernel yet");
+    from_host(b, static_cast<const ReferenceState<Scalar>&>(st));
+    write_scalar(skipped_steps, b, st.skipped_steps);
+    write_scalar(dropped_samples, b, st.dropped_samples);
+    write_scalar(missing_entries, b, st.missing_entries);
+    if (!st.seen.empty()) {
+      auto d_seen = Kokkos::subview(seen, b, Kokkos::ALL());
+      const auto h_seen = transfer::host_buffer(d_seen);
+      for (int i = 0; i < d; ++i) h_seen(i) = st.seen[std::size_t(i)];
+      transfer::copy_from_host(d_seen, h_seen);
+    }
   }
 
  private:

@@ -288,8 +288,8 @@ struct BlockCoefficients {
     const double gnorm = direction_norm<double>(g, r);
 
     // Rotation angle and transport of S'.
-    const FrameRotation<double> rot =
-        rotate_frame_transport_S<double>(m, r, rho, gnorm, double(base.tiny), double(base.eta_U), s2_old, g, gh, u, Sp);
+    const FrameRotation<double> rot = rotate_frame_transport_S<double>(m, r, rho, gnorm, double(base.tiny),
+                                                                       double(base.eta_U), s2_old, 0.0, g, gh, u, Sp);
     const bool rotate = rot.rotate;
     const double theta = rot.theta, sn = rot.sn, cm1 = rot.cm1;
     const double s2_new = (1 - double(base.eta_s)) * s2_old + double(base.eta_s) * rho2 / double(base.d - r);

@@ -47,6 +47,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <KokkosBatched_Gemm_Decl.hpp>
 #include <KokkosBatched_Trsv_Decl.hpp>
@@ -189,18 +190,8 @@ struct StepFunctor {
     const int b = m.league_rank();
     if (status(b) != 0) return;  // frozen after a breakdown
     const std::int64_t step_index = steps(b);
-    const Basis Ub{&U(b, 0, 0), d, r};
-    auto Ub_view = Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL());
     auto y = Kokkos::subview(wy, b, Kokkos::ALL());
     auto e = Kokkos::subview(we, b, Kokkos::ALL());
-    auto z = Kokkos::subview(wvec, b, 0, Kokkos::ALL());
-    auto w = Kokkos::subview(wvec, b, 1, Kokkos::ALL());
-    auto g = Kokkos::subview(wvec, b, 2, Kokkos::ALL());
-    auto gh = Kokkos::subview(wvec, b, 3, Kokkos::ALL());
-    auto u = Kokkos::subview(wvec, b, 4, Kokkos::ALL());
-    auto A1 = Kokkos::subview(wmat, b, 0, Kokkos::ALL(), Kokkos::ALL());
-    auto A2 = Kokkos::subview(wmat, b, 1, Kokkos::ALL(), Kokkos::ALL());
-    auto Sp = Kokkos::subview(wmat, b, 2, Kokkos::ALL(), Kokkos::ALL());
 
     // 1. Centre with the old mean; reject a non-finite sample.
     int bad = 0;
@@ -219,30 +210,22 @@ struct StepFunctor {
       fail(m, b, breakdown_nonfinite_sample, step_index);
       return;
     }
+    section_two(m, b, step_index);
+  }
 
-    // 2. z = U^T y (fixed-chunk axpy form).
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nc), [&](const int c) {
-      Scalar* zp = &wzp(b, c, 0);
-      for (int j = 0; j < r; ++j) zp[j] = Scalar(0);
-      int begin, end, stride;
-      chunk(d, c, begin, end, stride);
-      for (int i = begin; i < end; i += stride) {
-        const Scalar yi = y(i);
-        for (int j = 0; j < r; ++j) zp[j] += Ub(i, j) * yi;
-      }
-    });
-    m.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {
-      Scalar s = 0;
-      for (int c = 0; c < nc; ++c) s += wzp(b, c, j);
-      z(j) = s;
-    });
-    m.team_barrier();
+  // Steps 2-9 on the centred sample in wy(b, :) (and its copy in we(b, :)).
+  KOKKOS_INLINE_FUNCTION void section_two(const member_type& m, int b, std::int64_t step_index) const {
+    auto z = Kokkos::subview(wvec, b, 0, Kokkos::ALL());
+    auto w = Kokkos::subview(wvec, b, 1, Kokkos::ALL());
+    auto g = Kokkos::subview(wvec, b, 2, Kokkos::ALL());
+    auto gh = Kokkos::subview(wvec, b, 3, Kokkos::ALL());
+    auto u = Kokkos::subview(wvec, b, 4, Kokkos::ALL());
+    auto A1 = Kokkos::subview(wmat, b, 0, Kokkos::ALL(), Kokkos::ALL());
+    auto Sp = Kokkos::subview(wmat, b, 2, Kokkos::ALL(), Kokkos::ALL());
 
-    // 3. e = y - U z, rho = ||e||.
-    team_gemv_blocked(m, Scalar(-1), Ub_view, z, Scalar(1), e);
-    m.team_barrier();
-    const Scalar rho2 = team_sum(m, b, d, [&](const int i) { return e(i) * e(i); });
+    // 2. z = U^T y. 3. e = y - U z, rho = ||e||.
+    project(m, b, z);
+    const Scalar rho2 = residual(m, b, z);
     const Scalar rho = kmath::sqrt(rho2);
     const Scalar s2_old = s2(b);
 
@@ -258,13 +241,85 @@ struct StepFunctor {
     for (int j = 0; j < r; ++j) q += z(j) * w(j);
 
     // 5. Step length, clamp, covariance update in the old frame.
-    const Scalar ell = eta_S * kmath::sqrt((q - 1) * (q - 1) + Scalar(r - 1));
-    Scalar eta = eta_S;
-    bool clamped = false;
-    if (ell > max_step) {
-      eta = eta_S * max_step / ell;
-      clamped = true;
+    const CovarianceStep cs = covariance_step(m, b, z, q, Sp);
+
+    // 6. Subspace direction g (old S).
+    if (!direction(m, b, z, w, g, s2_old, step_index)) return;
+    const Scalar gnorm = direction_norm<Scalar>(g, r);
+
+    // 7. Rotation angle and transport of S' to the new frame.
+    const FrameRotation<Scalar> rot =
+        rotate_frame_transport_S<Scalar>(m, r, rho, gnorm, tiny, eta_U, s2_old, Scalar(0), g, gh, u, Sp);
+    const Scalar s2_new = (1 - eta_s) * s2_old + eta_s * rho2 / Scalar(d - r);
+
+    // Never write non-finite numbers: check before the state is touched.
+    if (!step_update_is_finite<Scalar>(m, r, Sp, rho2, q, gnorm, rot.theta, s2_new)) {
+      fail(m, b, breakdown_nonfinite_update, step_index);
+      return;
     }
+
+    // 8. Writes: frame rotation (fused U gh and rank-one update per row), S, s2, mu.
+    if (rot.rotate) rotate_rows(m, b, gh, gh, rho, rot, AllRows());
+    commit(m, b, Sp, s2_new, step_index, cs.clamped);
+  }
+
+  // z = U^T y, y in wy(b, :) (fixed-chunk axpy form, see the file comment).
+  template <class Z>
+  KOKKOS_INLINE_FUNCTION void project(const member_type& m, int b, const Z& z) const {
+    const Basis Ub{&U(b, 0, 0), d, r};
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nc), [&](const int c) {
+      Scalar* zp = &wzp(b, c, 0);
+      for (int j = 0; j < r; ++j) zp[j] = Scalar(0);
+      int begin, end, stride;
+      chunk(d, c, begin, end, stride);
+      for (int i = begin; i < end; i += stride) {
+        const Scalar yi = wy(b, i);
+        for (int j = 0; j < r; ++j) zp[j] += Ub(i, j) * yi;
+      }
+    });
+    m.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {
+      Scalar s = 0;
+      for (int c = 0; c < nc; ++c) s += wzp(b, c, j);
+      z(j) = s;
+    });
+    m.team_barrier();
+  }
+
+  // e <- e - U z in we(b, :) (e = y on entry), then e_i = 0 on the rows
+  // with !keep(i) (7.3's e_M = 0); returns ||e||^2.
+  struct AllRows {
+    KOKKOS_INLINE_FUNCTION bool operator()(int) const { return true; }
+  };
+  template <class Z, class Keep = AllRows>
+  KOKKOS_INLINE_FUNCTION Scalar residual(const member_type& m, int b, const Z& z, const Keep& keep = Keep()) const {
+    auto e = Kokkos::subview(we, b, Kokkos::ALL());
+    team_gemv_blocked(m, Scalar(-1), Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL()), z, Scalar(1), e);
+    m.team_barrier();
+    if constexpr (!std::is_same_v<Keep, AllRows>) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
+        if (!keep(i)) e(i) = Scalar(0);
+      });
+      m.team_barrier();
+    }
+    return team_sum(m, b, d, [&](const int i) { return e(i) * e(i); });
+  }
+
+  struct CovarianceStep {
+    Scalar eta;
+    bool clamped;
+  };
+  // Step 5: the clamp and S' in the old frame (exact or first_order) from z and q.
+  template <class Z, class M>
+  KOKKOS_INLINE_FUNCTION CovarianceStep covariance_step(const member_type& m, int b, const Z& z, Scalar q,
+                                                        const M& Sp) const {
+    const Scalar ell = eta_S * kmath::sqrt((q - 1) * (q - 1) + Scalar(r - 1));
+    CovarianceStep cs{eta_S, false};
+    if (ell > max_step) {
+      cs.eta = eta_S * max_step / ell;
+      cs.clamped = true;
+    }
+    const Scalar eta = cs.eta;
     if (exact) {
       const Scalar cc = q > Scalar(0) ? kmath::expm1(eta * q) / q : eta;
       const Scalar decay = kmath::exp(-eta);
@@ -272,8 +327,16 @@ struct StepFunctor {
     } else {
       for_each_entry(m, r, r, [&](const int a, const int c) { Sp(a, c) = (1 - eta) * S(b, a, c) + eta * z(a) * z(c); });
     }
+    return cs;
+  }
 
-    // 6. Subspace direction g (old S).
+  // Step 6: g from the old S (precision: the second Cholesky on
+  // S + gamma s2 I, or w when gamma == 0; oja). False (the stream frozen)
+  // when S + gamma s2 I does not factor.
+  template <class Z, class W, class G>
+  KOKKOS_INLINE_FUNCTION bool direction(const member_type& m, int b, const Z& z, const W& w, const G& g, Scalar s2_old,
+                                        std::int64_t step_index) const {
+    auto A2 = Kokkos::subview(wmat, b, 1, Kokkos::ALL(), Kokkos::ALL());
     if (precision) {
       if (gamma_zero) {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = w(j); });
@@ -282,7 +345,7 @@ struct StepFunctor {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = z(j); });
         if (!cholesky(m, A2)) {
           fail(m, b, breakdown_regularized_not_spd, step_index);
-          return;
+          return false;
         }
         cholesky_solve(m, A2, g);
       }
@@ -291,70 +354,71 @@ struct StepFunctor {
           m, r, [&](const int j) { return S(b, j, j); }, z, g);
     }
     m.team_barrier();
-    const Scalar gnorm = direction_norm<Scalar>(g, r);
+    return true;
+  }
 
-    // 7. Rotation angle and transport of S' to the new frame.
-    const FrameRotation<Scalar> rot =
-        rotate_frame_transport_S<Scalar>(m, r, rho, gnorm, tiny, eta_U, s2_old, g, gh, u, Sp);
-    const bool rotate = rot.rotate;
-    const Scalar theta = rot.theta, sn = rot.sn, cm1 = rot.cm1;
-    const Scalar s2_new = (1 - eta_s) * s2_old + eta_s * rho2 / Scalar(d - r);
-
-    // Never write non-finite numbers: check before the state is touched.
-    if (!step_update_is_finite<Scalar>(m, r, Sp, rho2, q, gnorm, theta, s2_new)) {
-      fail(m, b, breakdown_nonfinite_update, step_index);
-      return;
-    }
-
-    // 8. Writes: frame rotation (fused U gh and rank-one update per row), S, s2, mu.
-    if (rotate) {
-      // Host (row-major): four rows at a time, four independent dot-product
-      // chains (each still summed in increasing j, as in the reference).
-      // Device (column-major): one row per thread, so neighbouring threads
-      // touch neighbouring addresses.
-      constexpr int rows_per = Tuning<ExecSpace>::rotation_rows_per_thread;
-      const int nq = (d + rows_per - 1) / rows_per;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nq), [&](const int q4) {
-        const int i0 = rows_per * q4;
-        if (!column_major && i0 + 4 <= d) {
-          Scalar g0 = 0, g1 = 0, g2 = 0, g3 = 0;
-          for (int j = 0; j < r; ++j) {
-            const Scalar ghj = gh(j);
-            g0 += Ub(i0, j) * ghj;
-            g1 += Ub(i0 + 1, j) * ghj;
-            g2 += Ub(i0 + 2, j) * ghj;
-            g3 += Ub(i0 + 3, j) * ghj;
-          }
-          const Scalar c0 = cm1 * g0 + sn * e(i0) / rho, c1 = cm1 * g1 + sn * e(i0 + 1) / rho,
-                       c2 = cm1 * g2 + sn * e(i0 + 2) / rho, c3 = cm1 * g3 + sn * e(i0 + 3) / rho;
-          for (int j = 0; j < r; ++j) {
-            const Scalar ghj = gh(j);
-            Ub(i0, j) += c0 * ghj;
-            Ub(i0 + 1, j) += c1 * ghj;
-            Ub(i0 + 2, j) += c2 * ghj;
-            Ub(i0 + 3, j) += c3 * ghj;
-          }
-        } else {
-          const int i1 = i0 + rows_per < d ? i0 + rows_per : d;
-          for (int i = i0; i < i1; ++i) {
-            Scalar ugh = 0;
-            for (int j = 0; j < r; ++j) ugh += Ub(i, j) * gh(j);
-            const Scalar coef = cm1 * ugh + sn * e(i) / rho;
-            for (int j = 0; j < r; ++j) Ub(i, j) += coef * gh(j);
-          }
+  // Step 8's rotation of the rows i with rotates(i):
+  // U_i <- U_i + ((cos-1) U_i vh + sin e_i / rho) gh^T (vh = gh in section 2;
+  // 7.3's observed rotation has vh = C^-1 g / beta). A row left alone gets a
+  // zero coefficient (U_i + 0 gh^T is U_i exactly).
+  template <class Vh, class Gh, class Rotates>
+  KOKKOS_INLINE_FUNCTION void rotate_rows(const member_type& m, int b, const Vh& vh, const Gh& gh, Scalar rho,
+                                          const FrameRotation<Scalar>& rot, const Rotates& rotates) const {
+    const Basis Ub{&U(b, 0, 0), d, r};
+    auto e = Kokkos::subview(we, b, Kokkos::ALL());
+    const Scalar sn = rot.sn, cm1 = rot.cm1;
+    // Host (row-major): four rows at a time, four independent dot-product
+    // chains (each still summed in increasing j, as in the reference).
+    // Device (column-major): one row per thread, so neighbouring threads
+    // touch neighbouring addresses.
+    constexpr int rows_per = Tuning<ExecSpace>::rotation_rows_per_thread;
+    const int nq = (d + rows_per - 1) / rows_per;
+    auto coef = [&](int i, Scalar uvh) { return rotates(i) ? cm1 * uvh + sn * e(i) / rho : Scalar(0); };
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nq), [&](const int q4) {
+      const int i0 = rows_per * q4;
+      if (!column_major && i0 + 4 <= d) {
+        Scalar g0 = 0, g1 = 0, g2 = 0, g3 = 0;
+        for (int j = 0; j < r; ++j) {
+          const Scalar vj = vh(j);
+          g0 += Ub(i0, j) * vj;
+          g1 += Ub(i0 + 1, j) * vj;
+          g2 += Ub(i0 + 2, j) * vj;
+          g3 += Ub(i0 + 3, j) * vj;
         }
-      });
-    }
+        const Scalar c0 = coef(i0, g0), c1 = coef(i0 + 1, g1), c2 = coef(i0 + 2, g2), c3 = coef(i0 + 3, g3);
+        for (int j = 0; j < r; ++j) {
+          const Scalar ghj = gh(j);
+          Ub(i0, j) += c0 * ghj;
+          Ub(i0 + 1, j) += c1 * ghj;
+          Ub(i0 + 2, j) += c2 * ghj;
+          Ub(i0 + 3, j) += c3 * ghj;
+        }
+      } else {
+        const int i1 = i0 + rows_per < d ? i0 + rows_per : d;
+        for (int i = i0; i < i1; ++i) {
+          Scalar uvh = 0;
+          for (int j = 0; j < r; ++j) uvh += Ub(i, j) * vh(j);
+          const Scalar c = coef(i, uvh);
+          for (int j = 0; j < r; ++j) Ub(i, j) += c * gh(j);
+        }
+      }
+    });
+  }
+
+  // The rest of step 8 and step 9: S <- sym(S'), mu += eta_mu y (y in
+  // wy(b, :), 0 on rows that must not move), s2, the counters, and the
+  // Cholesky-QR when due.
+  template <class M>
+  KOKKOS_INLINE_FUNCTION void commit(const member_type& m, int b, const M& Sp, Scalar s2_new, std::int64_t step_index,
+                                     bool clamped) const {
     symmetrize(m, r, Sp, Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()));
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) { mu(b, i) += eta_mu * y(i); });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) { mu(b, i) += eta_mu * wy(b, i); });
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
       s2(b) = s2_new;
       steps(b) = step_index + 1;
       if (clamped) clamped_steps(b) += 1;
     });
     m.team_barrier();
-
-    // 9. Cholesky-QR every reorth_every steps.
     if (reorth_every > 0 && (step_index + 1) % reorth_every == 0) reorthonormalize(m, b, step_index);
   }
 

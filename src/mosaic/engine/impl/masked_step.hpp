@@ -1,0 +1,328 @@
+// The sequential kernel with missing entries (ALGORITHM.md section 7; the
+// host reference's reference_masked_step is its oracle): one call advances
+// every stream of a StreamBatch by one sample whose NaN entries are missing,
+// one Kokkos team per stream, over the section-2 kernel's parts
+// (StepFunctor in sequential_step.hpp: the projection, the residual, the
+// clamp and covariance update, the direction, the transport, the row
+// rotation, the commit), so nothing of section 2 is written twice.
+//
+// Per team (stream b), in order (nothing of the state is written before
+// every check has passed, as in section 2):
+//   1. The observed set O: finite entries of coordinates already seen (7.6).
+//      An infinite entry freezes the stream (breakdown_nonfinite_sample, an
+//      input error as in section 2). y = x - mu on O, 0 on M (so every sum
+//      over rows is the sum over O, and mu += eta_mu y leaves mu_M alone).
+//   2. Nothing missing: section 2 (StepFunctor::section_two), bit for bit
+//      the unmasked kernel. missing: drop: the sample is dropped;
+//      zero_fill: section 2 on y with y_M = 0. n <= r: skipped (7.5).
+//   3. 7.3 part 1: b = U^T y; the rows of the smaller of O and M compacted by
+//      a team scan, their Gram (N = U_M^T U_M or C = U_O^T U_O, each entry
+//      one running sum over the rows in increasing i, as the reference);
+//      the Cholesky of C (failure: skipped), Z = L_C^-1 N, K = N + Z^T Z
+//      (symmetrized), the tr(C^-1) guard (skipped), z_ls = b + K b,
+//      e = y - U z_ls zeroed on M, rho.
+//   4. Part 2: posterior (Delta = s2 K, the Cholesky of S + Delta, w, z,
+//      P = Delta - Y^T Y) or project (w = S^-1 z_ls, z = z_ls, P = 0).
+//   5. Parts 3-5 with section 2's code, P added with weight -expm1(-eta)
+//      (exact) or eta (first_order).
+//   6. Parts 6-7: observed rotation (v = g + K g, beta = sqrt(g^T v), the
+//      rows of O rotated with vh = v / beta, the transport's extra noise term
+//      s2 (cos-1)^2 gh^T K gh) or geodesic (section 2's rotation of every
+//      row with e_M = 0).
+//   7. Part 8 with n - r degrees of freedom; part 9 and the seen rule (an
+//      unseen coordinate observed now takes x_i as its mean).
+// Skipped and dropped samples count as steps (as in the reference).
+//
+// Work: the rows' index list (B x d), 4 r-vectors and 8 r x r matrices per
+// stream beyond the section-2 kernel's, allocated once by the engine.
+#pragma once
+
+#include <cstdint>
+
+#include <Kokkos_Core.hpp>
+
+#include "mosaic/algorithm/params.hpp"
+#include "mosaic/engine/frame_rotation.hpp"
+#include "mosaic/engine/impl/sequential_step.hpp"
+#include "mosaic/engine/stream_batch.hpp"
+#include "mosaic/util/kokkos_compat.hpp"
+#include "mosaic/util/team_loops.hpp"
+
+namespace mosaic {
+namespace detail {
+
+// r-vectors and r x r matrices of the masked step's work (beyond StepFunctor's).
+enum MaskedVec : int { mv_b = 0, mv_zls, mv_v, mv_vh, mv_count };
+enum MaskedMat : int { mm_N = 0, mm_C, mm_Z, mm_Kraw, mm_K, mm_Delta, mm_L, mm_P, mm_count };
+
+template <class Scalar, class ExecSpace>
+struct MaskedStepFunctor {
+  using Base = StepFunctor<Scalar, ExecSpace>;
+  using member_type = typename Base::member_type;
+  using execution_space = ExecSpace;
+  template <class DataType>
+  using view_t = typename Base::template view_t<DataType>;
+
+  Base base;  // the bound state and the sample (base.X), section 2's parts
+  view_t<std::uint8_t**> seen;
+  view_t<std::int64_t*> skipped_steps, dropped_samples, missing_entries;
+  view_t<int**> widx;     // B x d: the compacted rows of the smaller of O and M
+  view_t<Scalar***> wv;   // B x mv_count x r
+  view_t<Scalar****> wm;  // B x mm_count x r x r
+  MissingMode mode = MissingMode::posterior;
+  bool observed_rotation = true;
+  Scalar cond_max = Scalar(1e4);
+
+  KOKKOS_INLINE_FUNCTION bool observed(int b, int i) const { return !kmath::isnan(base.X(b, i)) && seen(b, i) != 0; }
+
+  // 7.6's seen rule after the step (the mean of an unseen coordinate
+  // observed now becomes its value).
+  KOKKOS_INLINE_FUNCTION void mark_seen(const member_type& m, int b) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, base.d), [&](const int i) {
+      const Scalar xi = base.X(b, i);
+      if (seen(b, i) == 0 && !kmath::isnan(xi)) {
+        base.mu(b, i) = xi;
+        seen(b, i) = 1;
+      }
+    });
+    m.team_barrier();
+  }
+
+  // A step that moves only the observed means (7.5), or nothing (drop).
+  KOKKOS_INLINE_FUNCTION void mean_only(const member_type& m, int b, std::int64_t step_index, bool drop) const {
+    if (!drop)
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, base.d),
+                           [&](const int i) { base.mu(b, i) += base.eta_mu * base.wy(b, i); });
+    m.team_barrier();
+    mark_seen(m, b);
+    Kokkos::single(Kokkos::PerTeam(m), [&]() {
+      base.steps(b) = step_index + 1;
+      if (drop) dropped_samples(b) += 1;
+      else skipped_steps(b) += 1;
+    });
+    m.team_barrier();
+  }
+
+  // x <- L^-1 x for each column of an r x r matrix (in place in X), L lower
+  // triangular: one column per thread, forward substitution in increasing i.
+  template <class LM, class XM>
+  KOKKOS_INLINE_FUNCTION void lower_solve_columns(const member_type& m, const LM& L, const XM& X) const {
+    const int r = base.r;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int c) {
+      for (int i = 0; i < r; ++i) {
+        Scalar v = X(i, c);
+        for (int k = 0; k < i; ++k) v -= L(i, k) * X(k, c);
+        X(i, c) = v / L(i, i);
+      }
+    });
+    m.team_barrier();
+  }
+
+  // out = A + s (Y^T Y) entrywise, each sum over k in increasing order.
+  template <class AM, class YM, class OM>
+  KOKKOS_INLINE_FUNCTION void plus_gram(const member_type& m, const AM& A, Scalar s, const YM& Y, const OM& out) const {
+    const int r = base.r;
+    for_each_entry(m, r, r, [&](const int a, const int c) {
+      Scalar v = 0;
+      for (int k = 0; k < r; ++k) v += Y(k, a) * Y(k, c);
+      out(a, c) = A(a, c) + s * v;
+    });
+    m.team_barrier();
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
+    const int b = m.league_rank();
+    if (base.status(b) != 0) return;  // frozen after a breakdown
+    const int d = base.d, r = base.r;
+    const std::int64_t step_index = base.steps(b);
+    auto y = Kokkos::subview(base.wy, b, Kokkos::ALL());
+    auto e = Kokkos::subview(base.we, b, Kokkos::ALL());
+
+    // 1. The observed set, the centred sample (0 on M), the counts.
+    int n_missing = 0, n_nan = 0, n_inf = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, d),
+        [&](const int i, int& nm) {
+          const bool obs = observed(b, i);
+          const Scalar yi = obs ? base.X(b, i) - base.mu(b, i) : Scalar(0);
+          y(i) = yi;
+          e(i) = yi;
+          nm += obs ? 0 : 1;
+        },
+        n_missing);
+    m.team_barrier();
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, d), [&](const int i, int& nn) { nn += kmath::isnan(base.X(b, i)) ? 1 : 0; }, n_nan);
+    m.team_barrier();
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, d), [&](const int i, int& ni) { ni += kmath::isinf(base.X(b, i)) ? 1 : 0; }, n_inf);
+    m.team_barrier();
+    if (n_inf != 0) {
+      base.fail(m, b, breakdown_nonfinite_sample, step_index);
+      return;
+    }
+    Kokkos::single(Kokkos::PerTeam(m), [&]() { missing_entries(b) += n_nan; });
+    m.team_barrier();
+
+    // 2. The cases that are not 7.3.
+    if (n_missing == 0 || mode == MissingMode::zero_fill) {
+      base.section_two(m, b, step_index);
+      m.team_barrier();
+      if (n_missing > 0 && base.status(b) == 0) mark_seen(m, b);
+      return;
+    }
+    if (mode == MissingMode::drop) return mean_only(m, b, step_index, true);
+    const int n = d - n_missing;
+    if (n < r + 1) return mean_only(m, b, step_index, false);
+    masked_step(m, b, step_index, n, n_missing);
+  }
+
+  KOKKOS_INLINE_FUNCTION void masked_step(const member_type& m, int b, std::int64_t step_index, int n,
+                                          int n_missing) const {
+    const int d = base.d, r = base.r;
+    auto V = [&](int k) { return Kokkos::subview(wv, b, k, Kokkos::ALL()); };
+    auto M = [&](int k) { return Kokkos::subview(wm, b, k, Kokkos::ALL(), Kokkos::ALL()); };
+    const auto bv = V(mv_b), zls = V(mv_zls), v = V(mv_v), vh = V(mv_vh);
+    const auto N = M(mm_N), C = M(mm_C), Z = M(mm_Z), Kraw = M(mm_Kraw), K = M(mm_K), Delta = M(mm_Delta), L = M(mm_L),
+               P = M(mm_P);
+    auto z = Kokkos::subview(base.wvec, b, 0, Kokkos::ALL());
+    auto w = Kokkos::subview(base.wvec, b, 1, Kokkos::ALL());
+    auto g = Kokkos::subview(base.wvec, b, 2, Kokkos::ALL());
+    auto gh = Kokkos::subview(base.wvec, b, 3, Kokkos::ALL());
+    auto u = Kokkos::subview(base.wvec, b, 4, Kokkos::ALL());
+    auto Sp = Kokkos::subview(base.wmat, b, 2, Kokkos::ALL(), Kokkos::ALL());
+    const typename Base::Basis Ub{&base.U(b, 0, 0), d, r};
+
+    // 3. Part 1: b, the observed Gram by the cheaper SYRK, K, z_ls, e_O.
+    base.project(m, b, bv);
+    const bool from_missing = n_missing <= n;
+    Kokkos::parallel_scan(Kokkos::TeamThreadRange(m, d), [&](const int i, int& pos, const bool final) {
+      const bool take = observed(b, i) != from_missing;
+      if (final && take) widx(b, pos) = i;
+      pos += take ? 1 : 0;
+    });
+    m.team_barrier();
+    const int rows = from_missing ? n_missing : n;
+    for_each_entry(m, r, r, [&](const int a, const int c) {
+      Scalar s = 0;
+      for (int k = 0; k < rows; ++k) {
+        const int i = widx(b, k);
+        s += Ub(i, a) * Ub(i, c);
+      }
+      const Scalar id = a == c ? Scalar(1) : Scalar(0);
+      if (from_missing) {
+        N(a, c) = s;
+        C(a, c) = id - s;
+      } else {
+        C(a, c) = s;
+        N(a, c) = id - s;
+      }
+    });
+    m.team_barrier();
+    if (!base.cholesky(m, C)) return mean_only(m, b, step_index, false);  // C's lower triangle is L_C
+    for_each_entry(m, r, r, [&](const int a, const int c) { Z(a, c) = N(a, c); });
+    m.team_barrier();
+    lower_solve_columns(m, C, Z);
+    plus_gram(m, N, Scalar(1), Z, Kraw);
+    symmetrize(m, r, Kraw, K);
+    m.team_barrier();
+    Scalar trK = 0;
+    for (int j = 0; j < r; ++j) trK += K(j, j);
+    if (!(Scalar(r) + trK <= cond_max)) return mean_only(m, b, step_index, false);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {
+      Scalar kb = 0;
+      for (int k = 0; k < r; ++k) kb += K(j, k) * bv(k);
+      zls(j) = bv(j) + kb;
+    });
+    m.team_barrier();
+    const Scalar rho2 = base.residual(m, b, zls, [&](const int i) { return observed(b, i); });
+    const Scalar rho = kmath::sqrt(rho2);
+    const Scalar s2_old = base.s2(b);
+
+    // 4. Part 2.
+    if (mode == MissingMode::project) {
+      for_each_entry(m, r, r, [&](const int a, const int c) {
+        L(a, c) = base.S(b, a, c);
+        P(a, c) = Scalar(0);
+      });
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = zls(j); });
+      if (!base.cholesky(m, L)) {
+        base.fail(m, b, breakdown_s_not_spd, step_index);
+        return;
+      }
+      base.cholesky_solve(m, L, w);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { z(j) = zls(j); });
+    } else {
+      for_each_entry(m, r, r, [&](const int a, const int c) {
+        Delta(a, c) = s2_old * K(a, c);
+        L(a, c) = base.S(b, a, c) + s2_old * K(a, c);
+        P(a, c) = s2_old * K(a, c);  // Y = L^-1 Delta, in place
+      });
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = zls(j); });
+      if (!base.cholesky(m, L)) {
+        base.fail(m, b, breakdown_s_not_spd, step_index);
+        return;
+      }
+      base.cholesky_solve(m, L, w);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {
+        Scalar dw = 0;
+        for (int k = 0; k < r; ++k) dw += Delta(j, k) * w(k);
+        z(j) = zls(j) - dw;
+      });
+      lower_solve_columns(m, L, P);
+      plus_gram(m, Delta, Scalar(-1), P, Kraw);  // Delta - Y^T Y
+      symmetrize(m, r, Kraw, P);
+    }
+    m.team_barrier();
+    Scalar q = 0;
+    for (int j = 0; j < r; ++j) q += z(j) * w(j);
+
+    // 5. Parts 3-5.
+    const typename Base::CovarianceStep cs = base.covariance_step(m, b, z, q, Sp);
+    const Scalar p_weight = base.exact ? -kmath::expm1(-cs.eta) : cs.eta;
+    m.team_barrier();
+    for_each_entry(m, r, r, [&](const int a, const int c) { Sp(a, c) += p_weight * P(a, c); });
+    m.team_barrier();
+    if (!base.direction(m, b, z, w, g, s2_old, step_index)) return;
+
+    // 6. Parts 6-7.
+    Scalar gg = 0, gKg = 0;
+    for (int a = 0; a < r; ++a) gg += g(a) * g(a);
+    if (observed_rotation) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
+        Scalar kg = 0;
+        for (int c = 0; c < r; ++c) kg += K(a, c) * g(c);
+        vh(a) = kg;  // K g, until vh is formed below
+        v(a) = g(a) + kg;
+      });
+      m.team_barrier();
+      for (int a = 0; a < r; ++a) gKg += g(a) * vh(a);
+      m.team_barrier();
+    } else {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) { v(a) = g(a); });
+      m.team_barrier();
+    }
+    const Scalar beta2 = gg + gKg, beta = kmath::sqrt(beta2);
+    const Scalar ghKgh = beta2 > Scalar(0) ? gKg / beta2 : Scalar(0);
+    const FrameRotation<Scalar> rot =
+        rotate_frame_transport_S<Scalar>(m, r, rho, beta, base.tiny, base.eta_U, s2_old, ghKgh, g, gh, u, Sp);
+    const Scalar s2_new = (1 - base.eta_s) * s2_old + base.eta_s * rho2 / Scalar(n - r);
+    if (!step_update_is_finite<Scalar>(m, r, Sp, rho2, q, beta, rot.theta, s2_new)) {
+      base.fail(m, b, breakdown_nonfinite_update, step_index);
+      return;
+    }
+    if (rot.rotate) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { vh(j) = v(j) / beta; });
+      m.team_barrier();
+      const bool every_row = !observed_rotation;
+      base.rotate_rows(m, b, vh, gh, rho, rot, [&](const int i) { return every_row || observed(b, i); });
+    }
+
+    // 7. Parts 8-9 (mu_M stays: y_M = 0), the seen rule.
+    base.commit(m, b, Sp, s2_new, step_index, cs.clamped);
+    mark_seen(m, b);
+  }
+};
+
+}  // namespace detail
+}  // namespace mosaic
