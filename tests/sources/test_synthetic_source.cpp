@@ -16,6 +16,7 @@
 
 #include "mosaic/algorithm/host_linalg.hpp"
 #include "mosaic/engine/batched_engine.hpp"
+#include "mosaic/engine/transfer.hpp"
 #include "mosaic/sources/synthetic_source.hpp"
 
 namespace {
@@ -64,6 +65,44 @@ TEST(SyntheticSource, DeviceEqualsHostBitwiseInDouble) {
       }
     }
   }
+}
+
+// The missingness patterns (spec.missing: MCAR, an outage, tiles) on the
+// device, sample by sample and in blocks: the same entries NaN as the host
+// generator's, the others bitwise its values.
+TEST(SyntheticSource, MissingEntriesAreTheHostGenerators) {
+  SyntheticSpec spec = test_spec(false);
+  spec.d = 42;
+  spec.missing.mcar_rate = 0.2;
+  spec.missing.outage_first = 3;
+  spec.missing.outage_count = 7;
+  spec.missing.outage_start = 5;
+  spec.missing.outage_steps = 4;
+  spec.missing.block_rate = 0.1;
+  spec.missing.block_coords = 5;
+  spec.missing.block_steps = 3;
+  const std::vector<std::uint64_t> ids = {0, 5, 17};
+  SyntheticDriftSource<double> src(spec, ids);
+  const std::vector<SyntheticTruth> truths = src.truths_on_host();
+  const int n = 12;
+  Kokkos::View<double***, Kokkos::LayoutRight> X("X", ids.size(), n, spec.d);
+  src.generate_block(0, n, X);
+  const auto h = transfer::to_host(X);
+  std::vector<double> host(spec.d);
+  std::int64_t missing = 0;
+  for (std::size_t b = 0; b < ids.size(); ++b)
+    for (int k = 0; k < n; ++k) {
+      synthetic_sample(spec, truths[b], ids[b], std::uint64_t(k), host.data());
+      for (int i = 0; i < spec.d; ++i) {
+        ASSERT_EQ(std::isnan(h(b, k, i)), std::isnan(host[i])) << "b=" << b << " k=" << k << " i=" << i;
+        if (!std::isnan(host[i])) ASSERT_EQ(h(b, k, i), host[i]);
+        missing += std::isnan(host[i]) ? 1 : 0;
+        if (k >= 5 && k < 9 && i >= 3 && i < 10) ASSERT_TRUE(std::isnan(host[i])) << "the outage";
+      }
+    }
+  const double fraction = double(missing) / double(ids.size() * n * spec.d);
+  EXPECT_GT(fraction, 0.2);
+  EXPECT_LT(fraction, 0.45);
 }
 
 // The execution space's truth (Cholesky-QR) against the host truth (modified

@@ -16,6 +16,7 @@
 #include "mosaic/algorithm/counter_rng.hpp"
 #include "mosaic/algorithm/host_linalg.hpp"
 #include "mosaic/algorithm/rounded.hpp"
+#include "mosaic/algorithm/synthetic_missing.hpp"
 
 namespace mosaic {
 
@@ -30,6 +31,7 @@ struct SyntheticSpec {
   double drift = 0.0;       // omega, rad/step
   double mean_scale = 1.0;  // per-stream mean m_s ~ mean_scale * N(0, I)
   std::uint64_t seed = 1;
+  MissingSpec missing;  // entries generated as NaN (ALGORITHM.md section 7; none by default)
 
   KOKKOS_INLINE_FUNCTION bool heterogeneous() const { return noise_max > 0.0; }
 
@@ -51,6 +53,7 @@ struct SyntheticSpec {
     }
     if (!std::isfinite(drift)) fail("drift must be finite");
     if (!(mean_scale >= 0) || !std::isfinite(mean_scale)) fail("mean_scale must be >= 0");
+    missing.validate(d);
   }
 
   // Signal eigenvalue j (descending geometric ladder).
@@ -184,7 +187,8 @@ struct ArrayRow {
   KOKKOS_INLINE_FUNCTION double operator()(int j) const { return p[j]; }
 };
 
-// x_t of one stream on the host, into x (length d).
+// x_t of one stream on the host, into x (length d), its missing entries
+// (spec.missing) NaN.
 template <class T>
 void synthetic_sample(const SyntheticSpec& spec, const SyntheticTruth& truth, std::uint64_t stream, std::uint64_t step,
                       T* x) {
@@ -198,6 +202,7 @@ void synthetic_sample(const SyntheticSpec& spec, const SyntheticTruth& truth, st
     x[i] = T(synthetic_element(spec, stream, step, i, truth.mean[i], v0, w0, ArrayRow{lc.data()}, ArrayRow{ls.data()},
                                truth.noise_std[i]));
   }
+  if (spec.missing.any()) apply_synthetic_missing(spec.missing, spec.seed, stream, step, x, spec.d);
 }
 
 }  // namespace mosaic

@@ -13,7 +13,6 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -47,6 +46,9 @@ struct MissingSpec {
   }
 };
 
+// The quiet NaN a missing entry is stored as (the same bits on every backend).
+KOKKOS_INLINE_FUNCTION double missing_value() { return detail::double_from_bits(0x7FF8000000000000ull); }
+
 // True when entry `index` of sample `step` of `stream` is missing.
 KOKKOS_INLINE_FUNCTION bool synthetic_missing(const MissingSpec& m, std::uint64_t seed, std::uint64_t stream,
                                               std::uint64_t step, int index) {
@@ -70,7 +72,7 @@ template <class T>
 void apply_synthetic_missing(const MissingSpec& m, std::uint64_t seed, std::uint64_t stream, std::uint64_t step, T* x,
                              int d) {
   for (int i = 0; i < d; ++i)
-    if (synthetic_missing(m, seed, stream, step, i)) x[i] = std::numeric_limits<T>::quiet_NaN();
+    if (synthetic_missing(m, seed, stream, step, i)) x[i] = T(missing_value());
 }
 
 }  // namespace mosaic

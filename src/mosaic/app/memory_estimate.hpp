@@ -124,8 +124,7 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
                                     std::int64_t rows_read) {
   const std::size_t B = std::size_t(streams), d = std::size_t(c.problem.d), r = std::size_t(c.problem.rank);
   const std::size_t s = c.problem.dtype == Dtype::float32 ? 4 : 8;
-  const std::size_t k = std::size_t(c.algorithm.block_size == kAuto ? auto_block_size<Exec>(int(d), int(r))
-                                                                    : std::max(1, c.algorithm.block_size));
+  const std::size_t k = std::size_t(resolved_block_size<Exec>(c.algorithm, int(d), int(r)));
   const std::size_t n0 =
       c.algorithm.init == InitMode::data ? std::size_t(c.algorithm.resolved_init_samples(int(r))) : 0;
   const std::size_t state = s * (d + d * r + r * r + 1);
@@ -135,9 +134,12 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
     e.items.push_back({what, exec, when, bytes});
   };
 
-  add("stream states", true, B * (state + 8 * r * r + 8 * 12));
+  // The state, the counters and the maintained factor, and section 7's seen flags (one byte per coordinate).
+  add("stream states", true, B * (state + 8 * r * r + 8 * 15 + d));
   const std::size_t nc = std::size_t(Tuning<Exec>::reduction_chunks);
   std::size_t work = s * B * (2 * d + nc * r + 6 * r + 4 * r * r + nc);
+  if (c.algorithm.missing != MissingMode::error)  // impl/masked_step.hpp: the row list, vectors and matrices
+    work += B * (4 * d + s * (std::size_t(detail::mv_count) * r + std::size_t(detail::mm_count) * r * r));
   if (k > 1) {
     work += 8 * B * (4 * k * r + k * k + 8 * r * r + 12 * std::max(r, k));  // the blocked coefficients
     const std::size_t rk = r + k;

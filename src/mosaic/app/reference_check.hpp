@@ -1,5 +1,7 @@
 // The reference cross-check of a run (docs/INPUT_DECK.md, run.reference_check_*):
-// one stream is also advanced by the host reference (reference.hpp) over the
+// one stream is also advanced by the host reference (reference_masked_step:
+// section 2, bit for bit reference_step, on complete samples and under
+// missing: error; section 7 on samples with missing entries) over the
 // first timed steps, and the engine's state is compared with it, basis-free,
 // at the end of the block where the window closes. It is what shows that a
 // run on a GPU (or with any kernel, block size or thread count) computed
@@ -33,6 +35,7 @@
 
 #include "mosaic/algorithm/params.hpp"
 #include "mosaic/algorithm/reference.hpp"
+#include "mosaic/algorithm/reference_masked.hpp"
 #include "mosaic/app/decomposition.hpp"
 #include "mosaic/config/run_config.hpp"
 #include "mosaic/engine/stream_batch.hpp"
@@ -87,7 +90,7 @@ class ReferenceCrossCheck {
   // At the start of the timed loop: the reference starts from the engine's state.
   void start(const StreamBatch<Scalar, ExecSpace>& batch) {
     if (!open() || local_ < 0) return;
-    reference_ = widen(batch.to_host(local_));
+    reference_ = widen(batch.to_host_masked(local_));
     start_steps_ = reference_->steps;
   }
 
@@ -101,7 +104,7 @@ class ReferenceCrossCheck {
     for (int j = 0; j < n && stopped_.empty(); ++j) {
       for (int i = 0; i < d; ++i) x[std::size_t(i)] = double(h(j, i));
       try {
-        reference_step(*reference_, x.data(), params_);
+        reference_masked_step(*reference_, x.data(), params_);
       } catch (const std::exception& e) {  // the engine freezes the stream at this sample too
         stopped_ = e.what();
       }
@@ -123,14 +126,18 @@ class ReferenceCrossCheck {
   }
 
  private:
-  static ReferenceState<double> widen(const ReferenceState<Scalar>& s) {
-    ReferenceState<double> w(s.d, s.r);
+  static MaskedReferenceState<double> widen(const MaskedReferenceState<Scalar>& s) {
+    MaskedReferenceState<double> w;
+    static_cast<ReferenceState<double>&>(w) = ReferenceState<double>(s.d, s.r);
     std::copy(s.mu.begin(), s.mu.end(), w.mu.begin());
     std::copy(s.U.begin(), s.U.end(), w.U.begin());
     std::copy(s.S.begin(), s.S.end(), w.S.begin());
     w.s2 = s.s2;
     w.steps = s.steps;
     w.clamped_steps = s.clamped_steps;
+    w.seen = s.seen;
+    w.skipped_steps = s.skipped_steps;
+    w.dropped_samples = s.dropped_samples;
     return w;
   }
 
@@ -154,7 +161,7 @@ class ReferenceCrossCheck {
         {"from_timed_step", from_},
         {"to_timed_step", timed_done},
         {"reference_steps", ref.steps - start_steps_},
-        {"reference", "host reference (reference.hpp) in double, from the engine's state at from_timed_step"},
+        {"reference", "host reference (reference_masked.hpp) in double, from the engine's state at from_timed_step"},
         {"covariance_rel_error", cov_rel},
         {"s2_rel_error", s2_rel},
         {"mu_rel_error", mu_rel},
@@ -172,7 +179,7 @@ class ReferenceCrossCheck {
   MPI_Comm comm_;
   int local_ = -1, owner_ = 0;
   std::int64_t from_ = 0, start_steps_ = 0;
-  std::optional<ReferenceState<double>> reference_;
+  std::optional<MaskedReferenceState<double>> reference_;
   std::string stopped_;
   nlohmann::json result_;
 };

@@ -85,8 +85,7 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
 // Rank 0's start banner, before any setup: what is about to run.
 inline void print_start_banner(const RunConfig& c, const StreamDecomposition& decomp, int nranks) {
   using Exec = Kokkos::DefaultExecutionSpace;
-  const int k = c.algorithm.block_size == kAuto ? auto_block_size<Exec>(c.problem.d, c.problem.rank)
-                                                : std::max(1, c.algorithm.block_size);
+  const int k = resolved_block_size<Exec>(c.algorithm, c.problem.d, c.problem.rank);
   std::printf(
       "[mosaic] start: deck %s  d=%d r=%d %s  streams %lld (%s, %d-%d per rank)  ranks %d x concurrency "
       "%d (%s)  kernel %s k=%d (%s)  steps %lld + %lld warm-up  accuracy %s\n",

@@ -35,7 +35,13 @@ inline nlohmann::json reduce_diagnostics(const BatchDiagnostics& d, const TruthA
       {"breakdown_streams", allreduce((long long)d.breakdown_streams, MPI_SUM, comm)},
       {"maintained_solve_drift_max", allreduce(d.maintained_solve_drift_max, MPI_MAX, comm)},
       {"maintained_refactorizations", allreduce((long long)d.maintained_refactorizations, MPI_SUM, comm)},
+      {"skipped_steps", allreduce((long long)d.skipped_steps, MPI_SUM, comm)},
+      {"dropped_samples", allreduce((long long)d.dropped_samples, MPI_SUM, comm)},
+      {"missing_entries", allreduce((long long)d.missing_entries, MPI_SUM, comm)},
+      {"unseen_coordinates", allreduce((long long)d.unseen_coordinates, MPI_SUM, comm)},
   };
+  const long long stepped = allreduce((long long)d.stepped_entries, MPI_SUM, comm);
+  j["missing_fraction"] = stepped > 0 ? double(j["missing_entries"].get<long long>()) / double(stepped) : 0.0;
   if (acc) {
     const double w = double(local_streams) / double(total_streams);
     j["accuracy"] = {

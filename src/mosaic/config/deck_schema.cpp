@@ -126,6 +126,15 @@ const std::vector<KeySpec>& schema() {
       v.push_back(k);  // default: none; required with type npy
     }
     v.push_back(integer("source", "chunk_rows", 1, kIntMax, 1024));
+    // Missingness of the synthetic stream (synthetic_missing.hpp; ALGORITHM.md section 7).
+    v.push_back(number("source", "missing_rate", 0, false, 1, false, 0.0));
+    v.push_back(integer("source", "outage_first", 0, kIntMax, 0));
+    v.push_back(integer("source", "outage_count", 0, kIntMax, 0));
+    v.push_back(integer("source", "outage_start", 0, kInt64Max, 0));
+    v.push_back(integer("source", "outage_steps", 0, kInt64Max, 0));
+    v.push_back(number("source", "missing_block_rate", 0, false, 1, false, 0.0));
+    v.push_back(integer("source", "missing_block_coords", 1, kIntMax, 1));
+    v.push_back(integer("source", "missing_block_steps", 1, kInt64Max, 1));
     v.push_back(choice("algorithm", "covariance_update", {"exact", "first_order"}, "exact"));
     v.push_back(choice("algorithm", "subspace_direction", {"precision", "oja"}, "precision"));
     v.push_back(number("algorithm", "eta_mu", 0, true, 1, true, 0.01));
@@ -151,6 +160,10 @@ const std::vector<KeySpec>& schema() {
     }
     v.push_back(choice("algorithm", "precision_solve", {"dense", "maintained"}, "dense"));
     v.push_back(integer("algorithm", "refactor_every", 1, kIntMax, 64));
+    // Missing entries (ALGORITHM.md section 7): a NaN in a sample.
+    v.push_back(choice("algorithm", "missing", {"error", "posterior", "project", "drop", "zero_fill"}, "error"));
+    v.push_back(choice("algorithm", "missing_rotation", {"observed", "geodesic"}, "observed"));
+    v.push_back(number("algorithm", "missing_cond_max", 0, true, kInf, false, 1e4));
     {
       KeySpec k = integer("run", "steps", 1, kInt64Max, 1000);
       k.keyword = "all";  // npy sources: every row of the shortest file

@@ -189,6 +189,20 @@ RunConfig Loader::resolve(std::map<std::string, Value>& eff) const {
   s.drift = num("source.drift");
   s.mean_scale = num("source.mean_scale");
   s.seed = eff.at("run.seed").value.get<std::uint64_t>();
+  MissingSpec& ms = s.missing;
+  ms.mcar_rate = num("source.missing_rate");
+  ms.outage_first = int(i64("source.outage_first"));
+  ms.outage_count = int(i64("source.outage_count"));
+  ms.outage_start = std::uint64_t(i64("source.outage_start"));
+  ms.outage_steps = std::uint64_t(i64("source.outage_steps"));
+  ms.block_rate = num("source.missing_block_rate");
+  ms.block_coords = int(i64("source.missing_block_coords"));
+  ms.block_steps = std::uint64_t(i64("source.missing_block_steps"));
+  if (!npy && ms.outage_count > 0 && std::int64_t(ms.outage_first) + ms.outage_count > d)
+    fail(origin(eff.at("source.outage_count").explicit_ ? "source.outage_count" : "source.outage_first"),
+         "source.outage_first, source.outage_count: the outage's coordinates [" + std::to_string(ms.outage_first) +
+             ", " + std::to_string(std::int64_t(ms.outage_first) + ms.outage_count) +
+             ") must lie in [0, problem.d = " + std::to_string(d) + ")");
 
   MosaicParams& a = c.algorithm;
   a.covariance_update =
@@ -216,6 +230,31 @@ RunConfig Loader::resolve(std::map<std::string, Value>& eff) const {
   a.block_size = int_or_auto("algorithm.block_size");
   a.precision_solve = str("algorithm.precision_solve") == "dense" ? PrecisionSolve::dense : PrecisionSolve::maintained;
   a.refactor_every = int(i64("algorithm.refactor_every"));
+  const std::string missing = str("algorithm.missing");
+  a.missing = missing == "error"       ? MissingMode::error
+              : missing == "posterior" ? MissingMode::posterior
+              : missing == "project"   ? MissingMode::project
+              : missing == "drop"      ? MissingMode::drop
+                                       : MissingMode::zero_fill;
+  a.missing_rotation =
+      str("algorithm.missing_rotation") == "observed" ? MissingRotation::observed : MissingRotation::geodesic;
+  a.missing_cond_max = num("algorithm.missing_cond_max");
+  if (!npy && ms.outage_count > 0 && ms.outage_steps == 0)
+    fail(origin("source.outage_count"),
+         "source.outage_steps: expected an integer >= 1 (the outage's length in steps) when source.outage_count = " +
+             std::to_string(ms.outage_count) + ", found 0");
+  if (!npy && s.missing.any() && a.missing == MissingMode::error) {
+    const char* key = eff.at("source.missing_rate").explicit_   ? "source.missing_rate"
+                      : eff.at("source.outage_count").explicit_ ? "source.outage_count"
+                                                                : "source.missing_block_rate";
+    fail(origin(key), std::string(key) +
+                          ": the synthetic stream has missing entries, but algorithm.missing is 'error' (a missing "
+                          "entry stops its stream); set algorithm.missing to posterior (or project, drop, zero_fill)");
+  }
+  if (a.missing != MissingMode::error && a.precision_solve == PrecisionSolve::maintained)
+    fail(origin("algorithm.precision_solve"),
+         "algorithm.precision_solve: 'maintained' has no masked form yet; with algorithm.missing: " + missing +
+             " use dense");
 
   if (eff.at("run.steps").value.is_string()) {  // `all`
     if (!npy)

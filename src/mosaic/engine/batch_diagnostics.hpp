@@ -61,6 +61,11 @@ struct BatchDiagnostics {
   // of such refactorizations (both 0 with the dense solve).
   double maintained_solve_drift_max = 0;
   std::int64_t maintained_refactorizations = 0;
+  // Missing data (ALGORITHM.md 7.10), totals over the streams: steps that
+  // moved only the mean (7.5), samples dropped (missing: drop), NaN entries
+  // of the samples stepped, and coordinates not yet observed (7.6).
+  std::int64_t skipped_steps = 0, dropped_samples = 0, missing_entries = 0, unseen_coordinates = 0;
+  std::int64_t stepped_entries = 0;  // d x the steps taken, summed over the streams (missing_entries' denominator)
   std::vector<BreakdownRecord> breakdowns;
   std::vector<double> per_stream_checksum;
   // Per-stream values behind the maxima (same order as the batch).
@@ -304,6 +309,16 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb, D
   const auto unresolved = transfer::to_host(sb.unresolved_residual_steps);
   const auto drift = transfer::to_host(sb.solve_drift);
   const auto refactors = transfer::to_host(sb.refactors);
+  const auto skipped = transfer::to_host(sb.skipped_steps);
+  const auto dropped = transfer::to_host(sb.dropped_samples);
+  const auto missing = transfer::to_host(sb.missing_entries);
+  const auto steps = transfer::to_host(sb.steps);
+  std::int64_t unseen = 0;  // a B x d count on the execution space, one number back
+  const auto seen = sb.seen;
+  const std::int64_t sb_d = sb.d;
+  Kokkos::parallel_reduce(
+      "mosaic::unseen_coordinates", Kokkos::RangePolicy<ExecSpace>(0, std::int64_t(B) * sb.d),
+      KOKKOS_LAMBDA(const std::int64_t k, std::int64_t& n) { n += seen(k / sb_d, k % sb_d) == 0 ? 1 : 0; }, unseen);
 
   BatchDiagnostics diag;
   const double inf = std::numeric_limits<double>::infinity();
@@ -334,12 +349,17 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb, D
     diag.unresolved_residual_steps += unresolved(b);
     if (!(drift(b) <= diag.maintained_solve_drift_max)) diag.maintained_solve_drift_max = drift(b);
     diag.maintained_refactorizations += refactors(b);
+    diag.skipped_steps += skipped(b);
+    diag.dropped_samples += dropped(b);
+    diag.missing_entries += missing(b);
+    diag.stepped_entries += steps(b) * std::int64_t(sb.d);
     if (status(b) != 0) {
       diag.breakdown_streams += 1;
       diag.breakdowns.push_back(BreakdownRecord{sb.stream_ids[b], bstep(b), status(b)});
     }
   }
   if (!any_eig) diag.s_min_eig_min = diag.s_max_eig_max = diag.s_condition_max = 0;
+  diag.unseen_coordinates = unseen;
   return diag;
 }
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
@@ -57,6 +58,15 @@ int auto_block_size(int d, int r) {
   return std::min(128, std::max(32, 2 * r));
 }
 
+// The samples per launch an engine with these options uses: 1 (the
+// sequential kernel) for masked runs, whose blocked forms (ALGORITHM.md 7.7)
+// are not written yet; else block_size, auto following auto_block_size.
+template <class ExecSpace>
+int resolved_block_size(const MosaicParams& p, int d, int r) {
+  if (p.missing != MissingMode::error) return 1;
+  return p.block_size == kAuto ? auto_block_size<ExecSpace>(d, r) : std::max(1, p.block_size);
+}
+
 // Wall seconds of the phases of the blocked update with gemm vendor (the
 // other kernels are one launch), summed since
 // MosaicEngine::set_phase_timing(true): pack [U0 | D], the products (G, H,
@@ -96,7 +106,7 @@ class MosaicEngine {
     f_.gamma_zero = params.gamma == 0.0;
     // block_size: auto (the deck default) follows auto_block_size; 0 and 1
     // select the sequential kernel.
-    block_size_ = params.block_size == kAuto ? auto_block_size<ExecSpace>(d, r) : std::max(1, params.block_size);
+    block_size_ = resolved_block_size<ExecSpace>(params, d, r);
     // Missing entries (ALGORITHM.md section 7): the masked sequential kernel
     // (impl/masked_step.hpp). Its blocked forms (7.7) and the diagonal-noise
     // model (section 8) are not written yet: a masked engine steps one sample
@@ -108,7 +118,6 @@ class MosaicEngine {
       if (params.precision_solve == PrecisionSolve::maintained)
         throw std::invalid_argument("MosaicEngine: precision_solve: maintained has no masked form (missing: " +
                                     std::string(to_string(params.missing)) + "); use dense");
-      block_size_ = 1;
       auto& mf = masked_;
       mf.mode = params.missing;
       mf.observed_rotation = params.missing_rotation == MissingRotation::observed;
@@ -251,7 +260,8 @@ class MosaicEngine {
     if (int(X.extent(0)) != batch_ || int(X.extent(2)) != d_)
       throw std::invalid_argument("MosaicEngine::init_data: X must be B x n0 x d = " + std::to_string(batch_) +
                                   " x n0 x " + std::to_string(d_));
-    const std::vector<std::string> errors = init_data_batch(sb, X, params_);
+    std::vector<std::string> errors = init_data_batch(sb, X, params_);
+    if (masked_kernel_) init_masked_streams(sb, X, errors);
     for (int b = 0; b < batch_; ++b)
       if (!errors[std::size_t(b)].empty()) throw StreamInitError(b, errors[std::size_t(b)]);
   }
@@ -277,6 +287,31 @@ class MosaicEngine {
   // The one launch of a block with the GEMM kernel Gemm (its functor type).
   template <class Gemm>
   void launch_block(batch_type& sb, block_view Xb, const detail::BlockGemmWork<Scalar, ExecSpace, Gemm>& work) const;
+
+  // 7.6 for the streams whose init samples have missing entries: the host
+  // reference's masked init (in double, as the device path; the init is an
+  // n0 x n0 problem), replacing what init_data_batch made of them.
+  void init_masked_streams(batch_type& sb, Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> X,
+                           std::vector<std::string>& errors) const {
+    const auto h = transfer::to_host(X);
+    const int n0 = int(X.extent(1));
+    std::vector<Scalar> xs(std::size_t(n0) * d_);
+    for (int b = 0; b < batch_; ++b) {
+      bool any_nan = false;
+      for (int k = 0; k < n0; ++k)
+        for (int i = 0; i < d_; ++i) {
+          xs[std::size_t(k) * d_ + i] = h(b, k, i);
+          any_nan = any_nan || std::isnan(h(b, k, i));
+        }
+      if (!any_nan) continue;
+      try {
+        sb.from_host(b, reference_init_data_masked(xs.data(), n0, d_, r_, params_));
+        errors[std::size_t(b)].clear();
+      } catch (const std::invalid_argument& e) {
+        errors[std::size_t(b)] = e.what();
+      }
+    }
+  }
 
   functor_type bind(batch_type& sb) const {
     functor_type f = f_;

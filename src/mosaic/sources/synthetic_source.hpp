@@ -304,9 +304,10 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
         "mosaic::synthetic_latent", Kokkos::RangePolicy<ExecSpace>(0, batch() * spec_.r * n_pad),
         detail::SynthLatentFunctor<ExecSpace>{spec_, sqrt_lambda_, ids_d_, csb_, latent, first_step, n, n_pad});
     const int groups = (spec_.d + 3) / 4;
-    Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(0, batch() * groups),
-                         detail::SynthFunctor<Scalar, ExecSpace, OutView>{spec_, V0_, W0_, mean_, noise_std_, latent,
-                                                                          ids_d_, X, first_step, n, groups});
+    Kokkos::parallel_for(
+        label, Kokkos::RangePolicy<ExecSpace>(0, batch() * groups),
+        detail::SynthFunctor<Scalar, ExecSpace, OutView>{spec_, V0_, W0_, mean_, noise_std_, latent, ids_d_, X,
+                                                         first_step, n, groups, spec_.missing.any()});
   }
 
   void check(std::size_t b, std::size_t d, const char* what) const {

@@ -33,7 +33,7 @@ struct CheckpointError : std::runtime_error {
 
 namespace ckpt {
 
-constexpr int kFormatVersion = 2;  // 2: unresolved_residual_steps
+constexpr int kFormatVersion = 3;  // 2: unresolved_residual_steps; 3: seen and section 7's counters
 constexpr char kMagic[8] = {'M', 'O', 'S', 'C', 'K', 'P', 'T', '1'};
 constexpr const char* kManifestName = "MANIFEST.json";
 constexpr const char* kDirPrefix = "ckpt_";
@@ -94,7 +94,8 @@ inline std::size_t type_size(const std::string& code) {
 }
 
 // Every per-stream view of a StreamBatch: the complete state of a stream
-// (state, counters, breakdown record, maintained factor). A view added to
+// (state, counters, breakdown record, maintained factor, section 7's seen
+// flags and counters). A view added to
 // StreamBatch must be added here, or a restart would lose it.
 template <class Batch, class F>
 void for_each_state_view(Batch& sb, F&& f) {
@@ -112,6 +113,10 @@ void for_each_state_view(Batch& sb, F&& f) {
   f("factor_age", sb.factor_age);
   f("refactors", sb.refactors);
   f("solve_drift", sb.solve_drift);
+  f("seen", sb.seen);
+  f("skipped_steps", sb.skipped_steps);
+  f("dropped_samples", sb.dropped_samples);
+  f("missing_entries", sb.missing_entries);
 }
 
 template <class View>
@@ -209,6 +214,8 @@ std::vector<std::pair<std::string, std::string>> expected_fields() {
     decltype(none->Rfac) Rfac;
     decltype(none->factor_age) factor_age, refactors;
     decltype(none->solve_drift) solve_drift;
+    decltype(none->seen) seen;
+    decltype(none->skipped_steps) skipped_steps, dropped_samples, missing_entries;
   } t;
   for_each_state_view(t, visit);
   out.emplace_back("source_frozen", "u1");

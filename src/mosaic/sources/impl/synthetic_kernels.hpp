@@ -172,6 +172,7 @@ struct SynthFunctor {
   OutView X;
   std::uint64_t first_step = 0;
   int n = 1, groups = 0;  // groups = ceil(d / 4)
+  bool missing = false;   // spec.missing.any(): some entries are NaN
 
   KOKKOS_INLINE_FUNCTION void store(int b, int k, int i, double v) const {
     if constexpr (OutView::rank == 2) {
@@ -180,6 +181,11 @@ struct SynthFunctor {
     } else {
       X(b, k, i) = Scalar(v);
     }
+  }
+  // spec.missing's entries of sample k of stream b (id) made NaN (section 7).
+  KOKKOS_INLINE_FUNCTION void store_missing(int b, int k, int i, std::uint64_t id) const {
+    if (synthetic_missing(spec.missing, spec.seed, id, first_step + std::uint64_t(k), i))
+      store(b, k, i, missing_value());
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const int item) const {
@@ -203,6 +209,9 @@ struct SynthFunctor {
         const double sd = noise_std(b, i0 + q);
         for (int kk = 0; kk < nk; ++kk) store(b, k0 + kk, i0 + q, rounded::mul_add(sd, z[q][kk], acc[q][kk]));
       }
+      if (missing)
+        for (int q = 0; q < nr; ++q)
+          for (int kk = 0; kk < nk; ++kk) store_missing(b, k0 + kk, i0 + q, id);
     }
   }
 };
