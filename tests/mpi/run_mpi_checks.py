@@ -1027,7 +1027,7 @@ def check_missing(args):
     in counts.missing and every diagnostics entry; (c) resumed from a
     checkpoint in the middle, the final states, counts
     and diagnostics series equal the uninterrupted run's bitwise (seen and
-    the counters travel in the checkpoint)."""
+    the counters travel in the checkpoint); (d) .npy streams with NaN gaps."""
     w = args.workdir
     out = os.path.join(w, "missing_refused.json")
     if os.path.exists(out):
@@ -1076,6 +1076,42 @@ def check_missing(args):
     if run["diagnostics"]["series"] != ref["diagnostics"]["series"]:
         fail("resumed: the diagnostics series differs from the uninterrupted run's")
     print(f"missing: posterior: resumed from {ck}, final states, counts and diagnostics bitwise equal")
+    # (d) .npy streams with NaN gaps (10% MCAR, an outage, a gap in the init
+    # rows) run to the end with missing: posterior; an infinite value still
+    # freezes its stream (exit 3); under missing: error the gaps in the init
+    # rows are an input error before anything runs.
+    import numpy as np
+    paths = write_npy_streams(args)
+    gapped = []
+    for k, path in enumerate(paths):
+        x = np.load(path)
+        rng = np.random.default_rng(7 + k)
+        x[rng.random(x.shape) < 0.1] = np.nan
+        if k == 2:
+            x[100:200, 0:6] = np.nan
+            x[2, :] = np.nan
+        if k == 4:
+            x[250, 3] = np.inf
+        gapped.append(os.path.join(w, f"gapped_{k}.npy"))
+        np.save(gapped[-1], x)
+    states = os.path.join(w, "missing_npy")
+    doc, _ = run_ok(args, 2, npy_args(gapped, states) + ["--set", "algorithm.missing=posterior"], "missing_npy.json",
+                    expect_rc=3)
+    run = doc["runs"][0]
+    frozen = [b["stream_id"] for b in run["counts"]["breakdowns"]]
+    if frozen != [4] or run["counts"]["missing"]["missing_fraction"] < 0.09:
+        fail(f"npy with gaps: breakdowns {run['counts']['breakdowns']}, missing {run['counts']['missing']}: expected "
+             "only stream 4 (its inf) frozen and about 10% missing")
+    if run["verification"]["reference_check"].get("passed") is not True:
+        fail(f"npy with gaps: reference check {run['verification']['reference_check']}")
+    out = os.path.join(w, "missing_npy_error.json")
+    proc = mpirun(args, 2, npy_args(gapped[:4], states) + ["--output", out], w)
+    if proc.returncode == 0 or "non-finite value NaN" not in proc.stderr or "algorithm.missing" not in proc.stderr:
+        fail(f"npy with gaps in the init rows under missing: error: exit {proc.returncode}, expected an input error "
+             "naming the NaN and algorithm.missing")
+    print(f"npy with gaps: missing: posterior ran every stream but the one with an inf to the end "
+          f"(missing fraction {run['counts']['missing']['missing_fraction']:.3f}); under missing: error the gaps "
+          f"in the init rows are an input error naming algorithm.missing")
 
 
 TIMER_PHASES = ["setup", "init", "warmup", "generate", "update", "verify", "diagnostics", "checkpoint",

@@ -395,6 +395,45 @@ TEST(NpyReader, NonFiniteInFortranOrderReportsTheFirstRow) {
   EXPECT_TRUE(throws_npy_error([&] { r.read_rows(2, 2, buf.data()); }, path, {"NaN at row 2, column 0"}));
 }
 
+// algorithm.missing other than error: a NaN is a missing entry and passes
+// (float and double runs, C and Fortran order); +-inf and a float64 beyond
+// float32 are still refused, named as before.
+TEST(NpyReader, NanIsMissingPassesNanAndRefusesInfinity) {
+  TempDir dir;
+  const std::string path = dir / "f.npy";
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  // shape (4, 2), column-major: column 0 = {0, 1, NaN, 3}, column 1 = {4, inf, 6, 7}.
+  write_file(path, mosaic::npy_preamble("<f8", {4, 2}, true) + doubles_bytes({0, 1, nan, 3, 4, inf, 6, 7}));
+  NpyStreamReader r(path, 2);
+  r.set_nan_is_missing(true);
+  std::vector<double> buf(8);
+  r.read_rows(2, 2, buf.data());
+  EXPECT_TRUE(std::isnan(buf[0]));
+  EXPECT_EQ(buf[1], 6.0);
+  std::vector<float> fbuf(8);
+  r.read_rows(2, 2, fbuf.data());
+  EXPECT_TRUE(std::isnan(fbuf[0]));
+  EXPECT_TRUE(
+      throws_npy_error([&] { r.read_rows(0, 4, buf.data()); }, path, {"non-finite value inf at row 1, column 1"}));
+  const std::string nan_path = fixture("nan_row3_f8.npy");
+  NpyStreamReader rn(nan_path, 3);
+  rn.set_nan_is_missing(true);
+  std::vector<double> b5(15);
+  rn.read_rows(0, 5, b5.data());
+  EXPECT_TRUE(std::isnan(b5[10]));
+  const std::string inf_path = fixture("inf_row2_f4.npy");
+  NpyStreamReader ri(inf_path, 3);
+  ri.set_nan_is_missing(true);
+  EXPECT_TRUE(
+      throws_npy_error([&] { ri.read_rows(1, 4, b5.data()); }, inf_path, {"non-finite value -inf at row 2, column 2"}));
+  const std::string big = fixture("overflow_row4_f8.npy");
+  NpyStreamReader ro(big, 3);
+  ro.set_nan_is_missing(true);
+  std::vector<float> f(15);
+  EXPECT_TRUE(throws_npy_error([&] { ro.read_rows(0, 5, f.data()); }, big, {"does not fit in float32"}));
+}
+
 // ---------------------------------------------------------------- rejected files
 
 TEST(NpyRejects, MissingFileAndDirectory) {

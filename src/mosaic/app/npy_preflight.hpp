@@ -40,6 +40,7 @@ inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
   const std::string what =
       "algorithm.init_samples (" + std::to_string(n0) + ") + run.warmup_steps (" + std::to_string(w) + ") + " +
       (all ? std::string("at least one step (run.steps: all)") : "run.steps (" + std::to_string(cfg.run.steps) + ")");
+  const bool nan_ok = cfg.algorithm.missing != MissingMode::error;  // a NaN is a missing entry (section 7)
   std::string error;
   long long min_rows = LLONG_MAX;
   for (auto id : decomp.local_ids) {
@@ -51,9 +52,14 @@ inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
     try {
       const std::string& path = cfg.source.paths[id];
       const std::int64_t rows = cfg.problem.dtype == Dtype::float32
-                                    ? preflight_npy_file<float>(path, cfg.problem.d, need, what, n0)
-                                    : preflight_npy_file<double>(path, cfg.problem.d, need, what, n0);
+                                    ? preflight_npy_file<float>(path, cfg.problem.d, need, what, n0, nan_ok)
+                                    : preflight_npy_file<double>(path, cfg.problem.d, need, what, n0, nan_ok);
       min_rows = std::min<long long>(min_rows, rows);
+    } catch (const NpyValueError& e) {
+      error = e.what();
+      if (!nan_ok && error.find("NaN") != std::string::npos)
+        error += " (a NaN is a missing entry with algorithm.missing: posterior, project, drop or zero_fill)";
+      break;
     } catch (const std::exception& e) {
       error = e.what();
       break;

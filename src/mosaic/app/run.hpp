@@ -126,7 +126,7 @@ nlohmann::json run_point(const RunConfig& config, MPI_Comm comm, RunControl* con
     std::optional<NpyStreamSource<Scalar, Exec>> source;
     timers.time("setup", [&] {
       source.emplace(paths, decomp.local_ids, cfg.problem.d, cfg.source.chunk_rows,
-                     n0 + cfg.run.warmup_steps + cfg.run.steps);
+                     n0 + cfg.run.warmup_steps + cfg.run.steps, cfg.algorithm.missing != MissingMode::error);
     });
     return detail::run_with_source<Scalar>(cfg, comm, decomp, *source, timers, control);
   }

@@ -146,12 +146,17 @@ struct Bits<double> {
   static constexpr U exponent = 0x7ff0000000000000ull;
 };
 
-// Index of the first NaN or +-inf in p[0, n), or n. Works on the bits, so it
-// stays right under -ffast-math; a branch-free block pass keeps it vectorized.
+// Index of the first NaN or +-inf in p[0, n) (only +-inf when `nan_ok`: a
+// NaN is then a missing entry), or n. Works on the bits, so it stays right
+// under -ffast-math; a branch-free block pass keeps it vectorized.
 template <class T>
-std::size_t first_nonfinite(const T* p, std::size_t n) {
+std::size_t first_nonfinite(const T* p, std::size_t n, bool nan_ok) {
   using U = typename Bits<T>::U;
   constexpr U exp = Bits<T>::exponent;
+  // +-inf: the exponent all ones and a zero mantissa (the sign masked off);
+  // NaN or inf: the exponent all ones.
+  constexpr U magnitude = ~(U(1) << (8 * sizeof(U) - 1));
+  const U mask = nan_ok ? magnitude : exp;
   constexpr std::size_t block = 2048;
   for (std::size_t b = 0; b < n; b += block) {
     const std::size_t e = std::min(n, b + block);
@@ -159,13 +164,13 @@ std::size_t first_nonfinite(const T* p, std::size_t n) {
     for (std::size_t i = b; i < e; ++i) {
       U bits;
       std::memcpy(&bits, p + i, sizeof bits);
-      bad |= U((bits & exp) == exp);
+      bad |= U((bits & mask) == exp);
     }
     if (bad) {
       for (std::size_t i = b; i < e; ++i) {
         U bits;
         std::memcpy(&bits, p + i, sizeof bits);
-        if ((bits & exp) == exp) return i;
+        if ((bits & mask) == exp) return i;
       }
     }
   }
@@ -316,7 +321,8 @@ NpyStreamReader::NpyStreamReader(NpyStreamReader&& other) noexcept
       rows_(other.rows_),
       cols_(other.cols_),
       fd_(std::exchange(other.fd_, -1)),
-      bytes_read_(other.bytes_read_) {}
+      bytes_read_(other.bytes_read_),
+      nan_is_missing_(other.nan_is_missing_) {}
 
 NpyStreamReader& NpyStreamReader::operator=(NpyStreamReader&& other) noexcept {
   if (this != &other) {
@@ -327,6 +333,7 @@ NpyStreamReader& NpyStreamReader::operator=(NpyStreamReader&& other) noexcept {
     cols_ = other.cols_;
     fd_ = std::exchange(other.fd_, -1);
     bytes_read_ = other.bytes_read_;
+    nan_is_missing_ = other.nan_is_missing_;
   }
   return *this;
 }
@@ -428,7 +435,7 @@ void NpyStreamReader::read_rows(std::int64_t first, std::int64_t count, T* dst) 
   check_unchanged();
   bytes_read_ += n * isz;
 
-  const std::size_t bad = first_nonfinite(dst, n);
+  const std::size_t bad = first_nonfinite(dst, n, nan_is_missing_);
   if (bad == n) return;
   const std::int64_t row = first + std::int64_t(bad / std::size_t(cols_));
   const int col = int(bad % std::size_t(cols_));

@@ -136,8 +136,10 @@ class NpyStreamReader {
   // range is outside the file or the file changed since it was opened, or
   // NpyValueError naming the file, the row (0-based, in the file) and the
   // column at the first non-finite value in the range (or a float64 value
-  // that overflows float); dst is then partly written. Adds the file bytes
-  // read to bytes_read().
+  // that overflows float); dst is then partly written. With
+  // set_nan_is_missing(true) a NaN is a missing entry (ALGORITHM.md section
+  // 7), copied as it is, and only +-inf (or an overflow) is refused. Adds
+  // the file bytes read to bytes_read().
   template <class T>
   void read_rows(std::int64_t first, std::int64_t count, T* dst);
 
@@ -146,6 +148,10 @@ class NpyStreamReader {
   // current one is processed. Never throws for a range that is in the file;
   // clamps a range that is not.
   void prefetch_rows(std::int64_t first, std::int64_t count) const;
+
+  // Whether read_rows passes NaN values through as missing entries.
+  void set_nan_is_missing(bool on) { nan_is_missing_ = on; }
+  bool nan_is_missing() const { return nan_is_missing_; }
 
   // Data bytes read by read_rows so far (header excluded).
   std::uint64_t bytes_read() const { return bytes_read_; }
@@ -176,6 +182,7 @@ class NpyStreamReader {
   int cols_ = 0;
   int fd_ = -1;  // -1: moved from
   std::uint64_t bytes_read_ = 0;
+  bool nan_is_missing_ = false;
 };
 
 extern template void NpyStreamReader::read_rows<float>(std::int64_t, std::int64_t, float*);

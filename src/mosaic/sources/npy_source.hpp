@@ -28,8 +28,10 @@
 // Non-finite data. A NaN/Inf (or a float64 that overflows a float run) met
 // while staging a chunk does not stop the run: the stream's row is recorded
 // as an SourceDataError (file, 0-based row in the file, the reader's message),
-// that row and every later row of the stream are staged as NaN, so the engine
-// flags the stream exactly as for a numerical breakdown
+// that row and every later row of the stream are staged as +inf (not NaN,
+// which algorithm.missing may take for a missing entry; an infinite entry is
+// an input error in every mode), so the engine flags the stream exactly as
+// for a numerical breakdown
 // (status = breakdown_nonfinite_sample, breakdown_step = the step of that
 // row, i.e. row - init_samples) and freezes it, with the sequential and the
 // blocked kernel alike; the other streams go on. Rows of the init block are
@@ -75,11 +77,12 @@ namespace mosaic {
 // preflight_npy_streams in run.hpp): the file is a regular file that
 // opens, is a little-endian float32/float64 2-D .npy with d features and at
 // least `min_rows` rows, and its first `init_rows` rows are finite (in the run's
-// type T). Returns the file's row count; throws NpyError naming the file.
+// type T; NaN allowed as a missing entry when `nan_is_missing`). Returns the file's row count; throws NpyError naming the file.
 template <class T>
 std::int64_t preflight_npy_file(const std::string& path, int d, std::int64_t min_rows, const std::string& min_rows_what,
-                                std::int64_t init_rows) {
+                                std::int64_t init_rows, bool nan_is_missing = false) {
   NpyStreamReader r(path, d);
+  r.set_nan_is_missing(nan_is_missing);
   r.require_rows(min_rows, min_rows_what);
   if (init_rows > 0) {
     std::vector<T> buf(std::size_t(init_rows) * std::size_t(d));
@@ -124,10 +127,11 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
 
   // paths[b] is the file of stream stream_ids[b]. Opens and checks every file
   // (NpyError on a bad one). `end_row`: rows the run will consume (init +
-  // warm-up + steps); -1 = the shortest file's row count. Nothing is read
-  // until the first generate / generate_block.
+  // warm-up + steps); -1 = the shortest file's row count. `nan_is_missing`:
+  // a NaN is a missing entry (algorithm.missing other than error), not a
+  // bad row. Nothing is read until the first generate / generate_block.
   NpyStreamSource(const std::vector<std::string>& paths, std::vector<std::uint64_t> stream_ids, int d, int chunk_rows,
-                  std::int64_t end_row = -1)
+                  std::int64_t end_row = -1, bool nan_is_missing = false)
       : ids_(std::move(stream_ids)), d_(d), chunk_rows_(chunk_rows) {
     if (ids_.empty()) throw std::invalid_argument("NpyStreamSource: no streams");
     if (paths.size() != ids_.size())
@@ -140,6 +144,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
     readers_.reserve(paths.size());
     for (const auto& p : paths) {
       readers_.emplace_back(p, d);
+      readers_.back().set_nan_is_missing(nan_is_missing);
       min_rows = std::min(min_rows, readers_.back().rows());
     }
     if (end_row < 0) end_row = min_rows;
@@ -227,7 +232,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   // Restart from a checkpoint (docs/CHECKPOINT.md): the next row consumed is
   // `row` (the rows before it are not read again); earlier.frozen[b] != 0:
   // stream b met a non-finite row before the checkpoint, so its rows are
-  // staged as NaN, as in a run that was never stopped;
+  // staged as +inf, as in a run that was never stopped;
   // earlier.data_errors: those non-finite rows, reported by io_stats() with
   // the ones met from here on. Starts the read of the chunk at `row`.
   void resume_at(std::int64_t row, SourcePosition earlier) override {
@@ -324,11 +329,11 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
     const auto t0 = clock::now();
     const host_chunk_view h = host_[buf];
     const std::size_t row = std::size_t(d_);
-    const Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
+    const Scalar frozen = std::numeric_limits<Scalar>::infinity();  // see the file comment
     for (int b = 0; b < batch(); ++b) {
       Scalar* dst = stream_block_data(h, b);
-      if (bad_[b]) {  // frozen by an earlier non-finite row: stage NaN
-        std::fill(dst, dst + std::size_t(len) * row, nan);
+      if (bad_[b]) {  // frozen by an earlier non-finite row: stage +inf
+        std::fill(dst, dst + std::size_t(len) * row, frozen);
         continue;
       }
       NpyStreamReader& r = readers_[b];
@@ -336,7 +341,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
         r.read_rows(first, len, dst);
       } catch (const NpyValueError&) {
         // Find the first bad row (one row at a time, per read_rows' contract),
-        // keep the rows before it, stage NaN from it on.
+        // keep the rows before it, stage +inf from it on.
         std::int64_t k = 0;
         std::string message;
         for (; k < len; ++k) {
@@ -348,7 +353,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
           }
         }
         if (k == len) throw;  // not a data error after all
-        std::fill(dst + std::size_t(k) * row, dst + std::size_t(len) * row, nan);
+        std::fill(dst + std::size_t(k) * row, dst + std::size_t(len) * row, frozen);
         bad_[b] = 1;
         out.errors.push_back(SourceDataError{ids_[b], r.path(), first + k, message});
         continue;
