@@ -111,17 +111,7 @@ struct Result {
   double missing = 0;
 };
 
-// Normalized projector distance of B (d x r) to V, and the loading share on rows [j0, j1).
-double distance(const std::vector<double>& B, const std::vector<double>& V, int d, int r) {
-  double f = 0;
-  for (int a = 0; a < r; ++a)
-    for (int b = 0; b < r; ++b) {
-      double v = 0;
-      for (int i = 0; i < d; ++i) v += B[std::size_t(i) * r + a] * V[std::size_t(i) * r + b];
-      f += v * v;
-    }
-  return 1.0 - f / r;
-}
+// The share of V's loading on rows [j0, j1) that B holds there.
 double loading_share(const std::vector<double>& B, const std::vector<double>& V, int r, int j0, int j1) {
   double b = 0, v = 0;
   for (int i = j0; i < j1; ++i)
@@ -171,11 +161,11 @@ Result run(const Options& o, std::uint64_t seed) {
     if (!at_window && !at_outage_end) continue;
     const std::vector<double> B = reference_data_basis(st), V = truth.basis_at(s, t);
     if (at_outage_end) {
-      res.dist_end = distance(B, V, d, r);
+      res.dist_end = basis_projector_distance(B, V, d, r);
       if (m.outage_count > 0) res.kept = loading_share(B, V, r, m.outage_first, m.outage_first + m.outage_count);
     }
     if (!at_window) continue;
-    res.dist += distance(B, V, d, r);
+    res.dist += basis_projector_distance(B, V, d, r);
     const std::vector<double> nv = reference_noise_variances(st);
     double est = 0;
     for (const double v : nv) est += v / d;

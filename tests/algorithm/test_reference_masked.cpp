@@ -52,16 +52,7 @@ struct MaskedRun {
   // Normalized projector distance of the data-coordinate subspace to the truth.
   double distance() const {
     const std::vector<double> B = reference_data_basis(state);
-    const std::vector<double> V = truth.basis_at(spec, next_step - 1);
-    const int d = spec.d, r = spec.r;
-    double f = 0;
-    for (int a = 0; a < r; ++a)
-      for (int b = 0; b < r; ++b) {
-        double v = 0;
-        for (int i = 0; i < d; ++i) v += B[std::size_t(i) * r + a] * V[std::size_t(i) * r + b];
-        f += v * v;
-      }
-    return 1.0 - f / r;
+    return basis_projector_distance(B, truth.basis_at(spec, next_step - 1), spec.d, spec.r);
   }
 };
 

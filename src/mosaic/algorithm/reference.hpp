@@ -185,6 +185,11 @@ void symmetrize(std::vector<T>& S, int r) {
     }
 }
 
+// The end of a step that both references share, after `steps` counted it:
+// the clamp counter, the re-orthonormalization when due, the StepInfo.
+template <class T>
+void finish_step(ReferenceState<T>& st, const MosaicParams& p, StepInfo& info, T q, T ell, T eta, T rho, T theta);
+
 // True when s2 and every entry of the vectors are finite.
 template <class T>
 bool all_finite(T s2, std::initializer_list<const std::vector<T>*> vs) {
@@ -273,14 +278,7 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
   st.mu.swap(munew);
 
   st.steps += 1;
-  if (info.clamped) st.clamped_steps += 1;
-  if (p.reorthonormalize_every > 0 && st.steps % p.reorthonormalize_every == 0) reference_reorthonormalize(st);
-
-  info.q = double(q);
-  info.ell = double(ell);
-  info.eta = double(eta);
-  info.rho = double(rho);
-  info.theta = double(theta);
+  detail::finish_step(st, p, info, q, ell, eta, rho, theta);
   return info;
 }
 
@@ -324,6 +322,18 @@ template <class T>
 void reference_reorthonormalize(ReferenceState<T>& st) {
   if (!detail::cholesky_qr(st)) throw NumericalBreakdown("reorthonormalize: U^T U is not positive definite");
   st.reorthonormalizations += 1;
+}
+
+template <class T>
+void detail::finish_step(ReferenceState<T>& st, const MosaicParams& p, StepInfo& info, T q, T ell, T eta, T rho,
+                         T theta) {
+  if (info.clamped) st.clamped_steps += 1;
+  if (p.reorthonormalize_every > 0 && st.steps % p.reorthonormalize_every == 0) reference_reorthonormalize(st);
+  info.q = double(q);
+  info.ell = double(ell);
+  info.eta = double(eta);
+  info.rho = double(rho);
+  info.theta = double(theta);
 }
 
 namespace detail {

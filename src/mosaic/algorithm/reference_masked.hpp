@@ -431,15 +431,8 @@ MaskedStepInfo reference_masked_step(MaskedReferenceState<T>& st, const T* x, co
     }
   }
   count_step();
-  if (info.clamped) st.clamped_steps += 1;
-  if (p.reorthonormalize_every > 0 && st.steps % p.reorthonormalize_every == 0) reference_reorthonormalize(st);
+  detail::finish_step(st, p, info, post.q, ell, eta, rho, theta);
   if (st.diagonal_noise() && st.steps % p.rewhiten_every == 0) reference_rewhiten(st, p);
-
-  info.q = double(post.q);
-  info.ell = double(ell);
-  info.eta = double(eta);
-  info.rho = double(rho);
-  info.theta = double(theta);
   return info;
 }
 
@@ -533,6 +526,19 @@ std::vector<double> reference_noise_variances(const MaskedReferenceState<T>& st)
   if (st.diagonal_noise())
     for (int i = 0; i < st.d; ++i) v[i] *= double(st.psi[i]);
   return v;
+}
+
+// The normalized projector distance 1 - ||B^T V||_F^2 / r of two
+// orthonormal d x r bases (row-major): 0 for the same subspace.
+inline double basis_projector_distance(const std::vector<double>& B, const std::vector<double>& V, int d, int r) {
+  double f = 0;
+  for (int a = 0; a < r; ++a)
+    for (int b = 0; b < r; ++b) {
+      double v = 0;
+      for (int i = 0; i < d; ++i) v += B[std::size_t(i) * r + a] * V[std::size_t(i) * r + b];
+      f += v * v;
+    }
+  return 1.0 - f / r;
 }
 
 // An orthonormal basis of span(Psi^1/2 U) (d x r, row-major, double).
