@@ -417,6 +417,23 @@ std::vector<ErrorCase> error_cases() {
        kMinimal,
        {"problem.rank=16"},
        {"deck.yaml: --set problem.rank=16: problem.rank", "[1, 15]", "found 16"}},
+      // ---- missing data (ALGORITHM.md section 7)
+      {"missing_entries_need_a_mode",
+       p + "source:\n  missing_rate: 0.2\n",
+       {},
+       {"deck.yaml:5:", "source.missing_rate", "algorithm.missing is 'error'", "posterior"}},
+      {"outage_without_length",
+       p + "source:\n  outage_count: 4\nalgorithm:\n  missing: posterior\n",
+       {},
+       {"deck.yaml:5:", "source.outage_steps", ">= 1", "found 0"}},
+      {"outage_outside_d",
+       p + "source:\n  outage_first: 14\n  outage_count: 4\n  outage_steps: 5\nalgorithm:\n  missing: posterior\n",
+       {},
+       {"deck.yaml:6:", "[14, 18)", "problem.d = 16"}},
+      {"missing_with_maintained_solve",
+       p + "algorithm:\n  missing: posterior\n  precision_solve: maintained\n",
+       {},
+       {"deck.yaml:6:", "algorithm.precision_solve", "no masked form", "dense"}},
   };
 }
 
@@ -684,6 +701,39 @@ output: {result: out/r.json, state_dir: out/states}
   EXPECT_EQ(r["run"]["seed"].get<std::uint64_t>(), 18446744073709551615ull);
   EXPECT_EQ(r["run"]["steps"], 100000);
   EXPECT_EQ(r["algorithm"]["covariance_update"], "first_order");
+}
+
+// The missing-data keys reach the run's configuration.
+TEST(Deck, MissingDataKeysAreWired) {
+  const std::string text = R"(
+problem: {d: 64, rank: 6}
+source:
+  missing_rate: 0.1
+  outage_first: 3
+  outage_count: 7
+  outage_start: 100
+  outage_steps: 50
+  missing_block_rate: 0.02
+  missing_block_coords: 4
+  missing_block_steps: 9
+algorithm: {missing: project, missing_rotation: geodesic, missing_cond_max: 500}
+)";
+  const mosaic::RunConfig c = load_deck_from_string(text, kDeck)[0].config;
+  const mosaic::MissingSpec& m = c.source.synthetic.missing;
+  EXPECT_EQ(m.mcar_rate, 0.1);
+  EXPECT_EQ(m.outage_first, 3);
+  EXPECT_EQ(m.outage_count, 7);
+  EXPECT_EQ(m.outage_start, 100u);
+  EXPECT_EQ(m.outage_steps, 50u);
+  EXPECT_EQ(m.block_rate, 0.02);
+  EXPECT_EQ(m.block_coords, 4);
+  EXPECT_EQ(m.block_steps, 9u);
+  EXPECT_EQ(c.algorithm.missing, mosaic::MissingMode::project);
+  EXPECT_EQ(c.algorithm.missing_rotation, mosaic::MissingRotation::geodesic);
+  EXPECT_EQ(c.algorithm.missing_cond_max, 500.0);
+  const mosaic::RunConfig d = load_deck_from_string(kMinimal, kDeck)[0].config;
+  EXPECT_EQ(d.algorithm.missing, mosaic::MissingMode::error);
+  EXPECT_FALSE(d.source.synthetic.missing.any());
 }
 
 TEST(Deck, OverridesApplyInOrder) {

@@ -111,10 +111,10 @@ class MosaicEngine {
     // (impl/masked_step.hpp). Its blocked forms (7.7) and the diagonal-noise
     // model (section 8) are not written yet: a masked engine steps one sample
     // at a time whatever block_size says, and refuses what it cannot do.
+    if (params.noise == NoiseModel::diagonal)
+      throw std::invalid_argument("MosaicEngine: noise: diagonal (ALGORITHM.md section 8) has no engine kernel yet");
     masked_kernel_ = params.missing != MissingMode::error;
     if (masked_kernel_) {
-      if (params.noise == NoiseModel::diagonal)
-        throw std::invalid_argument("MosaicEngine: noise: diagonal (ALGORITHM.md section 8) has no engine kernel yet");
       if (params.precision_solve == PrecisionSolve::maintained)
         throw std::invalid_argument("MosaicEngine: precision_solve: maintained has no masked form (missing: " +
                                     std::string(to_string(params.missing)) + "); use dense");
@@ -125,8 +125,6 @@ class MosaicEngine {
       mf.widx = decltype(mf.widx)("mosaic::masked_rows", batch, d);
       mf.wv = decltype(mf.wv)("mosaic::masked_vec", batch, int(detail::mv_count), r);
       mf.wm = decltype(mf.wm)("mosaic::masked_mat", batch, int(detail::mm_count), r, r);
-    } else if (params.noise == NoiseModel::diagonal) {
-      throw std::invalid_argument("MosaicEngine: noise: diagonal (ALGORITHM.md section 8) has no engine kernel yet");
     }
     // reorthonormalize_every: auto = a Cholesky-QR at every block end for
     // float blocked runs (ALGORITHM.md section 6: G and H are float GEMMs,
@@ -313,6 +311,15 @@ class MosaicEngine {
     }
   }
 
+  // One team per stream, team_size_ threads (AUTO when 0). Dynamic schedule:
+  // streams are independent, so a thread that is slowed down (shared cores)
+  // does not hold back the others; results do not depend on which thread
+  // runs which stream.
+  Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>> team_policy() const {
+    using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
+    return team_size_ > 0 ? policy(ExecSpace(), batch_, team_size_) : policy(ExecSpace(), batch_, Kokkos::AUTO);
+  }
+
   functor_type bind(batch_type& sb) const {
     functor_type f = f_;
     f.mu = sb.mu;
@@ -409,17 +416,10 @@ void MosaicEngine<Scalar, ExecSpace>::step(batch_type& sb, sample_view X) const 
     mf.skipped_steps = sb.skipped_steps;
     mf.dropped_samples = sb.dropped_samples;
     mf.missing_entries = sb.missing_entries;
-    using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
-    if (team_size_ > 0) Kokkos::parallel_for("mosaic::masked_step", policy(ExecSpace(), batch_, team_size_), mf);
-    else Kokkos::parallel_for("mosaic::masked_step", policy(ExecSpace(), batch_, Kokkos::AUTO), mf);
+    Kokkos::parallel_for("mosaic::masked_step", team_policy(), mf);
     return;
   }
-  // Dynamic schedule: streams are independent, so a thread that is slowed
-  // down (shared cores) does not hold back the others; results do not
-  // depend on which thread runs which stream.
-  using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
-  if (team_size_ > 0) Kokkos::parallel_for("mosaic::step", policy(ExecSpace(), batch_, team_size_), f);
-  else Kokkos::parallel_for("mosaic::step", policy(ExecSpace(), batch_, Kokkos::AUTO), f);
+  Kokkos::parallel_for("mosaic::step", team_policy(), f);
 }
 
 template <class Scalar, class ExecSpace>
@@ -450,9 +450,7 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
   f.solve_drift = sb.solve_drift;
   f.Xb = Xb;
   f.n = int(Xb.extent(1));
-  using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
-  const policy pol =
-      team_size_ > 0 ? policy(ExecSpace(), batch_, team_size_) : policy(ExecSpace(), batch_, Kokkos::AUTO);
+  const auto pol = team_policy();
   if constexpr (!std::is_same_v<Gemm, gemm::Vendor>) {
     Kokkos::parallel_for("mosaic::step_block", work.with_scratch(pol), f);
   } else {
