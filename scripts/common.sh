@@ -1,7 +1,8 @@
 # Shared by scripts/run-smoke and scripts/run-tests: bootstrap, configure and
 # build one preset. Source it; it sets $root, $preset and $build_dir, and
-# defines mosaic_build PRESET (configure + build one preset, printing the
-# configure summary; logs in build-PRESET-configure.log and build-PRESET.log).
+# defines mosaic_build PRESET [TARGET...] (configure + build one preset, or
+# only those of its targets, printing the configure summary; logs in
+# build-PRESET-configure.log and build-PRESET.log).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -14,7 +15,9 @@ build_dir="$root/build/$preset"
 
 mosaic_build() {
   local p="$1" cfg_log="$root/build-$1-configure.log" log="$root/build-$1.log"
-  local env_args=()
+  local env_args=() targets=()
+  shift
+  (($# == 0)) || targets=(--target "$@")
   if [[ "$p" == cuda && -z "${Kokkos_ROOT:-}" ]]; then
     local cuda_prefix
     cuda_prefix="$("$root/scripts/bootstrap" --print-cuda-prefix)"
@@ -34,7 +37,7 @@ mosaic_build() {
   # The configure summary (Kokkos, backends, arch, MPI, compiler, flags).
   grep -E '^-- mosaic_miniapp' "$cfg_log" | sed 's/^-- //' >&2 || true
   local t0=$SECONDS
-  cmake --build --preset "$p" -j "$(nproc)" >"$log" 2>&1 || {
+  cmake --build --preset "$p" -j "$(nproc)" ${targets[@]+"${targets[@]}"} >"$log" 2>&1 || {
     cat "$log" >&2
     echo "build of preset $p failed (log: build-$p.log)" >&2
     return 1
