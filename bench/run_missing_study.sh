@@ -24,7 +24,7 @@ out=results/cpu
 run() {
   echo "\$ mpirun -np 1 $M $*"
   echo "# start $(date -u +%FT%TZ) $(uptime)"
-  mpirun -np 1 "${mpi_flags[@]}" -x OMP_NUM_THREADS -x OMP_PROC_BIND "$M" "$@" | grep -E '^\[mosaic\] (start|result)'
+  mpirun -np 1 "${mpi_flags[@]}" -x OMP_NUM_THREADS -x OMP_PROC_BIND "$M" "$@" | grep -E '^\[mosaic\] result'
   echo "# end $(date -u +%FT%TZ) $(uptime)"
 }
 outage=(--set source.outage_first=0 --set source.outage_count=26 --set source.outage_start=4000

@@ -70,6 +70,18 @@ class MissingStudy(TempDirTest):
         outage = md_row_starting(out, "256", "26 of 256 from sample 4000 to 5999")
         self.assertEqual(outage[2:], ["drop", "2", "0.1250 ± 0.0000"])
 
+    def test_debiased_eigenvalue_clamped_at_zero(self):
+        # An S whose smallest eigenvalue is below s2 has a debiased eigenvalue of 0 (bias -1),
+        # as section 4's max(eig(S) - s2, 0) and the host reference study have it.
+        doc = load_fixture("synthetic_drift_np1.json")
+        run = run_entry(doc["runs"][0], 256, 0.8, "zero_fill", 1)
+        for e in run["diagnostics"]["series"]:
+            e["s_min_eig_min"] = e["s2_min"] - 0.05
+        doc["runs"] = [run]
+        rc, out, err = run_main(missing, [self.write_doc("clamp.json", doc), "--no-plots"])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(md_row_starting(out, "256", "8", "80%", "zero_fill")[7], "-1.000 ± 0.000")
+
     def test_against_the_reference_study(self):
         ref = os.path.join(self.tmp, "study.txt")
         with open(ref, "w", encoding="utf-8") as f:
