@@ -13,6 +13,7 @@ result files lack get the defaults documented in Record.
 """
 
 import csv
+import gzip
 import io
 import json
 import math
@@ -207,13 +208,14 @@ class Record:
 
 
 def _expand(paths):
-    """Files as given; directories searched recursively for *.json (sorted)."""
+    """Files as given; directories searched recursively for *.json and
+    *.json.gz (sorted)."""
     out = []
     for p in paths:
         if os.path.isdir(p):
             found = []
             for root, _dirs, files in os.walk(p):
-                found += [os.path.join(root, f) for f in files if f.endswith(".json")]
+                found += [os.path.join(root, f) for f in files if f.endswith((".json", ".json.gz"))]
             out += [(f, True) for f in sorted(found)]
         else:
             out.append((p, False))
@@ -221,12 +223,18 @@ def _expand(paths):
 
 
 def load_document(path):
+    """A result file, or one compressed by gzip (its name ending in .gz: the
+    large sweeps under results/ are kept so, byte for byte the file the
+    mini-app wrote)."""
     try:
+        if path.endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                return json.load(f)
         with open(path, "r", encoding="utf-8") as f:
             return json.load(f)
     except OSError as e:
         raise AnalysisError("%s: cannot read: %s" % (path, e.strerror or e))
-    except ValueError as e:
+    except (ValueError, EOFError) as e:
         raise AnalysisError("%s: not valid JSON: %s" % (path, e))
 
 

@@ -227,7 +227,7 @@ def plot(pts, out_dir):
                         label=mode)
         ax.set_yscale("log")
         ax.set_xlabel("entries missing at random [%]")
-        ax.set_ylabel("mean projector distance to the truth [dimensionless]")
+        ax.set_ylabel("mean projector distance [dimensionless]")
         r = next(k[1] for k in pts if k[0] == d)
         ax.set_title("d=%d, r=%d (random subspace: %.3f)" % (d, r, 1 - float(r) / d), fontsize=9)
         ax.legend(fontsize=7)

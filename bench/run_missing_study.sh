@@ -7,11 +7,12 @@
 # puts a diagnostics entry on sample 5999, the outage's last), then
 # analysis.missing over both, compared with the host reference study's
 # output. Writes results/cpu/missing_study_<commit>.json,
-# results/cpu/missing_outage_<commit>.json and
-# results/cpu/missing_study_<commit>.txt (commands, uptime, the analysis).
+# results/cpu/missing_outage_<commit>.json (and _geodesic_), gzip-compressed
+# at the end, and results/cpu/missing_study_<commit>.txt (commands, uptime,
+# the analysis).
 #   bench/run_missing_study.sh [REFERENCE_STUDY_OUTPUT]
-# (default: the newest results/cpu/reference_masked_study_*.txt). About 5
-# minutes on 2 cores. Build first: cmake --preset openmp && cmake --build --preset openmp.
+# (default: the newest results/cpu/reference_masked_study_*.txt). About a
+# minute on 2 cores. Build first: cmake --preset openmp && cmake --build --preset openmp.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 M=${MOSAIC_MINIAPP:-build/openmp/miniapp/mosaic_miniapp}
@@ -41,3 +42,6 @@ outage=(--set source.outage_first=0 --set source.outage_count=26 --set source.ou
   /usr/bin/python3 -m analysis.missing "$out/missing_study_$commit.json" "$out/missing_outage_$commit.json" \
     "$out/missing_outage_geodesic_$commit.json" --reference "$ref" --out results/plots
 } 2>&1 | tee "$out/missing_study_$commit.txt"
+# Kept compressed under results/ (analysis reads .json.gz as it reads .json).
+gzip -9 -n -f "$out/missing_study_$commit.json" "$out/missing_outage_$commit.json" \
+  "$out/missing_outage_geodesic_$commit.json"

@@ -3,6 +3,7 @@ and outage tables and the comparison with the host reference study, on
 hand-made series whose answers are known."""
 
 import copy
+import gzip
 import os
 
 from analysis_test_support import TempDirTest, load_fixture, md_row_starting, run_main
@@ -96,6 +97,23 @@ class MissingStudy(TempDirTest):
         self.assertIn("outage-drop", absent)
         self.assertIn("sweep-d1024-f0-posterior", absent)
         self.assertNotIn("sweep-d256-f0.5-posterior", absent)
+
+    def test_gzip_result_files(self):
+        # results/ keeps the large sweeps gzip-compressed: named, or found in a directory.
+        path = self.write_study()
+        sub = os.path.join(self.tmp, "gz")
+        os.makedirs(sub)
+        with open(path, "rb") as f, gzip.open(os.path.join(sub, "study.json.gz"), "wb") as g:
+            g.write(f.read())
+        for arg in (os.path.join(sub, "study.json.gz"), sub):
+            rc, out, err = run_main(missing, [arg, "--no-plots"])
+            self.assertEqual(rc, 0, err)
+            self.assertIn("| 256 | 50%% | %.4f (-0.200) |" % distance(256, 0.5, "posterior", 2), out)
+        with open(os.path.join(sub, "broken.json.gz"), "wb") as g:
+            g.write(gzip.compress(b'{"program": "mosaic_miniapp"')[:-9])
+        rc, out, err = run_main(missing, [os.path.join(sub, "broken.json.gz"), "--no-plots"])
+        self.assertEqual(rc, 2)
+        self.assertIn("broken.json.gz: not valid JSON", err)
 
     def test_figure(self):
         rc, out, err = run_main(missing, [self.write_study(), "--out", self.tmp])
