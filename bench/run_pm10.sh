@@ -1,0 +1,27 @@
+#!/bin/bash
+# Issue 30's done-when run: the PM10 stream (real daily sensor data, 51%
+# missing) end to end with algorithm.missing: posterior. Builds the data
+# from Debian's r-cran-spacetime (analysis/pm10_stream.py: apt-get download,
+# dpkg -x; inputs/pm10_data, ignored by git), runs inputs/pm10.yaml on one
+# rank and writes results/cpu/pm10_<commit>.json and its log
+# results/cpu/pm10_<commit>.txt (commands, uptime, the data's provenance,
+# the mini-app's summary). Seconds on 2 cores.
+# Build first: cmake --preset openmp && cmake --build --preset openmp.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+M=${MOSAIC_MINIAPP:-build/openmp/miniapp/mosaic_miniapp}
+commit=$("$M" --version | sed -n 's/.*(git \([0-9a-f]*\)\(-dirty\)\{0,1\}).*/\1\2/p' | head -1)
+export OMP_NUM_THREADS=2 OMP_PROC_BIND=false
+mpi_flags=(--bind-to none)
+[[ "$(id -u)" == 0 ]] && mpi_flags+=(--allow-run-as-root)
+{
+  echo "# binary $M, built from $commit; checkout $(git rev-parse --short=12 HEAD); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores"
+  echo "\$ /usr/bin/python3 -m analysis.pm10_stream inputs/pm10_data"
+  /usr/bin/python3 -m analysis.pm10_stream inputs/pm10_data
+  /usr/bin/python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); print("# data:", m["deb"], "sha256", m["sha256"], "|", m["rows"], "|", m["shape"], "| missing", round(m["missing_fraction"], 4), "|", "; ".join(sorted(set(m["licence"]))))' inputs/pm10_data/pm10_air.json
+  echo "\$ mpirun -np 1 $M inputs/pm10.yaml --output results/cpu/pm10_$commit.json"
+  echo "# start $(date -u +%FT%TZ) $(uptime)"
+  mpirun -np 1 "${mpi_flags[@]}" -x OMP_NUM_THREADS -x OMP_PROC_BIND "$M" inputs/pm10.yaml \
+    --output "results/cpu/pm10_$commit.json"
+  echo "# end $(date -u +%FT%TZ) $(uptime)"
+} 2>&1 | tee "results/cpu/pm10_$commit.txt"
