@@ -8,7 +8,7 @@
 //                [--steps N] [--seconds T] [--ref-steps N]
 //                [--block-size 0,32,64,96,128] [--gemm auto|vendor|kokkos_batched|tiled]
 //                [--solve dense|maintained] [--reorth auto|K] [--dtype float|double]
-//                [--panel-cols P]
+//                [--panel-cols P] [--missing mcar0,mcar0.05,mcar0.5,outage0.1]
 //
 // With gemm vendor (the default where Kokkos Kernels has a vendor BLAS) a
 // second table breaks each blocked row into its phases (MosaicEngine's
@@ -32,6 +32,18 @@
 // (vendor_block_gemm_gflops); the best k per (d, r) is marked. Timed per block:
 // step_block() fence to fence; samples come from generate_block (untimed).
 //
+// --missing: the masked step (ALGORITHM.md 7.3, algorithm.missing:
+// posterior) on the same stream family with entries missing: mcarF, each
+// entry missing at random with probability F (mcar0: the masked kernel on
+// complete samples); outageF, the first round(F d) coordinates missing in
+// every sample. One row per pattern and (d, r), against the unmasked
+// sequential kernel of the same run: the cost per sample it adds, and 7.8's
+// model of that cost (min(m, n) r (r + 1) flops for the Gram of the missing
+// or observed rows, 4 r^3 more of r x r algebra; the spec's reuse of the
+// Gram while the mask is unchanged is not written, so an outage is priced
+// as any mask). Masked runs are sequential (the blocked forms of 7.7 are not
+// written yet), so --block-size does not apply to them.
+//
 // --steps N fixes the engine steps per (d, r); otherwise the engine runs for
 // about --seconds of wall time (default 1, at least 5 steps). The reference
 // runs one stream for --ref-steps steps (default: about --seconds/2).
@@ -45,6 +57,7 @@
 // U gh + rank-one update pass); both columns are printed.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -96,7 +109,27 @@ struct Options {
   bool dtype_double = false;   // --dtype double: every engine run in double
   int panel_cols = mosaic::Tuning<
       Kokkos::DefaultExecutionSpace>::vendor_panel_cols;  // gemm vendor: columns of D per GEMM of the products
+  std::vector<std::string> missing;                       // --missing patterns: mcarF, outageF
 };
+
+// A --missing pattern's missingness at dimension d (exits on a bad name).
+mosaic::MissingSpec missing_pattern(const std::string& name, int d) {
+  mosaic::MissingSpec m;
+  const bool mcar = name.rfind("mcar", 0) == 0, outage = name.rfind("outage", 0) == 0;
+  char* end = nullptr;
+  const char* num = name.c_str() + (mcar ? 4 : outage ? 6 : 0);
+  const double f = std::strtod(num, &end);
+  if ((!mcar && !outage) || end == num || *end != '\0' || !(f >= 0.0 && f <= 1.0)) {
+    std::fprintf(stderr, "mosaic_bench: --missing takes mcarF or outageF with F in [0, 1], got %s\n", name.c_str());
+    std::exit(2);
+  }
+  if (mcar) m.mcar_rate = f;
+  if (outage) {
+    m.outage_count = int(std::lround(f * d));
+    m.outage_steps = std::uint64_t(1) << 62;  // the whole run
+  }
+  return m;
+}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -149,11 +182,19 @@ Options parse(int argc, char** argv) {
         std::exit(2);
       }
       o.dtype_double = g == "double";
+    } else if (!std::strcmp(argv[k], "--missing")) {
+      std::stringstream ss(next("--missing"));
+      std::string item;
+      while (std::getline(ss, item, ',')) {
+        missing_pattern(item, 2);  // the name checked before anything runs
+        o.missing.push_back(item);
+      }
     } else if (!std::strcmp(argv[k], "--help") || !std::strcmp(argv[k], "-h")) {
       std::printf(
           "usage: mosaic_bench [--d list] [--r list] [--streams B] [--steps N] "
           "[--seconds T] [--ref-steps N] [--block-size list] [--gemm auto|vendor|kokkos_batched|tiled] "
-          "[--solve dense|maintained] [--reorth auto|K] [--dtype float|double] [--panel-cols P]  (plus Kokkos flags)\n");
+          "[--solve dense|maintained] [--reorth auto|K] [--dtype float|double] [--panel-cols P] "
+          "[--missing mcarF,outageF,...]  (plus Kokkos flags)\n");
       std::exit(0);
     } else if (std::strncmp(argv[k], "--kokkos", 8) != 0) {
       std::fprintf(stderr, "mosaic_bench: unknown option %s\n", argv[k]);
@@ -308,6 +349,8 @@ struct Row {
   double model_gbs, impl_gbs, model_gflops, impl_gflops;
   long clamped;
   int broken;
+  double missing_fraction = 0;  // masked runs: entries missing over all timed samples
+  long skipped = 0;             // masked runs: steps skipped (7.5)
 };
 
 // The benchmark's stream family, the same for the sequential and blocked points.
@@ -323,13 +366,19 @@ mosaic::SyntheticSpec bench_spec(int d, int r) {
   return spec;
 }
 
+// The sequential kernel, or with `missing` the masked one (algorithm.missing:
+// posterior); the host reference runs only for the unmasked kernel.
 template <class T>
-Row bench_point(const Options& o, int d, int r) {
+Row bench_point(const Options& o, int d, int r, const mosaic::MissingSpec* missing = nullptr) {
   const int B = o.streams;
   std::vector<std::uint64_t> ids(B);
   for (int b = 0; b < B; ++b) ids[b] = std::uint64_t(b);
-  const mosaic::SyntheticSpec spec = bench_spec(d, r);
+  mosaic::SyntheticSpec spec = bench_spec(d, r);
   mosaic::MosaicParams p;  // defaults: exact, precision, gamma = 1, no reorthonormalization
+  if (missing) {
+    spec.missing = *missing;
+    p.missing = mosaic::MissingMode::posterior;
+  }
   mosaic::SyntheticDriftSource<T, Exec> src(spec, ids);
   mosaic::StreamBatch<T, Exec> sb(B, d, r, ids);
   mosaic::MosaicEngine<T, Exec> eng(p, B, d, r);
@@ -362,6 +411,28 @@ Row bench_point(const Options& o, int d, int r) {
   // Host reference, one stream (id 0), its own fresh samples from the host
   // generator on the source's truth (the same numbers the device generator
   // gives that stream).
+  Row row{};
+  const auto clamped = mosaic::transfer::to_host(sb.clamped_steps);
+  const auto status = mosaic::transfer::to_host(sb.status);
+  row.d = d;
+  row.r = r;
+  row.steps = steps;
+  row.engine_sps = double(B) * steps / t_engine;
+  for (int b = 0; b < B; ++b) {
+    row.clamped += clamped(b);
+    row.broken += status(b) != 0;
+  }
+  if (missing) {
+    const auto entries = mosaic::transfer::to_host(sb.missing_entries);
+    const auto skipped = mosaic::transfer::to_host(sb.skipped_steps);
+    double n = 0;
+    for (int b = 0; b < B; ++b) {
+      n += double(entries(b));
+      row.skipped += skipped(b);
+    }
+    row.missing_fraction = n / (double(B) * double(t) * d);  // the counters include the warm-up steps
+    return row;
+  }
   const mosaic::SyntheticTruth truth = src.truths_on_host()[0];
   std::vector<T> x(d);
   auto ref = mosaic::reference_init_random<T>(d, r, p, 1, ids[0]);
@@ -381,13 +452,6 @@ Row bench_point(const Options& o, int d, int r) {
     std::fprintf(stderr, "reference breakdown at d=%d r=%d: %s\n", d, r, ex.what());
     ref_broken = true;
   }
-  const auto clamped = mosaic::transfer::to_host(sb.clamped_steps);
-  const auto status = mosaic::transfer::to_host(sb.status);
-  Row row{};
-  row.d = d;
-  row.r = r;
-  row.steps = steps;
-  row.engine_sps = double(B) * steps / t_engine;
   row.ref_steps = ref_steps;
   row.ref_sps = ref_broken ? 0.0 : double(ref_steps) / t_ref;
   const double dr = double(d) * r;
@@ -395,10 +459,6 @@ Row bench_point(const Options& o, int d, int r) {
   row.impl_gbs = row.engine_sps * 4.0 * dr * sizeof(T) / 1e9;
   row.model_gflops = row.engine_sps * 4.0 * dr / 1e9;
   row.impl_gflops = row.engine_sps * 8.0 * dr / 1e9;
-  for (int b = 0; b < B; ++b) {
-    row.clamped += clamped(b);
-    row.broken += status(b) != 0;
-  }
   return row;
 }
 
@@ -569,7 +629,7 @@ int main(int argc, char** argv) {
     std::printf(
         "| d | r | engine steps | engine samples/s | reference samples/s (1 thread) | ratio | GB/s model | GB/s impl | %% of copy BW (impl) | GFLOP/s model | GFLOP/s impl | clamped | broken |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    std::vector<std::string> blocked_rows, phase_rows, model_rows;
+    std::vector<std::string> blocked_rows, phase_rows, model_rows, masked_rows;
     for (int d : o.d)
       for (int r : o.r) {
         if (2 * r > d) continue;
@@ -580,6 +640,26 @@ int main(int argc, char** argv) {
             100.0 * w.impl_gbs / bw, w.model_gflops, w.impl_gflops, w.clamped, w.broken);
         std::fflush(stdout);
         if (w.broken) rc = 1;
+        for (const std::string& name : o.missing) {
+          const mosaic::MissingSpec m = missing_pattern(name, d);
+          const Row mr = o.dtype_double ? bench_point<double>(o, d, r, &m) : bench_point<float>(o, d, r, &m);
+          // 7.8: the Gram of the smaller of the missing and observed row sets, and about 4 r^3 more of
+          // r x r algebra than section 2's step (none when nothing is missing: section 2 itself).
+          const double missing_rows = mr.missing_fraction * d;
+          const double model_flops =
+              missing_rows > 0 ? std::min(missing_rows, d - missing_rows) * r * (r + 1.0) + 4.0 * r * r * r : 0.0;
+          const double us = 1e6 / mr.engine_sps, us_seq = 1e6 / w.engine_sps, added = us - us_seq;
+          char rate[32] = "n/a", line[512];
+          if (added > 0 && model_flops > 0) std::snprintf(rate, sizeof rate, "%.2f", model_flops / added / 1e3);
+          std::snprintf(line, sizeof line,
+                        "| %d | %d | %s | %.4f | %ld | %.1f | %.2fx | %.2f | %+.2f | %.3g | %s | %ld | %ld | %d |", d,
+                        r, name.c_str(), mr.missing_fraction, mr.steps, mr.engine_sps, w.engine_sps / mr.engine_sps, us,
+                        added, model_flops, rate, mr.skipped, mr.clamped, mr.broken);
+          masked_rows.push_back(line);
+          std::printf("# masked: %s\n", line);
+          std::fflush(stdout);
+          if (mr.broken) rc = 1;
+        }
         std::vector<BlockRow> rows;
         for (int k : o.block)
           if (k > 1) rows.push_back(o.dtype_double ? bench_block<double>(o, d, r, k) : bench_block<float>(o, d, r, k));
@@ -669,6 +749,17 @@ int main(int argc, char** argv) {
           "vendor GFLOP/s (block shapes) | %% of vendor | clamped | broken | |\n");
       std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       for (const auto& l : blocked_rows) std::printf("%s\n", l.c_str());
+    }
+    if (!masked_rows.empty()) {
+      std::printf(
+          "\n# masked step (ALGORITHM.md 7.3, algorithm.missing: posterior; sequential kernel, wall us per sample, "
+          "all streams) against the unmasked sequential kernel of the same run; model: 7.8's added flops per "
+          "sample, min(m, n) r (r + 1) + 4 r^3 (m missing, n observed), and the rate the added time gives them\n");
+      std::printf(
+          "| d | r | pattern | missing fraction | steps | samples/s | cost vs unmasked | us/sample | added us/sample | "
+          "model added flops/sample | added GFLOP/s (model flops / added time) | skipped | clamped | broken |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      for (const auto& l : masked_rows) std::printf("%s\n", l.c_str());
     }
     if (!phase_rows.empty()) {
       std::printf(
