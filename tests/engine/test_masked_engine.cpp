@@ -52,9 +52,12 @@ std::string name(const Case& c) {
 // B streams of the synthetic drifting stream with MCAR, an outage and
 // missing-at-random tiles; the masked init on the host (7.6, the
 // reference's), then `steps` steps of engine and reference on the same
-// samples. Returns the largest state gap and checks the counters.
+// samples. Returns the largest state gap and checks the counters; with
+// team_size > 0 the engine runs teams of that size, and `states` receives
+// the engine's final states.
 template <class T, class Exec>
-double run_masked(const Case& c, int d, int r, int steps, const std::string& what) {
+double run_masked(const Case& c, int d, int r, int steps, const std::string& what, int team_size = 0,
+                  std::vector<MaskedReferenceState<T>>* states = nullptr) {
   MosaicParams p;
   p.missing = c.mode;
   p.missing_rotation = c.rotation;
@@ -91,6 +94,7 @@ double run_masked(const Case& c, int d, int r, int steps, const std::string& wha
   StreamBatch<T, Exec> sb(B, d, r, ids);
   MosaicEngine<T, Exec> eng(p, B, d, r);
   EXPECT_FALSE(eng.blocked());
+  if (team_size > 0) eng.set_team_size(team_size);
   std::vector<MaskedReferenceState<T>> ref;
   for (int b = 0; b < B; ++b) {
     std::vector<T> X(std::size_t(n0) * d);
@@ -129,6 +133,7 @@ double run_masked(const Case& c, int d, int r, int steps, const std::string& wha
     EXPECT_EQ(st.reorthonormalizations, rf.reorthonormalizations) << what;
     EXPECT_EQ(st.seen, rf.seen) << what;
     worst = std::max(worst, state_gap<T>(st, rf));
+    if (states) states->push_back(st);
   }
   if (std::getenv("MOSAIC_TEST_GAPS")) std::printf("%s: gap %.2e\n", what.c_str(), worst);  // the margins
   return worst;
@@ -166,6 +171,23 @@ TEST(MaskedEngine, SerialBackendMatchesTheReference) {
   Case c;
   const double gap = run_masked<double, Kokkos::Serial>(c, 40, 4, 300, "serial");
   EXPECT_LT(gap, 1e-10);
+}
+
+// The host form of the missing rows' Gram splits the rows of N among a
+// team's threads: the same sums in the same order whatever the team size.
+TEST(MaskedEngine, ResultsIndependentOfTeamSize) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  if (Exec().concurrency() < 2) GTEST_SKIP() << "a team of 2 needs concurrency >= 2, have " << Exec().concurrency();
+  std::vector<MaskedReferenceState<double>> one, two;
+  run_masked<double, Exec>(Case{}, 40, 4, 300, "team 1", 1, &one);
+  run_masked<double, Exec>(Case{}, 40, 4, 300, "team 2", 2, &two);
+  ASSERT_EQ(one.size(), two.size());
+  for (std::size_t b = 0; b < one.size(); ++b) {
+    EXPECT_EQ(one[b].U, two[b].U) << "stream " << b;
+    EXPECT_EQ(one[b].S, two[b].S) << "stream " << b;
+    EXPECT_EQ(one[b].mu, two[b].mu) << "stream " << b;
+    EXPECT_EQ(one[b].s2, two[b].s2) << "stream " << b;
+  }
 }
 
 // Nothing missing: the masked engine runs the section-2 kernel (bit for bit

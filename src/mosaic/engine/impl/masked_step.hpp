@@ -17,7 +17,8 @@
 //      zero_fill: section 2 on y with y_M = 0. n <= r: skipped (7.5).
 //   3. 7.3 part 1: b = U^T y; the rows of the smaller of O and M compacted by
 //      a team scan, their Gram (N = U_M^T U_M or C = U_O^T U_O, each entry
-//      one running sum over the rows in increasing i, as the reference);
+//      one running sum over the rows in increasing i, as the reference;
+//      gram_rows, a host and a device form of the same sums);
 //      the Cholesky of C (failure: skipped), Z = L_C^-1 N, K = N + Z^T Z
 //      (symmetrized), the tr(C^-1) guard (skipped), z_ls = b + K b,
 //      e = y - U z_ls zeroed on M, rho.
@@ -118,6 +119,45 @@ struct MaskedStepFunctor {
     m.team_barrier();
   }
 
+  // The lower triangle of G = U_R^T U_R over the rows R = widx(b, 0..rows)
+  // (the missing or the observed ones), each entry one running sum over the
+  // rows in increasing order, as the reference (its upper triangle is the
+  // same numbers: u_a u_c = u_c u_a). Device: one entry per thread, the
+  // rows' reads coalesced down the column-major basis. Host: rank-one
+  // updates row after row into the lower triangle, each thread its block of
+  // rows of G (k outermost, so a row of U is read once and its r entries
+  // are contiguous): the same sums in the same order, without the device
+  // form's strided gathers (7.8's SYRK measured at 1-2 GFLOP/s that way).
+  template <class BM, class GM>
+  KOKKOS_INLINE_FUNCTION void gram_rows(const member_type& m, int b, const BM& Ub, int rows, const GM& G) const {
+    const int r = base.r;
+    if constexpr (is_host_space<ExecSpace>) {
+      const int T = m.team_size(), t = m.team_rank();
+      const int a0 = r * t / T, a1 = r * (t + 1) / T;
+      for (int a = a0; a < a1; ++a)
+        for (int c = 0; c <= a; ++c) G(a, c) = Scalar(0);
+      for (int k = 0; k < rows; ++k) {
+        const Scalar* ui = &Ub(widx(b, k), 0);
+        for (int a = a0; a < a1; ++a) {
+          const Scalar ua = ui[a];
+          Scalar* ga = &G(a, 0);
+          for (int c = 0; c <= a; ++c) ga[c] += ua * ui[c];
+        }
+      }
+    } else {
+      for_each_entry(m, r, r, [&](const int a, const int c) {
+        if (c > a) return;
+        Scalar s = 0;
+        for (int k = 0; k < rows; ++k) {
+          const int i = widx(b, k);
+          s += Ub(i, a) * Ub(i, c);
+        }
+        G(a, c) = s;
+      });
+    }
+    m.team_barrier();
+  }
+
   // out = A + s (Y^T Y) entrywise, each sum over k in increasing order.
   template <class AM, class YM, class OM>
   KOKKOS_INLINE_FUNCTION void plus_gram(const member_type& m, const AM& A, Scalar s, const YM& Y, const OM& out) const {
@@ -203,21 +243,23 @@ struct MaskedStepFunctor {
     });
     m.team_barrier();
     const int rows = from_missing ? n_missing : n;
+    gram_rows(m, b, Ub, rows, N);
     for_each_entry(m, r, r, [&](const int a, const int c) {
-      Scalar s = 0;
-      for (int k = 0; k < rows; ++k) {
-        const int i = widx(b, k);
-        s += Ub(i, a) * Ub(i, c);
-      }
+      const Scalar s = a >= c ? N(a, c) : N(c, a);
       const Scalar id = a == c ? Scalar(1) : Scalar(0);
       if (from_missing) {
-        N(a, c) = s;
         C(a, c) = id - s;
       } else {
         C(a, c) = s;
-        N(a, c) = id - s;
       }
     });
+    m.team_barrier();
+    if (!from_missing)
+      for_each_entry(m, r, r, [&](const int a, const int c) { N(a, c) = (a == c ? Scalar(1) : Scalar(0)) - C(a, c); });
+    else
+      for_each_entry(m, r, r, [&](const int a, const int c) {
+        if (a < c) N(a, c) = N(c, a);
+      });
     m.team_barrier();
     if (!base.cholesky(m, C)) return mean_only(m, b, step_index, false);  // C's lower triangle is L_C
     for_each_entry(m, r, r, [&](const int a, const int c) { Z(a, c) = N(a, c); });
