@@ -16,11 +16,7 @@
 # Takes about 35 minutes on 2 cores.
 set -e
 cd "$(dirname "$0")/.."
-M=${MOSAIC_MINIAPP:-build/openmp/miniapp/mosaic_miniapp}
-commit=$("$M" --version | sed -n 's/.*(git \([0-9a-f]*\)\(-dirty\)\{0,1\}).*/\1\2/p' | head -1)
-export OMP_NUM_THREADS=2 OMP_PROC_BIND=false
-mpi_flags=(--bind-to none)
-[[ "$(id -u)" == 0 ]] && mpi_flags+=(--allow-run-as-root)
+source bench/miniapp_runs_env.sh
 only="${1:-}"
 # run NAME DECK [--set ...]: writes results/cpu/NAME_<commit>.json.
 run() {

@@ -15,12 +15,8 @@
 # minute on 2 cores. Build first: cmake --preset openmp && cmake --build --preset openmp.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-M=${MOSAIC_MINIAPP:-build/openmp/miniapp/mosaic_miniapp}
+source bench/miniapp_runs_env.sh
 ref="${1:-$(ls -t results/cpu/reference_masked_study_*.txt | head -1)}"
-commit=$("$M" --version | sed -n 's/.*(git \([0-9a-f]*\)\(-dirty\)\{0,1\}).*/\1\2/p' | head -1)
-export OMP_NUM_THREADS=2 OMP_PROC_BIND=false
-mpi_flags=(--bind-to none)
-[[ "$(id -u)" == 0 ]] && mpi_flags+=(--allow-run-as-root)
 out=results/cpu
 run() {
   echo "\$ mpirun -np 1 $M $*"

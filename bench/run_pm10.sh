@@ -9,11 +9,7 @@
 # Build first: cmake --preset openmp && cmake --build --preset openmp.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-M=${MOSAIC_MINIAPP:-build/openmp/miniapp/mosaic_miniapp}
-commit=$("$M" --version | sed -n 's/.*(git \([0-9a-f]*\)\(-dirty\)\{0,1\}).*/\1\2/p' | head -1)
-export OMP_NUM_THREADS=2 OMP_PROC_BIND=false
-mpi_flags=(--bind-to none)
-[[ "$(id -u)" == 0 ]] && mpi_flags+=(--allow-run-as-root)
+source bench/miniapp_runs_env.sh
 {
   echo "# binary $M, built from $commit; checkout $(git rev-parse --short=12 HEAD); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores"
   echo "\$ /usr/bin/python3 -m analysis.pm10_stream inputs/pm10_data"
