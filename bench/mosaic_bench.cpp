@@ -576,6 +576,17 @@ BlockRow bench_block(const Options& o, int d, int r, int k) {
   return row;
 }
 
+// One Markdown table of rows gathered during the run, after a caption line
+// ("# caption"): the header, a separator with one cell per header column,
+// the rows. Nothing when there are no rows.
+void print_table(const std::string& caption, const std::string& header, const std::vector<std::string>& rows) {
+  if (rows.empty()) return;
+  std::string separator = "|";
+  for (long c = std::count(header.begin(), header.end(), '|') - 1; c > 0; --c) separator += "---|";
+  std::printf("\n# %s\n%s\n%s\n", caption.c_str(), header.c_str(), separator.c_str());
+  for (const auto& l : rows) std::printf("%s\n", l.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -738,55 +749,42 @@ int main(int argc, char** argv) {
           if (br.broken) rc = 1;
         }
       }
-    if (!blocked_rows.empty()) {
-      std::printf(
-          "\n# blocked update (ALGORITHM.md section 6), gemm %s, precision_solve %s, reorthonormalize_every %s, "
-          "products in panels of %d columns (gemm vendor); model d(4r + k + 2r^2/k) flops/sample\n",
-          mosaic::to_string(o.gemm), mosaic::to_string(o.solve),
-          o.reorth == mosaic::kAuto ? "auto" : std::to_string(o.reorth).c_str(), o.panel_cols);
-      std::printf(
-          "| d | r | sequential samples/s | k | blocked steps | blocked samples/s | speedup | GFLOP/s (model) | %% of sgemm | "
-          "vendor GFLOP/s (block shapes) | %% of vendor | clamped | broken | |\n");
-      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-      for (const auto& l : blocked_rows) std::printf("%s\n", l.c_str());
-    }
-    if (!masked_rows.empty()) {
-      std::printf(
-          "\n# masked step (ALGORITHM.md 7.3, algorithm.missing: posterior; sequential kernel, wall us per sample, "
-          "all streams) against the unmasked sequential kernel of the same run; model: 7.8's added flops per "
-          "sample, min(m, n) r (r + 1) + 4 r^3 (m missing, n observed), and the rate the added time gives them\n");
-      std::printf(
-          "| d | r | pattern | missing fraction | steps | samples/s | cost vs unmasked | us/sample | added us/sample | "
-          "model added flops/sample | added GFLOP/s (model flops / added time) | skipped | clamped | broken |\n");
-      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-      for (const auto& l : masked_rows) std::printf("%s\n", l.c_str());
-    }
-    if (!phase_rows.empty()) {
-      std::printf(
-          "\n# phases of the blocked update (gemm vendor; wall us per sample, all streams; fenced while timed): "
-          "pack [U0 | D], products G, H (W0), coefficient steps (one launch), new bases U = [U0 | D] W; "
-          "GEMM = products + bases, at the rate of their own flops\n");
-      std::printf(
-          "| d | r | k | gemm | block | pack | products | coefficients | bases | other | GEMM share | GEMM GFLOP/s | "
-          "%% of vendor gemm (n=1104, this precision) | %% of vendor (block shapes) | coefficients share |\n");
-      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-      for (const auto& l : phase_rows) std::printf("%s\n", l.c_str());
-    }
-    if (!model_rows.empty()) {
-      std::printf(
-          "\n# cost model (src/mosaic/engine/cost_model.hpp) per phase: flops and bytes per sample, launches and library "
-          "calls per block, predicted and measured us per sample (all streams); %s\n",
-          mosaic::is_host_space<Exec>
-              ? "host: predicted from this run's copy bandwidth, vendor GEMM rate at the block's "
-                "shapes and in-cache double rate per thread"
-              : "device: copy bandwidth and GEMM rate of this run, 5 us per launch or library call and 20 ns "
-                "per dependent operation of the coefficient steps ASSUMED (not measured)");
-      std::printf(
-          "| d | r | k | phase | flops/sample | bytes/sample | launches/block | library calls/block | "
-          "predicted us/sample | measured us/sample | measured/predicted |\n");
-      std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
-      for (const auto& l : model_rows) std::printf("%s\n", l.c_str());
-    }
+    char caption[512];
+    std::snprintf(caption, sizeof caption,
+                  "blocked update (ALGORITHM.md section 6), gemm %s, precision_solve %s, reorthonormalize_every %s, "
+                  "products in panels of %d columns (gemm vendor); model d(4r + k + 2r^2/k) flops/sample",
+                  mosaic::to_string(o.gemm), mosaic::to_string(o.solve),
+                  o.reorth == mosaic::kAuto ? "auto" : std::to_string(o.reorth).c_str(), o.panel_cols);
+    print_table(
+        caption,
+        "| d | r | sequential samples/s | k | blocked steps | blocked samples/s | speedup | GFLOP/s (model) | % of "
+        "sgemm | vendor GFLOP/s (block shapes) | % of vendor | clamped | broken | |",
+        blocked_rows);
+    print_table(
+        "masked step (ALGORITHM.md 7.3, algorithm.missing: posterior; sequential kernel, wall us per sample, all "
+        "streams) against the unmasked sequential kernel of the same run; model: 7.8's added flops per sample, "
+        "min(m, n) r (r + 1) + 4 r^3 (m missing, n observed), and the rate the added time gives them",
+        "| d | r | pattern | missing fraction | steps | samples/s | cost vs unmasked | us/sample | added us/sample | "
+        "model added flops/sample | added GFLOP/s (model flops / added time) | skipped | clamped | broken |",
+        masked_rows);
+    print_table(
+        "phases of the blocked update (gemm vendor; wall us per sample, all streams; fenced while timed): pack [U0 | "
+        "D], products G, H (W0), coefficient steps (one launch), new bases U = [U0 | D] W; GEMM = products + bases, "
+        "at the rate of their own flops",
+        "| d | r | k | gemm | block | pack | products | coefficients | bases | other | GEMM share | GEMM GFLOP/s | % of "
+        "vendor gemm (n=1104, this precision) | % of vendor (block shapes) | coefficients share |",
+        phase_rows);
+    print_table(std::string("cost model (src/mosaic/engine/cost_model.hpp) per phase: flops and bytes per sample, "
+                            "launches and library calls per block, predicted and measured us per sample (all "
+                            "streams); ") +
+                    (mosaic::is_host_space<Exec>
+                         ? "host: predicted from this run's copy bandwidth, vendor GEMM rate at the block's shapes "
+                           "and in-cache double rate per thread"
+                         : "device: copy bandwidth and GEMM rate of this run, 5 us per launch or library call and 20 "
+                           "ns per dependent operation of the coefficient steps ASSUMED (not measured)"),
+                "| d | r | k | phase | flops/sample | bytes/sample | launches/block | library calls/block | "
+                "predicted us/sample | measured us/sample | measured/predicted |",
+                model_rows);
   }
   Kokkos::finalize();
   return rc;
