@@ -36,13 +36,17 @@
 // posterior) on the same stream family with entries missing: mcarF, each
 // entry missing at random with probability F (mcar0: the masked kernel on
 // complete samples); outageF, the first round(F d) coordinates missing in
-// every sample. One row per pattern and (d, r), against the unmasked
+// every sample; tilesF, missing-at-random tiles of d/8 coordinates x 256
+// samples, each missing with probability F (a sensor group out for a while:
+// most blocks complete). One row per pattern and (d, r), against the unmasked
 // sequential kernel of the same run: the cost per sample it adds, and 7.8's
 // model of that cost (min(m, n) r (r + 1) flops for the Gram of the missing
-// or observed rows, 4 r^3 more of r x r algebra; the spec's reuse of the
-// Gram while the mask is unchanged is not written, so an outage is priced
-// as any mask). Masked runs are sequential (the blocked forms of 7.7 are not
-// written yet), so --block-size does not apply to them.
+// or observed rows and 4 r^3 more of r x r algebra; 3 r^3 for a step that
+// reuses the Gram and its factors because its missing rows are the previous
+// step's, as in an outage). With --block-size, one row per pattern and k against the
+// unmasked blocked update of the same k: the blocks are cut into runs of
+// complete samples (blocked) and masked sequential steps (7.7.3; 7.7.2's
+// shared-mask blocked form is not written).
 //
 // --steps N fixes the engine steps per (d, r); otherwise the engine runs for
 // about --seconds of wall time (default 1, at least 5 steps). The reference
@@ -109,24 +113,31 @@ struct Options {
   bool dtype_double = false;   // --dtype double: every engine run in double
   int panel_cols = mosaic::Tuning<
       Kokkos::DefaultExecutionSpace>::vendor_panel_cols;  // gemm vendor: columns of D per GEMM of the products
-  std::vector<std::string> missing;                       // --missing patterns: mcarF, outageF
+  std::vector<std::string> missing;                       // --missing patterns: mcarF, outageF, tilesF
 };
 
 // A --missing pattern's missingness at dimension d (exits on a bad name).
 mosaic::MissingSpec missing_pattern(const std::string& name, int d) {
   mosaic::MissingSpec m;
-  const bool mcar = name.rfind("mcar", 0) == 0, outage = name.rfind("outage", 0) == 0;
+  const bool mcar = name.rfind("mcar", 0) == 0, outage = name.rfind("outage", 0) == 0,
+             tiles = name.rfind("tiles", 0) == 0;
   char* end = nullptr;
-  const char* num = name.c_str() + (mcar ? 4 : outage ? 6 : 0);
+  const char* num = name.c_str() + (mcar ? 4 : outage ? 6 : tiles ? 5 : 0);
   const double f = std::strtod(num, &end);
-  if ((!mcar && !outage) || end == num || *end != '\0' || !(f >= 0.0 && f <= 1.0)) {
-    std::fprintf(stderr, "mosaic_bench: --missing takes mcarF or outageF with F in [0, 1], got %s\n", name.c_str());
+  if ((!mcar && !outage && !tiles) || end == num || *end != '\0' || !(f >= 0.0 && f <= 1.0)) {
+    std::fprintf(stderr, "mosaic_bench: --missing takes mcarF, outageF or tilesF with F in [0, 1], got %s\n",
+                 name.c_str());
     std::exit(2);
   }
   if (mcar) m.mcar_rate = f;
   if (outage) {
     m.outage_count = int(std::lround(f * d));
     m.outage_steps = std::uint64_t(1) << 62;  // the whole run
+  }
+  if (tiles) {
+    m.block_rate = f;
+    m.block_coords = std::max(1, d / 8);
+    m.block_steps = 256;
   }
   return m;
 }
@@ -194,7 +205,7 @@ Options parse(int argc, char** argv) {
           "usage: mosaic_bench [--d list] [--r list] [--streams B] [--steps N] "
           "[--seconds T] [--ref-steps N] [--block-size list] [--gemm auto|vendor|kokkos_batched|tiled] "
           "[--solve dense|maintained] [--reorth auto|K] [--dtype float|double] [--panel-cols P] "
-          "[--missing mcarF,outageF,...]  (plus Kokkos flags)\n");
+          "[--missing mcarF,outageF,tilesF,...]  (plus Kokkos flags)\n");
       std::exit(0);
     } else if (std::strncmp(argv[k], "--kokkos", 8) != 0) {
       std::fprintf(stderr, "mosaic_bench: unknown option %s\n", argv[k]);
@@ -350,6 +361,7 @@ struct Row {
   long clamped;
   int broken;
   double missing_fraction = 0;  // masked runs: entries missing over all timed samples
+  double reuse_fraction = 0;    // masked runs: steps that reused the previous step's Gram (7.8)
   long skipped = 0;             // masked runs: steps skipped (7.5)
 };
 
@@ -431,6 +443,7 @@ Row bench_point(const Options& o, int d, int r, const mosaic::MissingSpec* missi
       row.skipped += skipped(b);
     }
     row.missing_fraction = n / (double(B) * double(t) * d);  // the counters include the warm-up steps
+    row.reuse_fraction = double(eng.gram_reuses()) / (double(B) * double(t));
     return row;
   }
   const mosaic::SyntheticTruth truth = src.truths_on_host()[0];
@@ -475,6 +488,7 @@ struct BlockRow {
   double seconds = 0;                               // sum of the timed blocks
   double product_flops = 0, materialize_flops = 0;  // per timed run, all streams
   mosaic::cost::Shape shape;                        // the cost model's description of one block
+  double missing_fraction = 0, run_fraction = 0;    // masked: entries missing; samples in blocked runs
 };
 
 // The cost model's description of a bench block (cost_model.hpp).
@@ -517,14 +531,20 @@ double in_cache_double_gflops() {
   return 2.0 * 2048 * 20000 / best / 1e9;
 }
 
+// With `missing`, the masked engine's blocks (algorithm.missing: posterior,
+// cut into runs, 7.7.3), its phases not timed.
 template <class T>
-BlockRow bench_block(const Options& o, int d, int r, int k) {
+BlockRow bench_block(const Options& o, int d, int r, int k, const mosaic::MissingSpec* missing = nullptr) {
   const int B = o.streams;
   std::vector<std::uint64_t> ids(B);
   for (int b = 0; b < B; ++b) ids[b] = std::uint64_t(b);
-  const mosaic::SyntheticSpec spec = bench_spec(d, r);
+  mosaic::SyntheticSpec spec = bench_spec(d, r);
   mosaic::MosaicParams p;
   p.block_size = k;
+  if (missing) {
+    spec.missing = *missing;
+    p.missing = mosaic::MissingMode::posterior;
+  }
   p.precision_solve = o.solve;
   p.reorthonormalize_every = o.reorth;
   mosaic::SyntheticDriftSource<T, Exec> src(spec, ids);
@@ -547,7 +567,7 @@ BlockRow bench_block(const Options& o, int d, int r, int k) {
   };
   timed_block();  // warm-up
   t_engine = 0;
-  eng.set_phase_timing(true);
+  eng.set_phase_timing(missing == nullptr);
   long blocks = 0;
   const auto wall0 = Clock::now();
   const long want_blocks = o.steps > 0 ? std::max(1L, o.steps / k) : 0;
@@ -559,7 +579,14 @@ BlockRow bench_block(const Options& o, int d, int r, int k) {
   const auto status = mosaic::transfer::to_host(sb.status);
   BlockRow row{k, blocks * k, double(B) * blocks * k / t_engine, 0, 0};
   row.gemm = mosaic::to_string(eng.block_gemm_resolved());
-  if (eng.block_gemm_resolved() == mosaic::BlockGemm::vendor) {
+  if (missing) {
+    const auto entries = mosaic::transfer::to_host(sb.missing_entries);
+    double n = 0;
+    for (int b = 0; b < B; ++b) n += double(entries(b));
+    row.missing_fraction = n / (double(B) * double(t) * d);  // the counters include the warm-up block
+    const mosaic::MaskedRunCounts& cuts = eng.masked_run_counts();
+    row.run_fraction = double(cuts.run_samples) / double(cuts.run_samples + cuts.step_samples);
+  } else if (eng.block_gemm_resolved() == mosaic::BlockGemm::vendor) {
     row.gemm += eng.vendor_gemm_over_streams() ? " (one thread per stream)" : " (one GEMM at a time)";
     row.phased = true;
     row.phases = eng.block_phases();
@@ -640,7 +667,7 @@ int main(int argc, char** argv) {
     std::printf(
         "| d | r | engine steps | engine samples/s | reference samples/s (1 thread) | ratio | GB/s model | GB/s impl | %% of copy BW (impl) | GFLOP/s model | GFLOP/s impl | clamped | broken |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    std::vector<std::string> blocked_rows, phase_rows, model_rows, masked_rows;
+    std::vector<std::string> blocked_rows, phase_rows, model_rows, masked_rows, masked_block_rows;
     for (int d : o.d)
       for (int r : o.r) {
         if (2 * r > d) continue;
@@ -655,17 +682,20 @@ int main(int argc, char** argv) {
           const mosaic::MissingSpec m = missing_pattern(name, d);
           const Row mr = o.dtype_double ? bench_point<double>(o, d, r, &m) : bench_point<float>(o, d, r, &m);
           // 7.8: the Gram of the smaller of the missing and observed row sets, and about 4 r^3 more of
-          // r x r algebra than section 2's step (none when nothing is missing: section 2 itself).
+          // r x r algebra than section 2's step (none when nothing is missing: section 2 itself); a step
+          // that reuses the previous step's Gram and factors adds about 3 r^3.
           const double missing_rows = mr.missing_fraction * d;
+          const double fresh_flops = std::min(missing_rows, d - missing_rows) * r * (r + 1.0) + 4.0 * r * r * r;
           const double model_flops =
-              missing_rows > 0 ? std::min(missing_rows, d - missing_rows) * r * (r + 1.0) + 4.0 * r * r * r : 0.0;
+              missing_rows > 0 ? (1.0 - mr.reuse_fraction) * fresh_flops + mr.reuse_fraction * 3.0 * r * r * r : 0.0;
           const double us = 1e6 / mr.engine_sps, us_seq = 1e6 / w.engine_sps, added = us - us_seq;
           char rate[32] = "n/a", line[512];
           if (added > 0 && model_flops > 0) std::snprintf(rate, sizeof rate, "%.2f", model_flops / added / 1e3);
-          std::snprintf(line, sizeof line,
-                        "| %d | %d | %s | %.4f | %ld | %.1f | %.2fx | %.2f | %+.2f | %.3g | %s | %ld | %ld | %d |", d,
-                        r, name.c_str(), mr.missing_fraction, mr.steps, mr.engine_sps, w.engine_sps / mr.engine_sps, us,
-                        added, model_flops, rate, mr.skipped, mr.clamped, mr.broken);
+          std::snprintf(
+              line, sizeof line,
+              "| %d | %d | %s | %.4f | %.3f | %ld | %.1f | %.2fx | %.2f | %+.2f | %.3g | %s | %ld | %ld | %d |", d, r,
+              name.c_str(), mr.missing_fraction, mr.reuse_fraction, mr.steps, mr.engine_sps,
+              w.engine_sps / mr.engine_sps, us, added, model_flops, rate, mr.skipped, mr.clamped, mr.broken);
           masked_rows.push_back(line);
           std::printf("# masked: %s\n", line);
           std::fflush(stdout);
@@ -689,6 +719,20 @@ int main(int argc, char** argv) {
                         br.sps == best ? " **best k** |" : " |");
           blocked_rows.push_back(line);
           std::printf("# blocked: %s\n", line);
+          for (const std::string& name : o.missing) {
+            const mosaic::MissingSpec m = missing_pattern(name, d);
+            const BlockRow mb =
+                o.dtype_double ? bench_block<double>(o, d, r, br.k, &m) : bench_block<float>(o, d, r, br.k, &m);
+            char mline[512];
+            std::snprintf(mline, sizeof mline,
+                          "| %d | %d | %d | %s | %.4f | %.3f | %ld | %.1f | %.2fx | %.2fx | %ld | %d |", d, r, br.k,
+                          name.c_str(), mb.missing_fraction, mb.run_fraction, mb.steps, mb.sps, br.sps / mb.sps,
+                          w.engine_sps / mb.sps, mb.clamped, mb.broken);
+            masked_block_rows.push_back(mline);
+            std::printf("# masked blocks: %s\n", mline);
+            std::fflush(stdout);
+            if (mb.broken) rc = 1;
+          }
           if (br.phased) {
             const auto& ph = br.phases;
             const double per = 1e6 / (double(o.streams) * br.steps);  // seconds -> us per sample
@@ -763,10 +807,18 @@ int main(int argc, char** argv) {
     print_table(
         "masked step (ALGORITHM.md 7.3, algorithm.missing: posterior; sequential kernel, wall us per sample, all "
         "streams) against the unmasked sequential kernel of the same run; model: 7.8's added flops per sample, "
-        "min(m, n) r (r + 1) + 4 r^3 (m missing, n observed), and the rate the added time gives them",
-        "| d | r | pattern | missing fraction | steps | samples/s | cost vs unmasked | us/sample | added us/sample | "
-        "model added flops/sample | added GFLOP/s (model flops / added time) | skipped | clamped | broken |",
+        "min(m, n) r (r + 1) + 4 r^3 (m missing, n observed), 3 r^3 for a step that reused the previous step's "
+        "Gram, and the rate the added time gives them",
+        "| d | r | pattern | missing fraction | Gram reused | steps | samples/s | cost vs unmasked | us/sample | added "
+        "us/sample | model added flops/sample | added GFLOP/s (model flops / added time) | skipped | clamped | broken |",
         masked_rows);
+    print_table(
+        "masked blocks (algorithm.missing: posterior, block_size k: runs of >= 2 complete samples blocked, the "
+        "other samples masked sequential steps, ALGORITHM.md 7.7.3) against the unmasked blocked update of the same "
+        "k and the unmasked sequential kernel of the same run",
+        "| d | r | k | pattern | missing fraction | samples in blocked runs | steps | samples/s | cost vs unmasked "
+        "blocked | cost vs unmasked sequential | clamped | broken |",
+        masked_block_rows);
     print_table(
         "phases of the blocked update (gemm vendor; wall us per sample, all streams; fenced while timed): pack [U0 | "
         "D], products G, H (W0), coefficient steps (one launch), new bases U = [U0 | D] W; GEMM = products + bases, "

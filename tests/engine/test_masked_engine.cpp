@@ -1,10 +1,12 @@
-// The engine's masked sequential kernel (impl/masked_step.hpp) against the
-// host reference of ALGORITHM.md section 7 (reference_masked.hpp) on the
-// same masked samples: every missing mode and both rotations, float and
-// double, the Serial and the default backend, the counters, the seen rule,
-// and the section-2 kernel bit for bit where nothing is missing.
+// The engine's masked sequential kernel (impl/masked_step.hpp) and its
+// blocks cut into runs (7.7.3, impl/masked_blocks.hpp) against the host
+// reference of ALGORITHM.md section 7 (reference_masked.hpp) on the same
+// masked samples: every missing mode and both rotations, float and double,
+// the Serial and the default backend, the counters, the seen rule, and the
+// unmasked kernels bit for bit where nothing is missing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -42,11 +44,19 @@ struct Case {
   CovarianceUpdate update = CovarianceUpdate::exact;
   double gamma = 1.0;
   int reorth = 0;
+  int block_size = 0;  // > 1: the engine's blocks, cut into runs
+  // Sparse missingness (mostly complete samples, an outage, rare tiles) so
+  // that blocks hold runs of complete samples; else 15% MCAR on top.
+  bool sparse = false;
+  bool outage_only = false;  // only the outage: one mask for 300 steps
+  bool gram_reuse = true;    // 7.8's reuse of the Gram while the mask is unchanged
 };
 
 std::string name(const Case& c) {
   return std::string(to_string(c.mode)) + "/" + to_string(c.rotation) + "/" + to_string(c.update) +
-         "/gamma=" + std::to_string(c.gamma) + "/reorth=" + std::to_string(c.reorth);
+         "/gamma=" + std::to_string(c.gamma) + "/reorth=" + std::to_string(c.reorth) +
+         "/k=" + std::to_string(c.block_size) + (c.sparse ? "/sparse" : "") + (c.outage_only ? "/outage" : "") +
+         (c.gram_reuse ? "" : "/no-reuse");
 }
 
 // B streams of the synthetic drifting stream with MCAR, an outage and
@@ -54,17 +64,18 @@ std::string name(const Case& c) {
 // reference's), then `steps` steps of engine and reference on the same
 // samples. Returns the largest state gap and checks the counters; with
 // team_size > 0 the engine runs teams of that size, and `states` receives
-// the engine's final states.
+// the engine's final states, and `reuses` the masked steps that reused the
+// Gram (7.8).
 template <class T, class Exec>
 double run_masked(const Case& c, int d, int r, int steps, const std::string& what, int team_size = 0,
-                  std::vector<MaskedReferenceState<T>>* states = nullptr) {
+                  std::vector<MaskedReferenceState<T>>* states = nullptr, std::int64_t* reuses = nullptr) {
   MosaicParams p;
   p.missing = c.mode;
   p.missing_rotation = c.rotation;
   p.covariance_update = c.update;
   p.gamma = c.gamma;
   p.reorthonormalize_every = c.reorth;
-  p.block_size = 0;
+  p.block_size = c.block_size;
   SyntheticSpec spec;
   spec.d = d;
   spec.r = r;
@@ -75,12 +86,12 @@ double run_masked(const Case& c, int d, int r, int steps, const std::string& wha
   spec.mean_scale = 2.0;
   spec.seed = 5;
   MissingSpec miss;
-  miss.mcar_rate = 0.15;
+  miss.mcar_rate = c.outage_only ? 0.0 : c.sparse ? 0.001 : 0.15;
   miss.outage_first = 2;
   miss.outage_count = d / 5;
   miss.outage_start = 100;
   miss.outage_steps = 300;
-  miss.block_rate = 0.05;
+  miss.block_rate = c.outage_only ? 0.0 : c.sparse ? 0.02 : 0.05;
   miss.block_coords = 4;
   miss.block_steps = 20;
   const std::vector<std::uint64_t> ids = {0, 1, 2};
@@ -93,8 +104,9 @@ double run_masked(const Case& c, int d, int r, int steps, const std::string& wha
   };
   StreamBatch<T, Exec> sb(B, d, r, ids);
   MosaicEngine<T, Exec> eng(p, B, d, r);
-  EXPECT_FALSE(eng.blocked());
+  EXPECT_EQ(eng.blocked(), c.block_size > 1);
   if (team_size > 0) eng.set_team_size(team_size);
+  eng.set_gram_reuse(c.gram_reuse);
   std::vector<MaskedReferenceState<T>> ref;
   for (int b = 0; b < B; ++b) {
     std::vector<T> X(std::size_t(n0) * d);
@@ -106,19 +118,40 @@ double run_masked(const Case& c, int d, int r, int steps, const std::string& wha
     sb.from_host(b, ref.back());
   }
   EXPECT_EQ(ref[1].unseen(), 1) << what;
-  Kokkos::View<T**, Kokkos::LayoutRight, typename Exec::memory_space> X("X", B, d);
+  // Blocks of the engine's block_length (1 for the sequential kernel).
+  const int kmax = std::max(1, eng.block_size());
+  Kokkos::View<T***, Kokkos::LayoutRight, typename Exec::memory_space> X("X", B, kmax, d);
   auto hX = transfer::host_buffer(X);
   std::vector<T> x(static_cast<std::size_t>(d));
-  for (int s = 0; s < steps; ++s) {
-    const std::uint64_t t = std::uint64_t(n0 + s);
-    for (int b = 0; b < B; ++b) {
-      sample(b, t, x.data());
-      for (int i = 0; i < d; ++i) hX(b, i) = x[std::size_t(i)];
-      (void)reference_masked_step(ref[std::size_t(b)], x.data(), p);
+  for (int s = 0; s < steps;) {
+    const int n = std::min(eng.block_length(ref[0].steps), steps - s);
+    for (int j = 0; j < n; ++j) {
+      const std::uint64_t t = std::uint64_t(n0 + s + j);
+      for (int b = 0; b < B; ++b) {
+        sample(b, t, x.data());
+        for (int i = 0; i < d; ++i) hX(b, j, i) = x[std::size_t(i)];
+        (void)reference_masked_step(ref[std::size_t(b)], x.data(), p);
+      }
     }
     transfer::copy_from_host(X, hX);
-    eng.step(sb, X);
+    eng.advance(sb, Kokkos::subview(X, Kokkos::ALL(), Kokkos::make_pair(0, n), Kokkos::ALL()));
+    s += n;
   }
+  if (c.block_size > 1) {
+    // Every sample planned once; sparse masks leave runs of complete
+    // samples whose streams start at different samples.
+    const MaskedRunCounts& rc = eng.masked_run_counts();
+    EXPECT_EQ(rc.run_samples + rc.step_samples, std::int64_t(B) * steps) << what;
+    if (c.sparse) {
+      EXPECT_GT(rc.run_samples, std::int64_t(B) * steps / 8) << what;
+      EXPECT_GT(rc.gathered_launches, 0) << what;
+    }
+    if (std::getenv("MOSAIC_TEST_GAPS"))
+      std::printf("%s: %lld samples in runs, %lld masked steps, %lld blocked / %lld masked / %lld gathered launches\n",
+                  what.c_str(), (long long)rc.run_samples, (long long)rc.step_samples, (long long)rc.blocked_launches,
+                  (long long)rc.masked_launches, (long long)rc.gathered_launches);
+  }
+  if (reuses) *reuses = eng.gram_reuses();
   const auto status = transfer::to_host(sb.status);
   double worst = 0;
   for (int b = 0; b < B; ++b) {
@@ -173,6 +206,122 @@ TEST(MaskedEngine, SerialBackendMatchesTheReference) {
   EXPECT_LT(gap, 1e-10);
 }
 
+// Blocks cut into runs (7.7.3): the runs of complete samples by the blocked
+// update, the rest by the masked step, each stream its own cuts; the same
+// states as the reference's sequential steps up to rounding, the same
+// counters exactly (the outage, tiles and unseen coordinate make the
+// streams' runs start at different samples, so the gathered launches run).
+TEST(MaskedEngine, BlocksCutIntoRunsMatchTheReference) {
+  std::vector<Case> cases;
+  for (const MissingMode mode :
+       {MissingMode::posterior, MissingMode::project, MissingMode::drop, MissingMode::zero_fill}) {
+    Case c;
+    c.mode = mode;
+    c.block_size = 16;
+    c.sparse = true;
+    cases.push_back(c);
+  }
+  Case c;
+  c.block_size = 16;
+  c.sparse = true;
+  c.rotation = MissingRotation::geodesic;
+  cases.push_back(c);
+  c.rotation = MissingRotation::observed;
+  c.reorth = 50;  // blocks cut at the Cholesky-QR's steps
+  c.update = CovarianceUpdate::first_order;
+  cases.push_back(c);
+  c = Case{};
+  c.block_size = 8;  // dense MCAR: hardly a complete sample
+  cases.push_back(c);
+  for (const Case& k : cases) {
+    const double gap = run_masked<double, Kokkos::DefaultExecutionSpace>(k, 40, 4, 800, name(k));
+    EXPECT_LT(gap, 1e-10) << name(k);
+  }
+}
+
+TEST(MaskedEngine, FloatBlocksCutIntoRunsMatchTheReference) {
+  Case c;
+  c.block_size = 16;
+  c.sparse = true;
+  const double gap = run_masked<float, Kokkos::DefaultExecutionSpace>(c, 40, 4, 800, "float blocks");
+  EXPECT_LT(gap, 1e-4);
+}
+
+TEST(MaskedEngine, SerialBackendBlocksCutIntoRunsMatchTheReference) {
+  Case c;
+  c.block_size = 16;
+  c.sparse = true;
+  const double gap = run_masked<double, Kokkos::Serial>(c, 40, 4, 400, "serial blocks");
+  EXPECT_LT(gap, 1e-10);
+}
+
+// The rounds of a block: each stream takes its next run of >= 2 complete
+// samples in the blocked launch, else one sample in the masked launch.
+TEST(MaskedEngine, BlockPlanCutsEachStreamAtItsOwnMasks) {
+  // complete (1) / masked (0), 3 streams x 6 samples
+  const int flags[3][6] = {{1, 1, 1, 1, 1, 1}, {0, 1, 1, 0, 1, 0}, {1, 0, 1, 1, 1, 0}};
+  detail::MaskedBlockPlan plan(3, 6);
+  const auto complete = [&](int b, int j) { return flags[b][j] != 0; };
+  ASSERT_TRUE(plan.next(complete));  // round 1
+  EXPECT_EQ(plan.run_len, (std::vector<int>{6, 0, 0}));
+  EXPECT_EQ(plan.step_on, (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(plan.run_n, 6);
+  EXPECT_EQ(plan.common_run_off, 0);
+  EXPECT_EQ(plan.common_step_off, 0);
+  ASSERT_TRUE(plan.next(complete));  // round 2: stream 1 a run of 2 from 1, stream 2 one from 1
+  EXPECT_EQ(plan.run_len, (std::vector<int>{0, 2, 0}));
+  EXPECT_EQ(plan.run_off[1], 1);
+  EXPECT_EQ(plan.step_on, (std::vector<int>{0, 0, 1}));
+  EXPECT_EQ(plan.step_off[2], 1);
+  ASSERT_TRUE(plan.next(complete));  // round 3: stream 1 masked at 3, stream 2 a run of 3 from 2
+  EXPECT_EQ(plan.run_len, (std::vector<int>{0, 0, 3}));
+  EXPECT_EQ(plan.run_off[2], 2);
+  EXPECT_EQ(plan.step_on, (std::vector<int>{0, 1, 0}));
+  EXPECT_EQ(plan.step_off[1], 3);
+  ASSERT_TRUE(plan.next(complete));  // round 4: stream 1's lone complete 4, stream 2's masked 5
+  EXPECT_EQ(plan.runs, 0);
+  EXPECT_EQ(plan.step_on, (std::vector<int>{0, 1, 1}));
+  EXPECT_EQ(plan.step_off[1], 4);
+  EXPECT_EQ(plan.step_off[2], 5);
+  EXPECT_EQ(plan.common_step_off, -1);  // different samples: gathered
+  ASSERT_TRUE(plan.next(complete));     // round 5: stream 1's masked 5
+  EXPECT_EQ(plan.steps, 1);
+  EXPECT_EQ(plan.step_off[1], 5);
+  EXPECT_FALSE(plan.next(complete));
+}
+
+// 7.8: during an outage (one mask for 300 steps) the masked step keeps the
+// Gram of the missing rows and its factors from the step before: the same
+// states bit for bit as computing them afresh, on the sequential kernel and
+// on blocks cut into runs, with and without a Cholesky-QR every 50 steps.
+TEST(MaskedEngine, GramReusedDuringAnOutageChangesNoBit) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  for (const int k : {0, 16})
+    for (const int reorth : {0, 50}) {
+      Case c;
+      c.outage_only = true;
+      c.block_size = k;
+      c.reorth = reorth;
+      std::vector<MaskedReferenceState<double>> kept, fresh;
+      std::int64_t reused = 0, none = 0;
+      const double gap = run_masked<double, Exec>(c, 40, 4, 600, name(c), 0, &kept, &reused);
+      c.gram_reuse = false;
+      run_masked<double, Exec>(c, 40, 4, 600, name(c), 0, &fresh, &none);
+      EXPECT_LT(gap, 1e-10) << name(c);
+      // 3 streams x 300 outage steps, less the first of each outage and
+      // the first after each Cholesky-QR.
+      EXPECT_GT(reused, 3 * 250) << name(c);
+      EXPECT_EQ(none, 0) << name(c);
+      ASSERT_EQ(kept.size(), fresh.size());
+      for (std::size_t b = 0; b < kept.size(); ++b) {
+        EXPECT_EQ(kept[b].U, fresh[b].U) << name(c) << " stream " << b;
+        EXPECT_EQ(kept[b].S, fresh[b].S) << name(c) << " stream " << b;
+        EXPECT_EQ(kept[b].mu, fresh[b].mu) << name(c) << " stream " << b;
+        EXPECT_EQ(kept[b].s2, fresh[b].s2) << name(c) << " stream " << b;
+      }
+    }
+}
+
 // The host form of the missing rows' Gram splits the rows of N among a
 // team's threads: the same sums in the same order whatever the team size.
 TEST(MaskedEngine, ResultsIndependentOfTeamSize) {
@@ -190,18 +339,20 @@ TEST(MaskedEngine, ResultsIndependentOfTeamSize) {
   }
 }
 
-// Nothing missing: the masked engine runs the section-2 kernel (bit for bit
-// the unmasked engine's state).
-TEST(MaskedEngine, CompleteSamplesAreTheSectionTwoKernelBitwise) {
-  using T = double;
+// Nothing missing: the masked engine runs the unmasked kernels (bit for bit
+// the unmasked engine's state), sequential (section 2) and blocked (a block
+// of complete samples is one run of section 6).
+template <class T>
+void expect_unmasked_kernel_bitwise(int block_size) {
   using Exec = Kokkos::DefaultExecutionSpace;
   const int d = 32, r = 3, B = 2;
   MosaicParams plain;
-  plain.block_size = 0;
+  plain.block_size = block_size;
   MosaicParams masked = plain;
   masked.missing = MissingMode::posterior;
   StreamBatch<T, Exec> a(B, d, r, {0, 1}), b(B, d, r, {0, 1});
   MosaicEngine<T, Exec> ea(plain, B, d, r), eb(masked, B, d, r);
+  ASSERT_EQ(ea.block_size(), eb.block_size());
   ea.init_random(a, 9);
   eb.init_random(b, 9);
   SyntheticSpec spec;
@@ -209,24 +360,35 @@ TEST(MaskedEngine, CompleteSamplesAreTheSectionTwoKernelBitwise) {
   spec.r = r;
   spec.seed = 3;
   const SyntheticTruth truth = make_synthetic_truth(spec, 0);
-  Kokkos::View<T**, Kokkos::LayoutRight, Exec::memory_space> X("X", B, d);
+  const int k = std::max(1, block_size);
+  Kokkos::View<T***, Kokkos::LayoutRight, Exec::memory_space> X("X", B, k, d);
   auto hX = transfer::host_buffer(X);
   std::vector<T> x(static_cast<std::size_t>(d));
-  for (int t = 0; t < 300; ++t) {
-    synthetic_sample(spec, truth, 0, std::uint64_t(t), x.data());
-    for (int s = 0; s < B; ++s)
-      for (int i = 0; i < d; ++i) hX(s, i) = x[std::size_t(i)] * T(1 + s);
+  for (int t = 0; t < 320; t += k) {
+    for (int j = 0; j < k; ++j) {
+      synthetic_sample(spec, truth, 0, std::uint64_t(t + j), x.data());
+      for (int s = 0; s < B; ++s)
+        for (int i = 0; i < d; ++i) hX(s, j, i) = x[std::size_t(i)] * T(1 + s);
+    }
     transfer::copy_from_host(X, hX);
-    ea.step(a, X);
-    eb.step(b, X);
+    ea.advance(a, X);
+    eb.advance(b, X);
   }
   for (int s = 0; s < B; ++s) {
     const ReferenceState<T> sa = a.to_host(s), sm = b.to_host(s);
-    EXPECT_EQ(sa.U, sm.U);
-    EXPECT_EQ(sa.S, sm.S);
-    EXPECT_EQ(sa.s2, sm.s2);
-    EXPECT_EQ(sa.mu, sm.mu);
+    EXPECT_EQ(sa.steps, 320);
+    EXPECT_EQ(sm.steps, 320);
+    EXPECT_EQ(sa.U, sm.U) << "k = " << block_size;
+    EXPECT_EQ(sa.S, sm.S) << "k = " << block_size;
+    EXPECT_EQ(sa.s2, sm.s2) << "k = " << block_size;
+    EXPECT_EQ(sa.mu, sm.mu) << "k = " << block_size;
   }
+}
+
+TEST(MaskedEngine, CompleteSamplesAreTheUnmaskedKernelsBitwise) {
+  expect_unmasked_kernel_bitwise<double>(0);
+  expect_unmasked_kernel_bitwise<double>(16);
+  expect_unmasked_kernel_bitwise<float>(16);
 }
 
 // An infinite entry is an input error (the stream freezes, the others go on);

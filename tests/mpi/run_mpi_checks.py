@@ -1022,8 +1022,8 @@ def check_missing(args):
     stream (MCAR, an outage, missing-at-random tiles): (a) refused before
     anything runs with algorithm.missing: error, naming the keys; (b) with
     missing: posterior the run passes its verification (the reference
-    cross-check on the masked reference), runs the masked sequential kernel
-    whatever block_size says, and reports the missing fraction and counts
+    cross-check on the masked reference), cuts its blocks into runs of
+    complete samples (blocked) and masked steps (7.7.3), and reports the missing fraction and counts
     in counts.missing and every diagnostics entry; (c) resumed from a
     checkpoint in the middle, the final states, counts
     and diagnostics series equal the uninterrupted run's bitwise (seen and
@@ -1047,7 +1047,11 @@ def check_missing(args):
     ref = doc["runs"][0]
     if not ref["verification"]["passed"]:
         fail("missing: posterior: verification failed: " + json.dumps(ref["verification"]["checks"]))
-    check_kernel(ref, "missing: posterior", update="sequential", block_size=1)
+    check_kernel(ref, "missing: posterior", update="blocked", block_size=64)
+    cuts = ref["kernel"]["masked_blocks"]
+    stepped = ref["decomposition"]["total_streams"] * (ref["steps"]["warmup"] + ref["steps"]["timed"])
+    if cuts["samples_in_blocked_runs"] + cuts["samples_in_masked_steps"] != stepped:
+        fail(f"missing: posterior: kernel.masked_blocks {cuts}: expected the {stepped} samples stepped")
     rc = ref["verification"]["reference_check"]
     if rc.get("status") != "compared" or not rc.get("passed"):
         fail(f"missing: posterior: reference check {rc}")

@@ -140,6 +140,8 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
   std::size_t work = s * B * (2 * d + nc * r + 6 * r + 4 * r * r + nc);
   if (c.algorithm.missing != MissingMode::error)  // impl/masked_step.hpp: the row list, vectors and matrices
     work += B * (4 * d + s * (std::size_t(detail::mv_count) * r + std::size_t(detail::mm_count) * r * r));
+  if (c.algorithm.missing != MissingMode::error && k > 1)  // impl/masked_blocks.hpp: flags, runs, gathered samples
+    work += B * (k + 4 * 4 + s * k * d);
   if (k > 1) {
     work += 8 * B * (4 * k * r + k * k + 8 * r * r + 12 * std::max(r, k));  // the blocked coefficients
     const std::size_t rk = r + k;

@@ -28,10 +28,12 @@
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/blocked_step.hpp"
 #include "mosaic/engine/frame_rotation.hpp"
+#include "mosaic/engine/impl/masked_blocks.hpp"
 #include "mosaic/engine/impl/masked_step.hpp"
 #include "mosaic/engine/impl/sequential_step.hpp"
 #include "mosaic/engine/init_data.hpp"
 #include "mosaic/engine/stream_batch.hpp"
+#include "mosaic/engine/transfer.hpp"
 #include "mosaic/engine/vendor_blas.hpp"
 #include "mosaic/util/kokkos_compat.hpp"
 #include "mosaic/util/team_loops.hpp"
@@ -58,12 +60,11 @@ int auto_block_size(int d, int r) {
   return std::min(128, std::max(32, 2 * r));
 }
 
-// The samples per launch an engine with these options uses: 1 (the
-// sequential kernel) for masked runs, whose blocked forms (ALGORITHM.md 7.7)
-// are not written yet; else block_size, auto following auto_block_size.
+// The samples per launch an engine with these options uses: block_size,
+// auto following auto_block_size (a masked run's blocks are cut into runs,
+// impl/masked_blocks.hpp).
 template <class ExecSpace>
 int resolved_block_size(const MosaicParams& p, int d, int r) {
-  if (p.missing != MissingMode::error) return 1;
   return p.block_size == kAuto ? auto_block_size<ExecSpace>(d, r) : std::max(1, p.block_size);
 }
 
@@ -76,6 +77,16 @@ int resolved_block_size(const MosaicParams& p, int d, int r) {
 // seconds in each.
 struct BlockPhases {
   double pack = 0, products = 0, coefficients = 0, materialize = 0;
+};
+
+// What a masked engine's blocks were cut into (ALGORITHM.md 7.7.3), summed
+// over the streams since the engine was built (frozen streams included):
+// samples taken by blocked runs of complete samples and by masked
+// sequential steps, and the launches of each kind (gathered: whose streams
+// started at different samples).
+struct MaskedRunCounts {
+  std::int64_t run_samples = 0, step_samples = 0;
+  std::int64_t blocked_launches = 0, masked_launches = 0, gathered_launches = 0;
 };
 
 template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
@@ -108,9 +119,10 @@ class MosaicEngine {
     // select the sequential kernel.
     block_size_ = resolved_block_size<ExecSpace>(params, d, r);
     // Missing entries (ALGORITHM.md section 7): the masked sequential kernel
-    // (impl/masked_step.hpp). Its blocked forms (7.7) and the diagonal-noise
-    // model (section 8) are not written yet: a masked engine steps one sample
-    // at a time whatever block_size says, and refuses what it cannot do.
+    // (impl/masked_step.hpp), and with block_size > 1 the blocked update on
+    // the runs of complete samples (7.7.3, impl/masked_blocks.hpp). 7.7.2's
+    // shared-mask blocked form and the diagonal-noise model (section 8) are
+    // not written yet: the engine refuses what it cannot do.
     if (params.noise == NoiseModel::diagonal)
       throw std::invalid_argument("MosaicEngine: noise: diagonal (ALGORITHM.md section 8) has no engine kernel yet");
     masked_kernel_ = params.missing != MissingMode::error;
@@ -125,6 +137,9 @@ class MosaicEngine {
       mf.widx = decltype(mf.widx)("mosaic::masked_rows", batch, d);
       mf.wv = decltype(mf.wv)("mosaic::masked_vec", batch, int(detail::mv_count), r);
       mf.wm = decltype(mf.wm)("mosaic::masked_mat", batch, int(detail::mm_count), r, r);
+      mf.gram_step = decltype(mf.gram_step)("mosaic::masked_gram_step", batch);
+      mf.gram_reused = decltype(mf.gram_reused)("mosaic::masked_gram_reused", batch);
+      mf.gram_count = decltype(mf.gram_count)("mosaic::masked_gram_count", batch);
     }
     // reorthonormalize_every: auto = a Cholesky-QR at every block end for
     // float blocked runs (ALGORITHM.md section 6: G and H are float GEMMs,
@@ -156,6 +171,7 @@ class MosaicEngine {
     vendor_over_streams_ = vendor_over_streams_allowed_;
     maintained_ = params.precision_solve == PrecisionSolve::maintained;
     if (block_size_ > 1 || maintained_) allocate_block(block_size_);
+    if (masked_kernel_ && block_size_ > 1) allocate_masked_runs(block_size_);
     set_block_gemm(BlockGemm::automatic);
   }
 
@@ -229,6 +245,21 @@ class MosaicEngine {
     phases_ = {};
   }
   const BlockPhases& block_phases() const { return phases_; }
+  // A masked engine's blocks (step_masked_block) so far.
+  const MaskedRunCounts& masked_run_counts() const { return run_counts_; }
+
+  // 7.8's reuse of the masked step's Gram and factors while the missing
+  // rows do not change (on unless set off; the results are the same bit for
+  // bit, only the time differs), and the masked steps that reused them so
+  // far, summed over the streams.
+  void set_gram_reuse(bool on) { masked_.reuse_gram = on; }
+  std::int64_t gram_reuses() const {
+    if (!masked_kernel_) return 0;
+    const auto h = transfer::to_host(masked_.gram_reused);
+    std::int64_t n = 0;
+    for (int b = 0; b < batch_; ++b) n += h(b);
+    return n;
+  }
 
   // gemm vendor: columns of D per GEMM of the products (the panels of H;
   // Tuning<ExecSpace>::vendor_panel_cols unless set; the bench's
@@ -258,6 +289,7 @@ class MosaicEngine {
     if (int(X.extent(0)) != batch_ || int(X.extent(2)) != d_)
       throw std::invalid_argument("MosaicEngine::init_data: X must be B x n0 x d = " + std::to_string(batch_) +
                                   " x n0 x " + std::to_string(d_));
+    gram_batch_ = nullptr;  // the reused Gram is stale
     std::vector<std::string> errors = init_data_batch(sb, X, params_);
     if (masked_kernel_) init_masked_streams(sb, X, errors);
     for (int b = 0; b < batch_; ++b)
@@ -278,13 +310,57 @@ class MosaicEngine {
   // samples Xb(b, 0..n-1, :) (B x n x d), by the exact blocked form
   // (blocked_step.hpp). The state afterwards is the sequential kernel's after
   // the same n steps (up to rounding), with the same clamp counts and the
-  // same breakdown step and code.
+  // same breakdown step and code. A masked engine cuts the block into runs
+  // (step_masked_block).
   void step_block(batch_type& sb, block_view Xb) const;
 
  private:
+  using stream_counts = Kokkos::View<const int*, Kokkos::LayoutRight, memory_space>;
+
+  // The blocked update of the first stream_n(b) samples of Xb for each
+  // stream b (all n when stream_n is empty), with the resolved GEMM kernel.
+  void launch_blocked(batch_type& sb, block_view Xb, stream_counts stream_n) const;
+
   // The one launch of a block with the GEMM kernel Gemm (its functor type).
   template <class Gemm>
-  void launch_block(batch_type& sb, block_view Xb, const detail::BlockGemmWork<Scalar, ExecSpace, Gemm>& work) const;
+  void launch_block(batch_type& sb, block_view Xb, stream_counts stream_n,
+                    const detail::BlockGemmWork<Scalar, ExecSpace, Gemm>& work) const;
+
+  // The masked sequential step of the streams with active(b) != 0 (all when
+  // active is empty) with their samples X(b, :).
+  void launch_masked(batch_type& sb, sample_view X, stream_counts active) const;
+
+  // A masked engine's block (ALGORITHM.md 7.7.3): the runs of complete
+  // samples by the blocked update, the other samples by the masked step,
+  // round by round (impl/masked_blocks.hpp).
+  void step_masked_block(batch_type& sb, block_view Xb) const;
+
+  using stream_ints = Kokkos::View<int*, Kokkos::LayoutRight, memory_space>;
+
+  // v = h (one int per stream) through the transfer helper.
+  static void upload(const stream_ints& v, const std::vector<int>& h) {
+    auto hv = transfer::host_buffer(v);
+    for (std::size_t b = 0; b < h.size(); ++b) hv(b) = h[b];
+    transfer::copy_from_host(v, hv);
+  }
+
+  // A launch's samples when its streams start at different samples of Xb:
+  // stream b's len(b) samples from off(b) (off uploaded here, len already
+  // on the device), gathered at the front of a block of n (the rest 0).
+  block_view gather_runs(block_view Xb, const std::vector<int>& off, const stream_ints& off_dev, const stream_ints& len,
+                         int n) const;
+
+  // The work of step_masked_block for blocks of up to k samples.
+  void allocate_masked_runs(int k) {
+    auto& w = runs_;
+    w.complete = decltype(w.complete)("mosaic::masked_complete", batch_, k);
+    w.complete_host = transfer::host_buffer(w.complete);
+    w.run_off = decltype(w.run_off)("mosaic::masked_run_off", batch_);
+    w.run_len = decltype(w.run_len)("mosaic::masked_run_len", batch_);
+    w.step_off = decltype(w.step_off)("mosaic::masked_step_off", batch_);
+    w.step_on = decltype(w.step_on)("mosaic::masked_step_on", batch_);
+    w.gathered = decltype(w.gathered)("mosaic::masked_gathered", batch_, k, d_);
+  }
 
   // 7.6 for the streams whose init samples have missing entries: the host
   // reference's masked init (in double, as the device path; the init is an
@@ -386,9 +462,20 @@ class MosaicEngine {
   int kcap_ = 0, block_size_ = 1;
   detail::MaskedStepFunctor<Scalar, ExecSpace> masked_;
   bool masked_kernel_ = false;
+  struct MaskedRunsWork {
+    Kokkos::View<std::uint8_t**, Kokkos::LayoutRight, memory_space> complete;  // B x k
+    transfer::HostCopy<decltype(complete)> complete_host;
+    stream_ints run_off, run_len, step_off, step_on;                      // B
+    Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space> gathered;  // B x k x d
+  } runs_;
   bool maintained_ = false, vendor_over_streams_allowed_ = false, vendor_over_streams_ = false, phase_timing_ = false;
   int panel_cols_ = Tuning<ExecSpace>::vendor_panel_cols;
   mutable BlockPhases phases_;
+  mutable MaskedRunCounts run_counts_;
+  // The batch and its host_writes the masked step's reused Gram belongs to
+  // (launch_masked forgets it when either changed).
+  mutable const void* gram_batch_ = nullptr;
+  mutable std::uint64_t gram_writes_ = 0;
   BlockGemm gemm_ = BlockGemm::automatic, gemm_resolved_ = BlockGemm::kokkos_batched;
 };
 
@@ -407,19 +494,28 @@ void MosaicEngine<Scalar, ExecSpace>::step(batch_type& sb, sample_view X) const 
     step_block(sb, block_view(X.data(), one));
     return;
   }
+  if (masked_kernel_) return launch_masked(sb, X, {});
   functor_type f = bind(sb);
   f.X = X;
-  if (masked_kernel_) {
-    detail::MaskedStepFunctor<Scalar, ExecSpace> mf = masked_;
-    mf.base = f;
-    mf.seen = sb.seen;
-    mf.skipped_steps = sb.skipped_steps;
-    mf.dropped_samples = sb.dropped_samples;
-    mf.missing_entries = sb.missing_entries;
-    Kokkos::parallel_for("mosaic::masked_step", team_policy(), mf);
-    return;
-  }
   Kokkos::parallel_for("mosaic::step", team_policy(), f);
+}
+
+template <class Scalar, class ExecSpace>
+void MosaicEngine<Scalar, ExecSpace>::launch_masked(batch_type& sb, sample_view X, stream_counts active) const {
+  if (gram_batch_ != sb.U.data() || gram_writes_ != sb.host_writes) {
+    Kokkos::deep_copy(masked_.gram_step, std::int64_t(-1));
+    gram_batch_ = sb.U.data();
+    gram_writes_ = sb.host_writes;
+  }
+  detail::MaskedStepFunctor<Scalar, ExecSpace> mf = masked_;
+  mf.base = bind(sb);
+  mf.base.X = X;
+  mf.seen = sb.seen;
+  mf.skipped_steps = sb.skipped_steps;
+  mf.dropped_samples = sb.dropped_samples;
+  mf.missing_entries = sb.missing_entries;
+  mf.active = active;
+  Kokkos::parallel_for("mosaic::masked_step", team_policy(), mf);
 }
 
 template <class Scalar, class ExecSpace>
@@ -432,17 +528,74 @@ void MosaicEngine<Scalar, ExecSpace>::step_block(batch_type& sb, block_view Xb) 
   if (int(Xb.extent(0)) != batch_ || int(Xb.extent(2)) != d_ || n < 1 || n > kcap_)
     throw std::invalid_argument("MosaicEngine::step_block: X must be B x n x d = " + std::to_string(batch_) +
                                 " x n x " + std::to_string(d_) + " with 1 <= n <= " + std::to_string(kcap_));
+  if (masked_kernel_) return step_masked_block(sb, Xb);
+  launch_blocked(sb, Xb, {});
+}
+
+template <class Scalar, class ExecSpace>
+void MosaicEngine<Scalar, ExecSpace>::launch_blocked(batch_type& sb, block_view Xb, stream_counts stream_n) const {
   if constexpr (is_host_space<ExecSpace>)
-    if (gemm_resolved_ == BlockGemm::tiled) return launch_block(sb, Xb, tiled_work_);
-  if (gemm_resolved_ == BlockGemm::vendor) return launch_block(sb, Xb, vendor_work_);
-  launch_block(sb, Xb, batched_work_);
+    if (gemm_resolved_ == BlockGemm::tiled) return launch_block(sb, Xb, stream_n, tiled_work_);
+  if (gemm_resolved_ == BlockGemm::vendor) return launch_block(sb, Xb, stream_n, vendor_work_);
+  launch_block(sb, Xb, stream_n, batched_work_);
+}
+
+template <class Scalar, class ExecSpace>
+void MosaicEngine<Scalar, ExecSpace>::step_masked_block(batch_type& sb, block_view Xb) const {
+  const int n = int(Xb.extent(1));
+  auto& w = runs_;
+  detail::CompleteSamples<Scalar, ExecSpace> cls{Xb, sb.seen, w.complete, n, d_};
+  Kokkos::parallel_for("mosaic::masked_complete", team_policy(), cls);
+  transfer::copy_to_host(w.complete_host, w.complete);
+  detail::MaskedBlockPlan plan(batch_, n);
+  const auto complete = [&](int b, int j) { return w.complete_host(b, j) != 0; };
+  auto& counts = run_counts_;
+  while (plan.next(complete)) {
+    for (int b = 0; b < batch_; ++b) {
+      counts.run_samples += plan.run_len[std::size_t(b)];
+      counts.step_samples += plan.step_on[std::size_t(b)];
+    }
+    counts.blocked_launches += plan.runs > 0;
+    counts.masked_launches += plan.steps > 0;
+    counts.gathered_launches +=
+        (plan.runs > 0 && plan.common_run_off < 0) + (plan.steps > 0 && plan.common_step_off < 0);
+    if (plan.runs > 0) {
+      upload(w.run_len, plan.run_len);
+      const block_view runs =
+          plan.common_run_off >= 0
+              ? block_view(Kokkos::subview(Xb, Kokkos::ALL(),
+                                           Kokkos::make_pair(plan.common_run_off, plan.common_run_off + plan.run_n),
+                                           Kokkos::ALL()))
+              : gather_runs(Xb, plan.run_off, w.run_off, w.run_len, plan.run_n);
+      launch_blocked(sb, runs, w.run_len);
+    }
+    if (plan.steps > 0) {
+      upload(w.step_on, plan.step_on);
+      const sample_view x = plan.common_step_off >= 0
+                                ? sample_view(Kokkos::subview(Xb, Kokkos::ALL(), plan.common_step_off, Kokkos::ALL()))
+                                : sample_view(Kokkos::subview(gather_runs(Xb, plan.step_off, w.step_off, w.step_on, 1),
+                                                              Kokkos::ALL(), 0, Kokkos::ALL()));
+      launch_masked(sb, x, w.step_on);
+    }
+  }
+}
+
+template <class Scalar, class ExecSpace>
+auto MosaicEngine<Scalar, ExecSpace>::gather_runs(block_view Xb, const std::vector<int>& off,
+                                                  const stream_ints& off_dev, const stream_ints& len, int n) const
+    -> block_view {
+  upload(off_dev, off);
+  detail::GatherRuns<Scalar, ExecSpace> g{Xb, off_dev, len, runs_.gathered, n, d_};
+  Kokkos::parallel_for("mosaic::masked_gather", team_policy(), g);
+  return block_view(Kokkos::subview(runs_.gathered, Kokkos::ALL(), Kokkos::make_pair(0, n), Kokkos::ALL()));
 }
 
 template <class Scalar, class ExecSpace>
 template <class Gemm>
-void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb,
+void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb, stream_counts stream_n,
                                                    const detail::BlockGemmWork<Scalar, ExecSpace, Gemm>& work) const {
   detail::BlockFunctor<functor_type, Gemm> f(blk_, work);
+  f.stream_n = stream_n;
   f.base = bind(sb);
   f.Rfac = sb.Rfac;
   f.factor_age = sb.factor_age;

@@ -120,6 +120,10 @@ struct StreamBatch {
   Kokkos::View<std::uint8_t**, Kokkos::LayoutRight, memory_space> seen;  // B x d
   Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> skipped_steps, dropped_samples, missing_entries;
   std::vector<std::uint64_t> stream_ids;  // global ids, host
+  // Whole states written from the host so far (from_host, a checkpoint's
+  // restore): an engine's work derived from a stream's basis (the masked
+  // step's reused Gram, ALGORITHM.md 7.8) is stale after one.
+  std::uint64_t host_writes = 0;
 
   StreamBatch() = default;
   StreamBatch(int batch_, int d_, int r_, std::vector<std::uint64_t> ids)
@@ -210,6 +214,7 @@ struct StreamBatch {
     write_scalar(skipped_steps, b, std::int64_t(0));
     write_scalar(dropped_samples, b, std::int64_t(0));
     write_scalar(missing_entries, b, std::int64_t(0));
+    ++host_writes;
   }
 
   // Stream b with section 7's additions (the counters; seen only while some

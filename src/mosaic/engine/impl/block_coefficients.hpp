@@ -66,6 +66,10 @@ struct BlockCoefficients {
   // the block's samples, B x n x d (a block of a staged chunk: any strides)
   Kokkos::View<const Scalar***, Kokkos::LayoutStride, memory_space> Xb;
   int n = 0, kcap = 0;
+  // The samples stream b takes of the n (a masked block cut into runs,
+  // impl/masked_blocks.hpp): the first stream_n(b), none when 0; all n
+  // when empty.
+  view_t<const int*> stream_n;
   view_t<double***> dG, dH, dA, dB, dBt;  // double copies / coefficients (dBt: r x k = B^T)
   view_t<double***> dQ;                   // B x k x r: G^T A + H B (the coefficient Cholesky-QR)
   view_t<double****> dM;                  // B x bm_count x r x r

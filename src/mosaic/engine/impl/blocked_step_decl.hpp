@@ -58,6 +58,7 @@ struct BlockFunctor : BlockCoefficients<Base> {
   using Coefficients::n;
   using Coefficients::reorth_at_block_end;
   using Coefficients::reorthonormalize_coefficients;
+  using Coefficients::stream_n;
   using Coefficients::Xb;
 
   BlockGemmWork<Scalar, typename Base::execution_space, Gemm> gw;  // the GEMM kernel's work arrays
@@ -165,7 +166,8 @@ struct BlockFunctor : BlockCoefficients<Base> {
   // ---------------------------------------------------------------- block
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
     const int b = m.league_rank();
-    if (base.status(b) != 0) {
+    const int nb = stream_n.extent(0) > 0 ? stream_n(b) : n;  // this stream's samples
+    if (base.status(b) != 0 || nb == 0) {
       // form_gh does not run: reset the pack's minima here (see allocate).
       if constexpr (std::is_same_v<Gemm, gemm::Vendor>)
         Kokkos::single(Kokkos::PerTeam(m), [&]() { gw.first_bad(b, 0) = gw.first_bad(b, 1) = INT_MAX; });
@@ -178,9 +180,9 @@ struct BlockFunctor : BlockCoefficients<Base> {
     // coefficients start at A = I, B = 0, m = 0.
     // A Cholesky-QR at this block's end (step 4) needs U0^T U0 too.
     const int every = base.reorth_every;
-    const bool reorth_planned = reorth_at_block_end || (every > 0 && (step0 + n) / every > step0 / every);
+    const bool reorth_planned = reorth_at_block_end || (every > 0 && (step0 + nb) / every > step0 / every);
     const int first_bad = form_gh(Gemm{}, m, b, reorth_planned);
-    const int n_ok = first_bad < n ? first_bad : n;  // samples before the first non-finite one
+    const int n_ok = first_bad < nb ? first_bad : nb;  // samples before the first non-finite one
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n_ok), [&](const int j) {
       for (int a = 0; a < r; ++a) {
         dB(b, j, a) = 0.0;
@@ -202,7 +204,7 @@ struct BlockFunctor : BlockCoefficients<Base> {
 
     // 3. The n steps on the coefficients.
     int done = 0, code = 0;
-    for (int t = 1; t <= n; ++t) {
+    for (int t = 1; t <= nb; ++t) {
       if (t - 1 >= n_ok) {
         code = breakdown_nonfinite_sample;
         break;

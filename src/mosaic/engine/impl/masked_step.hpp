@@ -20,7 +20,11 @@
 //      one running sum over the rows in increasing i, as the reference;
 //      gram_rows, a host and a device form of the same sums);
 //      the Cholesky of C (failure: skipped), Z = L_C^-1 N, K = N + Z^T Z
-//      (symmetrized), the tr(C^-1) guard (skipped), z_ls = b + K b,
+//      (symmetrized); all of it kept from the step before when that step
+//      left them for the same missing rows under the observed rotation
+//      (7.8: U_M has not moved, so they are bitwise the same; an outage
+//      pays its Gram and factors once); the tr(C^-1) guard (skipped),
+//      z_ls = b + K b,
 //      e = y - U z_ls zeroed on M, rho.
 //   4. Part 2: posterior (Delta = s2 K, the Cholesky of S + Delta, w, z,
 //      P = Delta - Y^T Y) or project (w = S^-1 z_ls, z = z_ls, P = 0).
@@ -35,7 +39,8 @@
 // Skipped and dropped samples count as steps (as in the reference).
 //
 // Work: the rows' index list (B x d), 4 r-vectors and 8 r x r matrices per
-// stream beyond the section-2 kernel's, allocated once by the engine.
+// stream beyond the section-2 kernel's, and the reuse's step, row count and
+// counter, allocated once by the engine.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +72,19 @@ struct MaskedStepFunctor {
   Base base;  // the bound state and the sample (base.X), section 2's parts
   view_t<std::uint8_t**> seen;
   view_t<std::int64_t*> skipped_steps, dropped_samples, missing_entries;
+  // The streams that take this sample (a masked block cut into runs,
+  // impl/masked_blocks.hpp): those with active(b) != 0; all when empty.
+  view_t<const int*> active;
+  // 7.8's reuse of the Gram (observed rotation, the missing rows' Gram):
+  // gram_step(b) is the stream's step count after the step that left N,
+  // L_C (in C's lower triangle) and K of the missing rows widx(b, 0..
+  // gram_count(b)) in wm, -1 when none. The step right after it (no other
+  // step, Cholesky-QR or state write between, so U_M is bitwise the same)
+  // with the same missing rows reuses them: bitwise what it would compute.
+  // gram_reused counts the steps that did.
+  view_t<std::int64_t*> gram_step, gram_reused;
+  view_t<int*> gram_count;
+  bool reuse_gram = true;
   view_t<int**> widx;     // B x d: the compacted rows of the smaller of O and M
   view_t<Scalar***> wv;   // B x mv_count x r
   view_t<Scalar****> wm;  // B x mm_count x r x r
@@ -170,9 +188,53 @@ struct MaskedStepFunctor {
     m.team_barrier();
   }
 
+  // 7.3 part 1's factors: the rows of the smaller of O and M (rows of them)
+  // compacted into widx, their Gram, C = U_O^T U_O and N = U_M^T U_M (one
+  // from the other), L_C in C's lower triangle, Z = L_C^-1 N and
+  // K = N + Z^T Z (symmetrized). False when C is not positive definite.
+  template <class BM, class MM>
+  KOKKOS_INLINE_FUNCTION bool gram_and_factor(const member_type& m, int b, const BM& Ub, bool from_missing, int rows,
+                                              const MM& N, const MM& C, const MM& Z, const MM& Kraw,
+                                              const MM& K) const {
+    const int r = base.r;
+    Kokkos::parallel_scan(Kokkos::TeamThreadRange(m, base.d), [&](const int i, int& pos, const bool final) {
+      const bool take = observed(b, i) != from_missing;
+      if (final && take) widx(b, pos) = i;
+      pos += take ? 1 : 0;
+    });
+    m.team_barrier();
+    gram_rows(m, b, Ub, rows, N);
+    for_each_entry(m, r, r, [&](const int a, const int c) {
+      const Scalar s = a >= c ? N(a, c) : N(c, a);
+      const Scalar id = a == c ? Scalar(1) : Scalar(0);
+      if (from_missing) {
+        C(a, c) = id - s;
+      } else {
+        C(a, c) = s;
+      }
+    });
+    m.team_barrier();
+    if (!from_missing)
+      for_each_entry(m, r, r, [&](const int a, const int c) { N(a, c) = (a == c ? Scalar(1) : Scalar(0)) - C(a, c); });
+    else
+      for_each_entry(m, r, r, [&](const int a, const int c) {
+        if (a < c) N(a, c) = N(c, a);
+      });
+    m.team_barrier();
+    if (!base.cholesky(m, C)) return false;  // C's lower triangle is L_C
+    for_each_entry(m, r, r, [&](const int a, const int c) { Z(a, c) = N(a, c); });
+    m.team_barrier();
+    lower_solve_columns(m, C, Z);
+    plus_gram(m, N, Scalar(1), Z, Kraw);
+    symmetrize(m, r, Kraw, K);
+    m.team_barrier();
+    return true;
+  }
+
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
     const int b = m.league_rank();
     if (base.status(b) != 0) return;  // frozen after a breakdown
+    if (active.extent(0) > 0 && active(b) == 0) return;
     const int d = base.d, r = base.r;
     const std::int64_t step_index = base.steps(b);
     auto y = Kokkos::subview(base.wy, b, Kokkos::ALL());
@@ -236,38 +298,22 @@ struct MaskedStepFunctor {
     // 3. Part 1: b, the observed Gram by the cheaper SYRK, K, z_ls, e_O.
     base.project(m, b, bv);
     const bool from_missing = n_missing <= n;
-    Kokkos::parallel_scan(Kokkos::TeamThreadRange(m, d), [&](const int i, int& pos, const bool final) {
-      const bool take = observed(b, i) != from_missing;
-      if (final && take) widx(b, pos) = i;
-      pos += take ? 1 : 0;
-    });
-    m.team_barrier();
-    const int rows = from_missing ? n_missing : n;
-    gram_rows(m, b, Ub, rows, N);
-    for_each_entry(m, r, r, [&](const int a, const int c) {
-      const Scalar s = a >= c ? N(a, c) : N(c, a);
-      const Scalar id = a == c ? Scalar(1) : Scalar(0);
-      if (from_missing) {
-        C(a, c) = id - s;
-      } else {
-        C(a, c) = s;
-      }
-    });
-    m.team_barrier();
-    if (!from_missing)
-      for_each_entry(m, r, r, [&](const int a, const int c) { N(a, c) = (a == c ? Scalar(1) : Scalar(0)) - C(a, c); });
-    else
-      for_each_entry(m, r, r, [&](const int a, const int c) {
-        if (a < c) N(a, c) = N(c, a);
-      });
-    m.team_barrier();
-    if (!base.cholesky(m, C)) return mean_only(m, b, step_index, false);  // C's lower triangle is L_C
-    for_each_entry(m, r, r, [&](const int a, const int c) { Z(a, c) = N(a, c); });
-    m.team_barrier();
-    lower_solve_columns(m, C, Z);
-    plus_gram(m, N, Scalar(1), Z, Kraw);
-    symmetrize(m, r, Kraw, K);
-    m.team_barrier();
+    // The previous step's N, L_C and K when its missing rows are this
+    // step's (the same count, and each of them missing again).
+    const bool keep_gram = reuse_gram && observed_rotation && from_missing;
+    bool reuse = false;
+    if (keep_gram && gram_step(b) == step_index && gram_count(b) == n_missing) {
+      int still_missing = 0;
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(m, n_missing), [&](const int k, int& s) { s += observed(b, widx(b, k)) ? 0 : 1; },
+          still_missing);
+      reuse = still_missing == n_missing;
+    }
+    if (reuse) {
+      Kokkos::single(Kokkos::PerTeam(m), [&]() { gram_reused(b) += 1; });
+    } else if (!gram_and_factor(m, b, Ub, from_missing, from_missing ? n_missing : n, N, C, Z, Kraw, K)) {
+      return mean_only(m, b, step_index, false);
+    }
     Scalar trK = 0;
     for (int j = 0; j < r; ++j) trK += K(j, j);
     if (!(Scalar(r) + trK <= cond_max)) return mean_only(m, b, step_index, false);
@@ -360,8 +406,16 @@ struct MaskedStepFunctor {
       base.rotate_rows(m, b, vh, gh, rho, rot, [&](const int i) { return every_row || observed(b, i); });
     }
 
-    // 7. Parts 8-9 (mu_M stays: y_M = 0), the seen rule.
+    // 7. Parts 8-9 (mu_M stays: y_M = 0), the seen rule; U_M moved only if
+    // a Cholesky-QR was due.
     base.commit(m, b, Sp, s2_new, step_index, cs.clamped);
+    if (keep_gram)
+      Kokkos::single(Kokkos::PerTeam(m), [&]() {
+        const bool reorth = base.reorth_every > 0 && (step_index + 1) % base.reorth_every == 0;
+        gram_step(b) = reorth ? -1 : step_index + 1;
+        gram_count(b) = n_missing;
+      });
+    m.team_barrier();
     mark_seen(m, b);
   }
 };
