@@ -387,6 +387,7 @@ Row bench_point(const Options& o, int d, int r, const mosaic::MissingSpec* missi
   for (int b = 0; b < B; ++b) ids[b] = std::uint64_t(b);
   mosaic::SyntheticSpec spec = bench_spec(d, r);
   mosaic::MosaicParams p;  // defaults: exact, precision, gamma = 1, no reorthonormalization
+  p.block_size = 1;        // the sequential kernel: no block work allocated
   if (missing) {
     spec.missing = *missing;
     p.missing = mosaic::MissingMode::posterior;

@@ -539,8 +539,9 @@ TEST(Diagnostics, ChecksumIsBasisFree) {
 }
 
 // init_data.hpp refuses what the reference refuses, with the reference's
-// message, naming the batch index of the first stream that cannot start, and
-// writes no stream.
+// message, naming the batch index of the first stream that cannot start; it
+// does not write that stream, and starts the others (a masked engine starts
+// a stream whose init samples have gaps on the host beside them).
 template <class T>
 void expect_init_refusal_like_reference(const std::string& kind) {
   using Exec = Kokkos::DefaultExecutionSpace;
@@ -584,7 +585,10 @@ void expect_init_refusal_like_reference(const std::string& kind) {
               std::string::npos)
         << e.what();
   }
-  for (int b = 0; b < B; ++b) EXPECT_EQ(sb.to_host(b).s2, T(0)) << kind << ": stream " << b << " was written";
+  for (int b = 0; b < B; ++b) {
+    if (b == bad) EXPECT_EQ(sb.to_host(b).s2, T(0)) << kind << ": stream " << b << " was written";
+    else EXPECT_GT(sb.to_host(b).s2, T(0)) << kind << ": stream " << b << " was not started";
+  }
 }
 
 TEST(EngineInit, RefusesWhatTheReferenceRefusesWithItsMessage) {

@@ -391,6 +391,44 @@ TEST(MaskedEngine, CompleteSamplesAreTheUnmaskedKernelsBitwise) {
   expect_unmasked_kernel_bitwise<float>(16);
 }
 
+// init: data when only some streams have gaps in their init samples: those
+// start on the host (7.6), every other one on the execution space; before
+// the fix a complete stream beside a gapped one was left unwritten (all
+// zeros) and froze at its first step.
+TEST(MaskedEngine, InitDataStartsEveryStreamWhenOnlySomeHaveGaps) {
+  using T = double;
+  using Exec = Kokkos::DefaultExecutionSpace;
+  const int d = 24, r = 3, B = 3;
+  MosaicParams p;
+  p.missing = MissingMode::posterior;
+  const int n0 = p.resolved_init_samples(r);
+  SyntheticSpec spec;
+  spec.d = d;
+  spec.r = r;
+  spec.seed = 11;
+  StreamBatch<T, Exec> sb(B, d, r, {0, 1, 2});
+  MosaicEngine<T, Exec> eng(p, B, d, r);
+  Kokkos::View<T***, Kokkos::LayoutRight, Exec::memory_space> X("X", B, n0, d);
+  auto hX = transfer::host_buffer(X);
+  std::vector<T> x(static_cast<std::size_t>(d));
+  for (int b = 0; b < B; ++b) {
+    const SyntheticTruth truth = make_synthetic_truth(spec, std::uint64_t(b));
+    for (int t = 0; t < n0; ++t) {
+      synthetic_sample(spec, truth, std::uint64_t(b), std::uint64_t(t), x.data());
+      for (int i = 0; i < d; ++i) hX(b, t, i) = x[std::size_t(i)];
+    }
+  }
+  hX(1, 0, 5) = hX(1, 1, 7) = std::numeric_limits<T>::quiet_NaN();
+  transfer::copy_from_host(X, hX);
+  eng.init_data(sb, X);
+  const auto status = transfer::to_host(sb.status);
+  for (int b = 0; b < B; ++b) {
+    EXPECT_EQ(status(b), 0) << "stream " << b;
+    const MaskedReferenceState<T> ref = reference_init_data_masked(&hX(b, 0, 0), n0, d, r, p);
+    EXPECT_LT(state_gap<T>(sb.to_host_masked(b), ref), 1e-10) << "stream " << b;
+  }
+}
+
 // An infinite entry is an input error (the stream freezes, the others go on);
 // the unsupported combinations are refused when the engine is built.
 TEST(MaskedEngine, InfiniteEntryFreezesTheStreamAndUnsupportedOptionsAreRefused) {

@@ -1017,6 +1017,31 @@ MISSING_SOURCE = ["--set", "source.missing_rate=0.2", "--set", "source.outage_fi
                   "--set", "source.missing_block_steps=10"]
 
 
+def resumed_masked_run_is_bitwise(args, base, ckpt_dir, full, ref, tag):
+    """The run `base` resumed from its checkpoint 200 timed steps in (a copy
+    of ckpt_dir) ends with the final states (in `full`), counts and
+    diagnostics series of the uninterrupted run `ref`, bitwise."""
+    w = args.workdir
+    saved = os.path.join(w, f"{tag}_ckpt_saved")
+    shutil.rmtree(saved, ignore_errors=True)
+    shutil.copytree(ckpt_dir, saved)
+    ck = "ckpt_%012d" % (ref["steps"]["init_samples"] + ref["steps"]["warmup"] + 200)
+    if not os.path.isdir(os.path.join(saved, ck)):
+        fail(f"no checkpoint {ck} in {files_in(saved)}")
+    states, out = os.path.join(w, f"{tag}_resumed"), os.path.join(w, f"{tag}_resumed.json")
+    proc = mpirun(args, 2, base + ["--set", f"output.state_dir={states}", "--output", out, "--restart",
+                                   os.path.join(saved, ck)], w)
+    if proc.returncode != 0:
+        fail(f"{tag}: the resumed masked run exited with {proc.returncode}")
+    run = load_valid(args, out)["runs"][0]
+    same_states(full, states, f"{tag}: resumed from {ck}")
+    if run["counts"] != ref["counts"]:
+        fail(f"{tag}: resumed: counts {run['counts']} != {ref['counts']}")
+    if run["diagnostics"]["series"] != ref["diagnostics"]["series"]:
+        fail(f"{tag}: resumed: the diagnostics series differs from the uninterrupted run's")
+    print(f"{tag}: resumed from {ck}, final states, counts and diagnostics bitwise equal")
+
+
 def check_missing(args):
     """Data with gaps (ALGORITHM.md section 7) end to end on the synthetic
     stream (MCAR, an outage, missing-at-random tiles): (a) refused before
@@ -1027,7 +1052,9 @@ def check_missing(args):
     in counts.missing and every diagnostics entry; (c) resumed from a
     checkpoint in the middle, the final states, counts
     and diagnostics series equal the uninterrupted run's bitwise (seen and
-    the counters travel in the checkpoint); (d) .npy streams with NaN gaps."""
+    the counters travel in the checkpoint); (c') the same with sparse gaps,
+    whose blocks are cut into blocked runs and masked steps; (d) .npy
+    streams with NaN gaps."""
     w = args.workdir
     out = os.path.join(w, "missing_refused.json")
     if os.path.exists(out):
@@ -1062,24 +1089,32 @@ def check_missing(args):
         if any(k not in e for k in ("skipped_steps", "dropped_samples", "missing_entries", "missing_fraction")):
             fail(f"diagnostics entry at step {e['step']} without section 7's counts")
     print(f"missing: posterior: counts.missing {miss}, reference check {rc['rel_error']:.2e}")
-    saved = os.path.join(w, "missing_ckpt_saved")
-    shutil.rmtree(saved, ignore_errors=True)
-    shutil.copytree(ckpt_dir, saved)
-    ck = "ckpt_%012d" % (ref["steps"]["init_samples"] + ref["steps"]["warmup"] + 200)
-    if not os.path.isdir(os.path.join(saved, ck)):
-        fail(f"no checkpoint {ck} in {files_in(saved)}")
-    states, out = os.path.join(w, "missing_resumed"), os.path.join(w, "missing_resumed.json")
-    proc = mpirun(args, 2, base + ["--set", f"output.state_dir={states}", "--output", out, "--restart",
-                                   os.path.join(saved, ck)], w)
-    if proc.returncode != 0:
-        fail(f"the resumed masked run exited with {proc.returncode}")
-    run = load_valid(args, out)["runs"][0]
-    same_states(full, states, f"missing: posterior, resumed from {ck}")
-    if run["counts"] != ref["counts"]:
-        fail(f"resumed: counts {run['counts']} != {ref['counts']}")
-    if run["diagnostics"]["series"] != ref["diagnostics"]["series"]:
-        fail("resumed: the diagnostics series differs from the uninterrupted run's")
-    print(f"missing: posterior: resumed from {ck}, final states, counts and diagnostics bitwise equal")
+    resumed_masked_run_is_bitwise(args, base, ckpt_dir, full, ref, "missing")
+    # (c') sparse gaps (an outage of 8 of the 48 coordinates for 150 steps,
+    # rare tiles, no MCAR): the blocks are cut into runs of complete samples
+    # (blocked) and masked steps (the outage's reusing their Gram), the
+    # cross-check passes, and a resumed run is bitwise the uninterrupted one.
+    ckpt_dir, full = os.path.join(w, "runs_ckpt"), os.path.join(w, "runs_full")
+    shutil.rmtree(ckpt_dir, ignore_errors=True)
+    sparse = ["--set", "source.outage_first=0", "--set", "source.outage_count=8", "--set", "source.outage_start=100",
+              "--set", "source.outage_steps=150", "--set", "source.missing_block_rate=0.02",
+              "--set", "source.missing_block_coords=6", "--set", "source.missing_block_steps=10",
+              "--set", "algorithm.missing=posterior", "--set", "algorithm.block_size=64",
+              "--set", f"output.checkpoint.dir={ckpt_dir}", "--set", "output.checkpoint.every_steps=100",
+              "--set", "output.checkpoint.keep=10"]
+    doc, _ = run_ok(args, 2, sparse + ["--set", f"output.state_dir={full}"], "runs_full.json")
+    ref = doc["runs"][0]
+    rc = ref["verification"]["reference_check"]
+    if not ref["verification"]["passed"] or rc.get("status") != "compared" or not rc.get("passed"):
+        fail(f"sparse gaps: verification {ref['verification']['checks']}, reference check {rc}")
+    cuts = ref["kernel"]["masked_blocks"]
+    stepped = ref["decomposition"]["total_streams"] * (ref["steps"]["warmup"] + ref["steps"]["timed"])
+    if not (cuts["samples_in_blocked_runs"] > stepped // 3 and cuts["samples_in_masked_steps"] >= 4 * 150
+            and cuts["samples_in_blocked_runs"] + cuts["samples_in_masked_steps"] == stepped):
+        fail(f"sparse gaps: kernel.masked_blocks {cuts}: expected over a third of the {stepped} samples in blocked "
+             "runs and at least the 4 streams' 150 outage samples in masked steps")
+    print(f"sparse gaps: kernel.masked_blocks {cuts}, reference check {rc['rel_error']:.2e}")
+    resumed_masked_run_is_bitwise(args, sparse, ckpt_dir, full, ref, "runs")
     # (d) .npy streams with NaN gaps (10% MCAR, an outage, a gap in the init
     # rows) run to the end with missing: posterior; an infinite value still
     # freezes its stream (exit 3); under missing: error the gaps in the init

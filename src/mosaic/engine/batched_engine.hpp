@@ -281,9 +281,10 @@ class MosaicEngine {
   void set_vendor_gemm_over_streams(bool on) { vendor_over_streams_ = on && vendor_over_streams_allowed_; }
 
   // init: data from the first n0 samples of every stream (X: B x n0 x d),
-  // on the execution space (init_data.hpp); throws StreamInitError naming
-  // the batch index of the first stream that cannot start, before any
-  // stream is written.
+  // on the execution space (init_data.hpp), a masked engine's streams whose
+  // init samples have missing entries on the host (7.6); throws
+  // StreamInitError naming the batch index of the first stream that cannot
+  // start (the others are written).
   void init_data(batch_type& sb, Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> X) const {
     check_batch(sb);
     if (int(X.extent(0)) != batch_ || int(X.extent(2)) != d_)

@@ -105,8 +105,10 @@ struct InitMomentsFunctor {
 }  // namespace detail
 
 // Starts every stream of `sb` from its first n0 samples X (B x n0 x d).
-// Returns one message per stream, empty where the stream started; the batch
-// is written only when every stream can start. The messages are the
+// Returns one message per stream, empty where the stream started; a stream
+// that cannot start keeps its state (a masked engine starts those whose
+// samples have missing entries on the host, 7.6: every other stream must
+// be written whatever its neighbours' samples). The messages are the
 // reference's (a non-finite sample, a rank-deficient start, a start outside
 // the dtype's range).
 template <class Scalar, class ExecSpace>
@@ -182,10 +184,19 @@ std::vector<std::string> init_data_batch(
       hs2(b) = noise;
     } catch (const std::invalid_argument& e) {
       errors[std::size_t(b)] = e.what();
+      for (int j = 0; j < r; ++j) hlam(b, j) = 1.0;  // finite placeholders: the stream is not written
+      hs2(b) = 1.0;
     }
   }
-  for (const std::string& e : errors)
-    if (!e.empty()) return errors;
+  Kokkos::View<int*, Kokkos::LayoutRight, memory_space> started("mosaic::init_started", B);
+  auto hstarted = transfer::host_buffer(started);
+  bool any = false;
+  for (int b = 0; b < B; ++b) {
+    hstarted(b) = errors[std::size_t(b)].empty() ? 1 : 0;
+    any = any || hstarted(b) != 0;
+  }
+  if (!any) return errors;
+  transfer::copy_from_host(started, hstarted);
   transfer::copy_from_host(lam, hlam);
   transfer::copy_from_host(s2, hs2);
   // Vs(b, j, :) = eigenvector j / sqrt(n0 lambda_j), the descending j-th:
@@ -209,23 +220,29 @@ std::vector<std::string> init_data_batch(
   const auto sU = sb.U;
   const auto sS = sb.S;
   const auto ss2 = sb.s2;
+  const auto ssteps = sb.steps, sclamped = sb.clamped_steps, sreorths = sb.reorthonormalizations,
+             sunresolved = sb.unresolved_residual_steps, sbreak = sb.breakdown_step, sage = sb.factor_age;
+  const auto sstatus = sb.status;
   Kokkos::parallel_for(
       "mosaic::init_round", Kokkos::RangePolicy<ExecSpace>(0, B * d), KOKKOS_LAMBDA(const int bi) {
         const int b = bi / d, i = bi % d;
+        if (started(b) == 0) return;
         smu(b, i) = Scalar(mu(b, i));
         for (int j = 0; j < r; ++j) sU(b, i, j) = Scalar(Ud(b, j, i));
         if (i < r)
           for (int c = 0; c < r; ++c) sS(b, i, c) = i == c ? Scalar(lam(b, i)) : Scalar(0);
-        if (i == 0) ss2(b) = Scalar(s2(b));
+        if (i == 0) {
+          ss2(b) = Scalar(s2(b));
+          // A fresh start, as StreamBatch::from_host leaves one.
+          ssteps(b) = 0;
+          sclamped(b) = 0;
+          sreorths(b) = 0;
+          sunresolved(b) = 0;
+          sstatus(b) = 0;
+          sbreak(b) = -1;
+          sage(b) = -1;
+        }
       });
-  // A fresh start, as StreamBatch::from_host leaves one.
-  Kokkos::deep_copy(sb.steps, std::int64_t(0));
-  Kokkos::deep_copy(sb.clamped_steps, std::int64_t(0));
-  Kokkos::deep_copy(sb.reorthonormalizations, std::int64_t(0));
-  Kokkos::deep_copy(sb.unresolved_residual_steps, std::int64_t(0));
-  Kokkos::deep_copy(sb.status, 0);
-  Kokkos::deep_copy(sb.breakdown_step, std::int64_t(-1));
-  Kokkos::deep_copy(sb.factor_age, std::int64_t(-1));
   Kokkos::fence();
   return errors;
 }

@@ -192,10 +192,13 @@ struct MaskedStepFunctor {
   // compacted into widx, their Gram, C = U_O^T U_O and N = U_M^T U_M (one
   // from the other), L_C in C's lower triangle, Z = L_C^-1 N and
   // K = N + Z^T Z (symmetrized). False when C is not positive definite.
+  // Forced inline: as a call of its own (GCC 12, OpenMP) the host Gram ran
+  // 2.7x slower (5% MCAR at d = 8192, r = 64: 3.7x the unmasked step
+  // against 2.2x inline, mosaic_bench, docs/PERFORMANCE.md).
   template <class BM, class MM>
-  KOKKOS_INLINE_FUNCTION bool gram_and_factor(const member_type& m, int b, const BM& Ub, bool from_missing, int rows,
-                                              const MM& N, const MM& C, const MM& Z, const MM& Kraw,
-                                              const MM& K) const {
+  KOKKOS_FORCEINLINE_FUNCTION bool gram_and_factor(const member_type& m, int b, const BM& Ub, bool from_missing,
+                                                   int rows, const MM& N, const MM& C, const MM& Z, const MM& Kraw,
+                                                   const MM& K) const {
     const int r = base.r;
     Kokkos::parallel_scan(Kokkos::TeamThreadRange(m, base.d), [&](const int i, int& pos, const bool final) {
       const bool take = observed(b, i) != from_missing;
