@@ -172,18 +172,24 @@ double run_masked(const Case& c, int d, int r, int steps, const std::string& wha
   return worst;
 }
 
-TEST(MaskedEngine, DoubleMatchesTheReferenceInEveryMode) {
+// `base` in every missing mode, and posterior with the geodesic rotation.
+std::vector<Case> every_mode(const Case& base) {
   std::vector<Case> cases;
   for (const MissingMode mode :
        {MissingMode::posterior, MissingMode::project, MissingMode::drop, MissingMode::zero_fill}) {
-    Case c;
+    Case c = base;
     c.mode = mode;
     cases.push_back(c);
   }
-  Case c;
+  Case c = base;
   c.rotation = MissingRotation::geodesic;
   cases.push_back(c);
-  c = Case{};
+  return cases;
+}
+
+TEST(MaskedEngine, DoubleMatchesTheReferenceInEveryMode) {
+  std::vector<Case> cases = every_mode(Case{});
+  Case c;
   c.update = CovarianceUpdate::first_order;
   c.gamma = 0.0;
   c.reorth = 50;
@@ -212,21 +218,10 @@ TEST(MaskedEngine, SerialBackendMatchesTheReference) {
 // counters exactly (the outage, tiles and unseen coordinate make the
 // streams' runs start at different samples, so the gathered launches run).
 TEST(MaskedEngine, BlocksCutIntoRunsMatchTheReference) {
-  std::vector<Case> cases;
-  for (const MissingMode mode :
-       {MissingMode::posterior, MissingMode::project, MissingMode::drop, MissingMode::zero_fill}) {
-    Case c;
-    c.mode = mode;
-    c.block_size = 16;
-    c.sparse = true;
-    cases.push_back(c);
-  }
   Case c;
   c.block_size = 16;
   c.sparse = true;
-  c.rotation = MissingRotation::geodesic;
-  cases.push_back(c);
-  c.rotation = MissingRotation::observed;
+  std::vector<Case> cases = every_mode(c);
   c.reorth = 50;  // blocks cut at the Cholesky-QR's steps
   c.update = CovarianceUpdate::first_order;
   cases.push_back(c);

@@ -192,9 +192,9 @@ struct MaskedStepFunctor {
   // compacted into widx, their Gram, C = U_O^T U_O and N = U_M^T U_M (one
   // from the other), L_C in C's lower triangle, Z = L_C^-1 N and
   // K = N + Z^T Z (symmetrized). False when C is not positive definite.
-  // Forced inline: as a call of its own (GCC 12, OpenMP) the host Gram ran
-  // 2.7x slower (5% MCAR at d = 8192, r = 64: 3.7x the unmasked step
-  // against 2.2x inline, mosaic_bench, docs/PERFORMANCE.md).
+  // Forced inline: as a call of its own (GCC 12, OpenMP) the masked step
+  // added about 2.4x the time per sample (5% MCAR at d = 8192, r = 64: 3.7x
+  // the unmasked step against 2.2x inline, mosaic_bench, docs/PERFORMANCE.md).
   template <class BM, class MM>
   KOKKOS_FORCEINLINE_FUNCTION bool gram_and_factor(const member_type& m, int b, const BM& Ub, bool from_missing,
                                                    int rows, const MM& N, const MM& C, const MM& Z, const MM& Kraw,
