@@ -45,8 +45,9 @@
 // reuses the Gram and its factors because its missing rows are the previous
 // step's, as in an outage). With --block-size, one row per pattern and k against the
 // unmasked blocked update of the same k: the blocks are cut into runs of
-// complete samples (blocked) and masked sequential steps (7.7.3; 7.7.2's
-// shared-mask blocked form is not written).
+// complete samples (blocked), runs of samples that miss the same
+// coordinates (7.7.2's shared-mask blocked form: an outage) and masked
+// sequential steps (7.7.3).
 //
 // --steps N fixes the engine steps per (d, r); otherwise the engine runs for
 // about --seconds of wall time (default 1, at least 5 steps). The reference
@@ -489,7 +490,8 @@ struct BlockRow {
   double seconds = 0;                               // sum of the timed blocks
   double product_flops = 0, materialize_flops = 0;  // per timed run, all streams
   mosaic::cost::Shape shape;                        // the cost model's description of one block
-  double missing_fraction = 0, run_fraction = 0;    // masked: entries missing; samples in blocked runs
+  // masked: entries missing; samples in blocked runs, in shared-mask runs
+  double missing_fraction = 0, run_fraction = 0, shared_fraction = 0;
 };
 
 // The cost model's description of a bench block (cost_model.hpp).
@@ -586,7 +588,9 @@ BlockRow bench_block(const Options& o, int d, int r, int k, const mosaic::Missin
     for (int b = 0; b < B; ++b) n += double(entries(b));
     row.missing_fraction = n / (double(B) * double(t) * d);  // the counters include the warm-up block
     const mosaic::MaskedRunCounts& cuts = eng.masked_run_counts();
-    row.run_fraction = double(cuts.run_samples) / double(cuts.run_samples + cuts.step_samples);
+    const double planned = double(cuts.run_samples + cuts.shared_samples + cuts.step_samples);
+    row.run_fraction = double(cuts.run_samples) / planned;
+    row.shared_fraction = double(cuts.shared_samples) / planned;
   } else if (eng.block_gemm_resolved() == mosaic::BlockGemm::vendor) {
     row.gemm += eng.vendor_gemm_over_streams() ? " (one thread per stream)" : " (one GEMM at a time)";
     row.phased = true;
@@ -726,9 +730,9 @@ int main(int argc, char** argv) {
                 o.dtype_double ? bench_block<double>(o, d, r, br.k, &m) : bench_block<float>(o, d, r, br.k, &m);
             char mline[512];
             std::snprintf(mline, sizeof mline,
-                          "| %d | %d | %d | %s | %.4f | %.3f | %ld | %.1f | %.2fx | %.2fx | %ld | %d |", d, r, br.k,
-                          name.c_str(), mb.missing_fraction, mb.run_fraction, mb.steps, mb.sps, br.sps / mb.sps,
-                          w.engine_sps / mb.sps, mb.clamped, mb.broken);
+                          "| %d | %d | %d | %s | %.4f | %.3f | %.3f | %ld | %.1f | %.2fx | %.2fx | %ld | %d |", d, r,
+                          br.k, name.c_str(), mb.missing_fraction, mb.run_fraction, mb.shared_fraction, mb.steps,
+                          mb.sps, br.sps / mb.sps, w.engine_sps / mb.sps, mb.clamped, mb.broken);
             masked_block_rows.push_back(mline);
             std::printf("# masked blocks: %s\n", mline);
             std::fflush(stdout);
@@ -814,11 +818,12 @@ int main(int argc, char** argv) {
         "us/sample | model added flops/sample | added GFLOP/s (model flops / added time) | skipped | clamped | broken |",
         masked_rows);
     print_table(
-        "masked blocks (algorithm.missing: posterior, block_size k: runs of >= 2 complete samples blocked, the "
-        "other samples masked sequential steps, ALGORITHM.md 7.7.3) against the unmasked blocked update of the same "
-        "k and the unmasked sequential kernel of the same run",
-        "| d | r | k | pattern | missing fraction | samples in blocked runs | steps | samples/s | cost vs unmasked "
-        "blocked | cost vs unmasked sequential | clamped | broken |",
+        "masked blocks (algorithm.missing: posterior, block_size k: runs of >= 2 complete samples blocked, runs of "
+        ">= 2 samples missing the same coordinates by the shared-mask blocked form (7.7.2), the other samples masked "
+        "sequential steps, ALGORITHM.md 7.7.3) against the unmasked blocked update of the same k and the unmasked "
+        "sequential kernel of the same run",
+        "| d | r | k | pattern | missing fraction | samples in blocked runs | samples in shared-mask runs | steps | "
+        "samples/s | cost vs unmasked blocked | cost vs unmasked sequential | clamped | broken |",
         masked_block_rows);
     print_table(
         "phases of the blocked update (gemm vendor; wall us per sample, all streams; fenced while timed): pack [U0 | "

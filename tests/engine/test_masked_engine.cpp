@@ -1,5 +1,6 @@
 // The engine's masked sequential kernel (impl/masked_step.hpp) and its
-// blocks cut into runs (7.7.3, impl/masked_blocks.hpp) against the host
+// blocks cut into runs (7.7.3, impl/masked_blocks.hpp; 7.7.2's shared-mask
+// form on outages, with each GEMM kernel) against the host
 // reference of ALGORITHM.md section 7 (reference_masked.hpp) on the same
 // masked samples: every missing mode and both rotations, float and double,
 // the Serial and the default backend, the counters, the seen rule, and the
@@ -50,13 +51,14 @@ struct Case {
   bool sparse = false;
   bool outage_only = false;  // only the outage: one mask for 300 steps
   bool gram_reuse = true;    // 7.8's reuse of the Gram while the mask is unchanged
+  BlockGemm gemm = BlockGemm::automatic;
 };
 
 std::string name(const Case& c) {
   return std::string(to_string(c.mode)) + "/" + to_string(c.rotation) + "/" + to_string(c.update) +
          "/gamma=" + std::to_string(c.gamma) + "/reorth=" + std::to_string(c.reorth) +
          "/k=" + std::to_string(c.block_size) + (c.sparse ? "/sparse" : "") + (c.outage_only ? "/outage" : "") +
-         (c.gram_reuse ? "" : "/no-reuse");
+         (c.gram_reuse ? "" : "/no-reuse") + "/gemm=" + to_string(c.gemm);
 }
 
 // B streams of the synthetic drifting stream with MCAR, an outage and
@@ -64,11 +66,12 @@ std::string name(const Case& c) {
 // reference's), then `steps` steps of engine and reference on the same
 // samples. Returns the largest state gap and checks the counters; with
 // team_size > 0 the engine runs teams of that size, and `states` receives
-// the engine's final states, and `reuses` the masked steps that reused the
-// Gram (7.8).
+// the engine's final states, `reuses` the masked steps that reused the
+// Gram (7.8) and `cuts` what the blocks were cut into.
 template <class T, class Exec>
 double run_masked(const Case& c, int d, int r, int steps, const std::string& what, int team_size = 0,
-                  std::vector<MaskedReferenceState<T>>* states = nullptr, std::int64_t* reuses = nullptr) {
+                  std::vector<MaskedReferenceState<T>>* states = nullptr, std::int64_t* reuses = nullptr,
+                  MaskedRunCounts* cuts = nullptr) {
   MosaicParams p;
   p.missing = c.mode;
   p.missing_rotation = c.rotation;
@@ -107,6 +110,7 @@ double run_masked(const Case& c, int d, int r, int steps, const std::string& wha
   EXPECT_EQ(eng.blocked(), c.block_size > 1);
   if (team_size > 0) eng.set_team_size(team_size);
   eng.set_gram_reuse(c.gram_reuse);
+  if (c.block_size > 1) eng.set_block_gemm(c.gemm);
   std::vector<MaskedReferenceState<T>> ref;
   for (int b = 0; b < B; ++b) {
     std::vector<T> X(std::size_t(n0) * d);
@@ -139,17 +143,25 @@ double run_masked(const Case& c, int d, int r, int steps, const std::string& wha
   }
   if (c.block_size > 1) {
     // Every sample planned once; sparse masks leave runs of complete
-    // samples whose streams start at different samples.
+    // samples whose streams start at different samples; the outage's 300
+    // samples share one mask (7.7.2 where the options have its form).
     const MaskedRunCounts& rc = eng.masked_run_counts();
-    EXPECT_EQ(rc.run_samples + rc.step_samples, std::int64_t(B) * steps) << what;
+    EXPECT_EQ(rc.run_samples + rc.shared_samples + rc.step_samples, std::int64_t(B) * steps) << what;
     if (c.sparse) {
       EXPECT_GT(rc.run_samples, std::int64_t(B) * steps / 8) << what;
       EXPECT_GT(rc.gathered_launches, 0) << what;
     }
+    const bool shared_form = c.mode == MissingMode::posterior && c.rotation == MissingRotation::observed;
+    if (shared_form && (c.sparse || c.outage_only)) EXPECT_GT(rc.shared_samples, std::int64_t(B) * 250) << what;
+    if (!shared_form) EXPECT_EQ(rc.shared_samples, 0) << what;
+    if (cuts) *cuts = rc;
     if (std::getenv("MOSAIC_TEST_GAPS"))
-      std::printf("%s: %lld samples in runs, %lld masked steps, %lld blocked / %lld masked / %lld gathered launches\n",
-                  what.c_str(), (long long)rc.run_samples, (long long)rc.step_samples, (long long)rc.blocked_launches,
-                  (long long)rc.masked_launches, (long long)rc.gathered_launches);
+      std::printf(
+          "%s: %lld samples in runs, %lld in shared-mask runs, %lld masked steps, %lld blocked / %lld "
+          "shared / %lld masked / %lld gathered launches\n",
+          what.c_str(), (long long)rc.run_samples, (long long)rc.shared_samples, (long long)rc.step_samples,
+          (long long)rc.blocked_launches, (long long)rc.shared_launches, (long long)rc.masked_launches,
+          (long long)rc.gathered_launches);
   }
   if (reuses) *reuses = eng.gram_reuses();
   const auto status = transfer::to_host(sb.status);
@@ -255,40 +267,122 @@ TEST(MaskedEngine, SerialBackendBlocksCutIntoRunsMatchTheReference) {
 TEST(MaskedEngine, BlockPlanCutsEachStreamAtItsOwnMasks) {
   // complete (1) / masked (0), 3 streams x 6 samples
   const int flags[3][6] = {{1, 1, 1, 1, 1, 1}, {0, 1, 1, 0, 1, 0}, {1, 0, 1, 1, 1, 0}};
-  detail::MaskedBlockPlan plan(3, 6);
-  const auto complete = [&](int b, int j) { return flags[b][j] != 0; };
-  ASSERT_TRUE(plan.next(complete));  // round 1
+  detail::MaskedBlockPlan plan(3, 6, true);
+  const auto kind = [&](int b, int j) { return flags[b][j] != 0 ? int(detail::sample_complete) : 0; };
+  ASSERT_TRUE(plan.next(kind));  // round 1
   EXPECT_EQ(plan.run_len, (std::vector<int>{6, 0, 0}));
   EXPECT_EQ(plan.step_on, (std::vector<int>{0, 1, 1}));
   EXPECT_EQ(plan.run_n, 6);
   EXPECT_EQ(plan.common_run_off, 0);
   EXPECT_EQ(plan.common_step_off, 0);
-  ASSERT_TRUE(plan.next(complete));  // round 2: stream 1 a run of 2 from 1, stream 2 one from 1
+  ASSERT_TRUE(plan.next(kind));  // round 2: stream 1 a run of 2 from 1, stream 2 one from 1
   EXPECT_EQ(plan.run_len, (std::vector<int>{0, 2, 0}));
   EXPECT_EQ(plan.run_off[1], 1);
   EXPECT_EQ(plan.step_on, (std::vector<int>{0, 0, 1}));
   EXPECT_EQ(plan.step_off[2], 1);
-  ASSERT_TRUE(plan.next(complete));  // round 3: stream 1 masked at 3, stream 2 a run of 3 from 2
+  ASSERT_TRUE(plan.next(kind));  // round 3: stream 1 masked at 3, stream 2 a run of 3 from 2
   EXPECT_EQ(plan.run_len, (std::vector<int>{0, 0, 3}));
   EXPECT_EQ(plan.run_off[2], 2);
   EXPECT_EQ(plan.step_on, (std::vector<int>{0, 1, 0}));
   EXPECT_EQ(plan.step_off[1], 3);
-  ASSERT_TRUE(plan.next(complete));  // round 4: stream 1's lone complete 4, stream 2's masked 5
+  ASSERT_TRUE(plan.next(kind));  // round 4: stream 1's lone complete 4, stream 2's masked 5
   EXPECT_EQ(plan.runs, 0);
   EXPECT_EQ(plan.step_on, (std::vector<int>{0, 1, 1}));
   EXPECT_EQ(plan.step_off[1], 4);
   EXPECT_EQ(plan.step_off[2], 5);
   EXPECT_EQ(plan.common_step_off, -1);  // different samples: gathered
-  ASSERT_TRUE(plan.next(complete));     // round 5: stream 1's masked 5
+  ASSERT_TRUE(plan.next(kind));         // round 5: stream 1's masked 5
   EXPECT_EQ(plan.steps, 1);
   EXPECT_EQ(plan.step_off[1], 5);
-  EXPECT_FALSE(plan.next(complete));
+  EXPECT_EQ(plan.shared_runs, 0);
+  EXPECT_FALSE(plan.next(kind));
+}
+
+// 7.7.2's runs: a shareable sample (masked, 7.5's r + 1 observed) starts a
+// run that goes on while the next samples are shareable with the same mask;
+// a run of one takes the masked step; without the form (`shared` false)
+// every masked sample does.
+TEST(MaskedEngine, BlockPlanCutsSharedMaskRuns) {
+  constexpr int C = detail::sample_complete, S = detail::sample_shareable, E = detail::sample_same_mask;
+  // stream 0: complete, then a shared run of 3, a new mask (run of 2);
+  // stream 1: a lone shareable sample, complete, then a mask a sample
+  // does not share (not shareable: too few observed), then a run of 2
+  const int kinds[2][6] = {{C, S, S | E, S | E, S, S | E}, {S, C | E, S, E, S, S | E}};
+  const auto kind = [&](int b, int j) { return kinds[b][j]; };
+  detail::MaskedBlockPlan plan(2, 6, true);
+  ASSERT_TRUE(plan.next(kind));  // round 1: both one masked step at 0
+  EXPECT_EQ(plan.step_on, (std::vector<int>{1, 1}));
+  EXPECT_EQ(plan.shared_runs, 0);
+  ASSERT_TRUE(plan.next(kind));  // round 2: stream 0 shared 1..3, stream 1 lone complete 1
+  EXPECT_EQ(plan.shared_len, (std::vector<int>{3, 0}));
+  EXPECT_EQ(plan.shared_off[0], 1);
+  EXPECT_EQ(plan.shared_n, 3);
+  EXPECT_EQ(plan.step_on, (std::vector<int>{0, 1}));
+  ASSERT_TRUE(plan.next(kind));  // round 3: stream 0 shared 4..5, stream 1 masked 2
+  EXPECT_EQ(plan.shared_len, (std::vector<int>{2, 0}));
+  EXPECT_EQ(plan.shared_off[0], 4);
+  EXPECT_EQ(plan.step_off[1], 2);
+  ASSERT_TRUE(plan.next(kind));  // round 4: stream 1 masked 3 (not shareable)
+  EXPECT_EQ(plan.step_off[1], 3);
+  ASSERT_TRUE(plan.next(kind));  // round 5: stream 1 shared 4..5
+  EXPECT_EQ(plan.shared_len, (std::vector<int>{0, 2}));
+  EXPECT_EQ(plan.shared_off[1], 4);
+  EXPECT_FALSE(plan.next(kind));
+
+  detail::MaskedBlockPlan without(2, 6, false);
+  int shared = 0, steps = 0;
+  while (without.next(kind)) {
+    shared += without.shared_runs;
+    steps += without.steps;
+  }
+  EXPECT_EQ(shared, 0);
+  EXPECT_EQ(steps, 12);
+}
+
+// 7.7.2 on an outage (one mask for 300 steps): the runs that share the mask
+// by the blocked form with the masked coefficient steps, with each GEMM
+// kernel, the option variants, a Cholesky-QR every 50 steps (put back after
+// the missing rows), float (a Cholesky-QR at every block end) and the
+// Serial backend: the reference's sequential states up to rounding, its
+// counters exactly.
+TEST(MaskedEngine, SharedMaskRunsMatchTheReference) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  Case c;
+  c.outage_only = true;
+  c.block_size = 16;
+  std::vector<Case> cases;
+  for (const BlockGemm g : {BlockGemm::vendor, BlockGemm::kokkos_batched, BlockGemm::tiled}) {
+    c.gemm = g;
+    if (g != BlockGemm::tiled || is_host_space<Exec>) cases.push_back(c);
+  }
+  c.gemm = BlockGemm::automatic;
+  c.reorth = 50;
+  c.update = CovarianceUpdate::first_order;
+  c.gamma = 0.0;
+  cases.push_back(c);
+  c = Case{};
+  c.block_size = 16;
+  c.sparse = true;  // outage, tiles and MCAR: every kind of run, streams gathered
+  cases.push_back(c);
+  for (const Case& k : cases) {
+    MaskedRunCounts cuts;
+    const double gap = run_masked<double, Exec>(k, 40, 4, 800, name(k), 0, nullptr, nullptr, &cuts);
+    EXPECT_LT(gap, 1e-10) << name(k);
+    EXPECT_GT(cuts.shared_launches, 0) << name(k);
+  }
+  c = Case{};
+  c.outage_only = true;
+  c.block_size = 16;
+  EXPECT_LT((run_masked<float, Exec>(c, 40, 4, 800, "float shared")), 1e-4);
+  EXPECT_LT((run_masked<double, Kokkos::Serial>(c, 40, 4, 400, "serial shared")), 1e-10);
 }
 
 // 7.8: during an outage (one mask for 300 steps) the masked step keeps the
 // Gram of the missing rows and its factors from the step before: the same
 // states bit for bit as computing them afresh, on the sequential kernel and
-// on blocks cut into runs, with and without a Cholesky-QR every 50 steps.
+// on blocks cut into runs (missing: project, whose outage steps are masked
+// steps: posterior's take 7.7.2's form), with and without a Cholesky-QR
+// every 50 steps.
 TEST(MaskedEngine, GramReusedDuringAnOutageChangesNoBit) {
   using Exec = Kokkos::DefaultExecutionSpace;
   for (const int k : {0, 16})
@@ -297,6 +391,7 @@ TEST(MaskedEngine, GramReusedDuringAnOutageChangesNoBit) {
       c.outage_only = true;
       c.block_size = k;
       c.reorth = reorth;
+      if (k > 1) c.mode = MissingMode::project;
       std::vector<MaskedReferenceState<double>> kept, fresh;
       std::int64_t reused = 0, none = 0;
       const double gap = run_masked<double, Exec>(c, 40, 4, 600, name(c), 0, &kept, &reused);

@@ -140,10 +140,15 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
   std::size_t work = s * B * (2 * d + nc * r + 6 * r + 4 * r * r + nc);
   if (c.algorithm.missing != MissingMode::error)  // impl/masked_step.hpp: the row list, vectors and matrices
     work += B * (4 * d + s * (std::size_t(detail::mv_count) * r + std::size_t(detail::mm_count) * r * r));
-  if (c.algorithm.missing != MissingMode::error && k > 1)  // impl/masked_blocks.hpp: flags, runs, gathered samples
+  if (c.algorithm.missing != MissingMode::error && k > 1) {  // impl/masked_blocks.hpp: flags, runs, gathered samples
     work += B * (k + 4 * 4 + s * k * d);
+    if (c.algorithm.missing == MissingMode::posterior && c.algorithm.missing_rotation == MissingRotation::observed)
+      work += B * (3 * 4 + 8 + 4 * d + s * d * r);  // 7.7.2: the runs, the missing rows and U0 there
+  }
   if (k > 1) {
-    work += 8 * B * (4 * k * r + k * k + 8 * r * r + 12 * std::max(r, k));  // the blocked coefficients
+    work += 8 * B *
+            (4 * k * r + k * k + (1 + std::size_t(detail::bm_count)) * r * r + 3 +
+             std::size_t(detail::bv_count) * std::max(r, k));  // the blocked coefficients
     const std::size_t rk = r + k;
     if (vendor_gemm_tpl<Exec>()) work += s * B * (d * rk + rk * rk + rk * r);
     else if (is_host_space<Exec>) work += s * B * ((rk + 16) * (rk + 24) + rk * (r + 16));

@@ -27,15 +27,16 @@ namespace mosaic::detail {
 
 // What the ranks hand to rank 0 at the end of a run.
 struct GatheredOutputs {
-  std::vector<unsigned long long> ids;          // stream ids, rank order
-  std::vector<double> checksums;                // per stream, the same order
-  std::vector<long long> breakdowns;            // (stream id, step, code) triples
-  std::vector<long long> rss;                   // each rank's peak resident memory
-  long long device_used = -1;                   // max over the ranks (-1: not a device)
-  long long run_samples = 0, step_samples = 0;  // a masked blocked engine's cuts, sum over the ranks
-  nlohmann::json state_files;                   // output.state_dir's set (rank 0)
-  std::optional<SourceIoStats> io_end;          // a file source's I/O accounting
-  nlohmann::json total;                         // the segments' statistics combined
+  std::vector<unsigned long long> ids;  // stream ids, rank order
+  std::vector<double> checksums;        // per stream, the same order
+  std::vector<long long> breakdowns;    // (stream id, step, code) triples
+  std::vector<long long> rss;           // each rank's peak resident memory
+  long long device_used = -1;           // max over the ranks (-1: not a device)
+  long long run_samples = 0, shared_samples = 0,
+            step_samples = 0;           // a masked blocked engine's cuts, sum over the ranks
+  nlohmann::json state_files;           // output.state_dir's set (rank 0)
+  std::optional<SourceIoStats> io_end;  // a file source's I/O accounting
+  nlohmann::json total;                 // the segments' statistics combined
 };
 
 // Collective: the per-stream verification checksums and breakdown records
@@ -59,6 +60,7 @@ GatheredOutputs gather_outputs(RunContext<Scalar>& run) {
     g.device_used = allreduce(device_memory_used_bytes(), MPI_MAX, run.comm);
     const MaskedRunCounts& cuts = run.engine->masked_run_counts();
     g.run_samples = allreduce((long long)cuts.run_samples, MPI_SUM, run.comm);
+    g.shared_samples = allreduce((long long)cuts.shared_samples, MPI_SUM, run.comm);
     g.step_samples = allreduce((long long)cuts.step_samples, MPI_SUM, run.comm);
   });
   if (!run.cfg.output.state_dir.empty() && !run.stop)
@@ -139,12 +141,15 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
         {"masked_blocks",
          params.missing != MissingMode::error && engine.blocked()
              ? nlohmann::json{{"samples_in_blocked_runs", g.run_samples},
+                              {"samples_in_shared_mask_runs", g.shared_samples},
                               {"samples_in_masked_steps", g.step_samples},
                               {"definition",
                                "the blocks cut into runs (ALGORITHM.md 7.7.3): samples of runs of >= 2 complete "
-                               "samples taken by the blocked update, the others by the masked sequential step "
-                               "(7.7.2's shared-mask blocked form is not implemented); warm-up included, init "
-                               "excluded, this process only (a resumed run counts from its restart)"}}
+                               "samples taken by the blocked update, of runs of >= 2 samples missing the same "
+                               "coordinates by the shared-mask blocked form (7.7.2; missing: posterior with "
+                               "missing_rotation: observed only, 0 otherwise), the others by the masked "
+                               "sequential step; warm-up included, init excluded, summed over the ranks, this "
+                               "process only (a resumed run counts from its restart)"}}
              : nlohmann::json()}}},
       {"steps",
        {{"timed", run.k}, {"warmup", run.warm}, {"timed_planned", cfg.run.steps}, {"init_samples", init_samples}}},

@@ -81,12 +81,13 @@ struct BlockPhases {
 
 // What a masked engine's blocks were cut into (ALGORITHM.md 7.7.3), summed
 // over the streams since the engine was built (frozen streams included):
-// samples taken by blocked runs of complete samples and by masked
-// sequential steps, and the launches of each kind (gathered: whose streams
-// started at different samples).
+// samples taken by blocked runs of complete samples, by shared-mask blocked
+// runs (7.7.2) and by masked sequential steps, and the launches of each kind
+// (gathered: whose streams started at different samples; a shared-mask
+// launch always gathers).
 struct MaskedRunCounts {
-  std::int64_t run_samples = 0, step_samples = 0;
-  std::int64_t blocked_launches = 0, masked_launches = 0, gathered_launches = 0;
+  std::int64_t run_samples = 0, shared_samples = 0, step_samples = 0;
+  std::int64_t blocked_launches = 0, shared_launches = 0, masked_launches = 0, gathered_launches = 0;
 };
 
 template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
@@ -120,9 +121,10 @@ class MosaicEngine {
     block_size_ = resolved_block_size<ExecSpace>(params, d, r);
     // Missing entries (ALGORITHM.md section 7): the masked sequential kernel
     // (impl/masked_step.hpp), and with block_size > 1 the blocked update on
-    // the runs of complete samples (7.7.3, impl/masked_blocks.hpp). 7.7.2's
-    // shared-mask blocked form and the diagonal-noise model (section 8) are
-    // not written yet: the engine refuses what it cannot do.
+    // the runs of complete samples and 7.7.2's shared-mask form on the runs
+    // that miss the same coordinates (7.7.3, impl/masked_blocks.hpp). The
+    // diagonal-noise model (section 8) is not written yet: the engine
+    // refuses what it cannot do.
     if (params.noise == NoiseModel::diagonal)
       throw std::invalid_argument("MosaicEngine: noise: diagonal (ALGORITHM.md section 8) has no engine kernel yet");
     masked_kernel_ = params.missing != MissingMode::error;
@@ -319,21 +321,31 @@ class MosaicEngine {
   using stream_counts = Kokkos::View<const int*, Kokkos::LayoutRight, memory_space>;
 
   // The blocked update of the first stream_n(b) samples of Xb for each
-  // stream b (all n when stream_n is empty), with the resolved GEMM kernel.
-  void launch_blocked(batch_type& sb, block_view Xb, stream_counts stream_n) const;
+  // stream b (all n when stream_n is empty), with the resolved GEMM kernel;
+  // with shared_missing, 7.7.2's form for the streams with
+  // shared_missing(b) > 0 (launch_shared).
+  void launch_blocked(batch_type& sb, block_view Xb, stream_counts stream_n, stream_counts shared_missing = {}) const;
 
   // The one launch of a block with the GEMM kernel Gemm (its functor type).
   template <class Gemm>
-  void launch_block(batch_type& sb, block_view Xb, stream_counts stream_n,
+  void launch_block(batch_type& sb, block_view Xb, stream_counts stream_n, stream_counts shared_missing,
                     const detail::BlockGemmWork<Scalar, ExecSpace, Gemm>& work) const;
+
+  // 7.7.2: the shared-mask runs of a round (stream b's len[b] samples of Xb
+  // from off[b]; impl/masked_blocks.hpp): gathered with D_M = 0, the
+  // blocked update with the masked coefficient steps, U0's missing rows put
+  // back and a Cholesky-QR where one is due.
+  void launch_shared(batch_type& sb, block_view Xb, const std::vector<int>& off, const std::vector<int>& len,
+                     int n) const;
 
   // The masked sequential step of the streams with active(b) != 0 (all when
   // active is empty) with their samples X(b, :).
   void launch_masked(batch_type& sb, sample_view X, stream_counts active) const;
 
   // A masked engine's block (ALGORITHM.md 7.7.3): the runs of complete
-  // samples by the blocked update, the other samples by the masked step,
-  // round by round (impl/masked_blocks.hpp).
+  // samples by the blocked update, the runs that share a mask by 7.7.2's
+  // form, the other samples by the masked step, round by round
+  // (impl/masked_blocks.hpp).
   void step_masked_block(batch_type& sb, block_view Xb) const;
 
   using stream_ints = Kokkos::View<int*, Kokkos::LayoutRight, memory_space>;
@@ -354,13 +366,24 @@ class MosaicEngine {
   // The work of step_masked_block for blocks of up to k samples.
   void allocate_masked_runs(int k) {
     auto& w = runs_;
-    w.complete = decltype(w.complete)("mosaic::masked_complete", batch_, k);
-    w.complete_host = transfer::host_buffer(w.complete);
+    w.kind = decltype(w.kind)("mosaic::masked_sample_kind", batch_, k);
+    w.kind_host = transfer::host_buffer(w.kind);
     w.run_off = decltype(w.run_off)("mosaic::masked_run_off", batch_);
     w.run_len = decltype(w.run_len)("mosaic::masked_run_len", batch_);
     w.step_off = decltype(w.step_off)("mosaic::masked_step_off", batch_);
     w.step_on = decltype(w.step_on)("mosaic::masked_step_on", batch_);
     w.gathered = decltype(w.gathered)("mosaic::masked_gathered", batch_, k, d_);
+    // 7.7.2's form: missing: posterior with the observed rotation (the
+    // form of ALGORITHM.md; the other options step sample by sample).
+    shared_runs_ = params_.missing == MissingMode::posterior && params_.missing_rotation == MissingRotation::observed;
+    if (shared_runs_) {
+      w.shared_off = decltype(w.shared_off)("mosaic::masked_shared_off", batch_);
+      w.shared_len = decltype(w.shared_len)("mosaic::masked_shared_len", batch_);
+      w.shared_missing = decltype(w.shared_missing)("mosaic::masked_shared_missing", batch_);
+      w.shared_rows = decltype(w.shared_rows)("mosaic::masked_shared_rows", batch_, d_);
+      w.shared_saved = decltype(w.shared_saved)("mosaic::masked_shared_saved", batch_, d_, r_);
+      w.shared_step0 = decltype(w.shared_step0)("mosaic::masked_shared_step0", batch_);
+    }
   }
 
   // 7.6 for the streams whose init samples have missing entries: the host
@@ -464,11 +487,18 @@ class MosaicEngine {
   detail::MaskedStepFunctor<Scalar, ExecSpace> masked_;
   bool masked_kernel_ = false;
   struct MaskedRunsWork {
-    Kokkos::View<std::uint8_t**, Kokkos::LayoutRight, memory_space> complete;  // B x k
-    transfer::HostCopy<decltype(complete)> complete_host;
+    Kokkos::View<std::uint8_t**, Kokkos::LayoutRight, memory_space> kind;  // B x k (detail::SampleKind flags)
+    transfer::HostCopy<decltype(kind)> kind_host;
     stream_ints run_off, run_len, step_off, step_on;                      // B
     Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space> gathered;  // B x k x d
+    // 7.7.2: the runs, their missing rows (B x d) and U0 there (B x d x r),
+    // each stream's step count before the launch
+    stream_ints shared_off, shared_len, shared_missing;
+    Kokkos::View<int**, Kokkos::LayoutRight, memory_space> shared_rows;
+    Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space> shared_saved;
+    Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> shared_step0;
   } runs_;
+  bool shared_runs_ = false;  // 7.7.2's form is taken (allocate_masked_runs)
   bool maintained_ = false, vendor_over_streams_allowed_ = false, vendor_over_streams_ = false, phase_timing_ = false;
   int panel_cols_ = Tuning<ExecSpace>::vendor_panel_cols;
   mutable BlockPhases phases_;
@@ -534,32 +564,35 @@ void MosaicEngine<Scalar, ExecSpace>::step_block(batch_type& sb, block_view Xb) 
 }
 
 template <class Scalar, class ExecSpace>
-void MosaicEngine<Scalar, ExecSpace>::launch_blocked(batch_type& sb, block_view Xb, stream_counts stream_n) const {
+void MosaicEngine<Scalar, ExecSpace>::launch_blocked(batch_type& sb, block_view Xb, stream_counts stream_n,
+                                                     stream_counts shared_missing) const {
   if constexpr (is_host_space<ExecSpace>)
-    if (gemm_resolved_ == BlockGemm::tiled) return launch_block(sb, Xb, stream_n, tiled_work_);
-  if (gemm_resolved_ == BlockGemm::vendor) return launch_block(sb, Xb, stream_n, vendor_work_);
-  launch_block(sb, Xb, stream_n, batched_work_);
+    if (gemm_resolved_ == BlockGemm::tiled) return launch_block(sb, Xb, stream_n, shared_missing, tiled_work_);
+  if (gemm_resolved_ == BlockGemm::vendor) return launch_block(sb, Xb, stream_n, shared_missing, vendor_work_);
+  launch_block(sb, Xb, stream_n, shared_missing, batched_work_);
 }
 
 template <class Scalar, class ExecSpace>
 void MosaicEngine<Scalar, ExecSpace>::step_masked_block(batch_type& sb, block_view Xb) const {
   const int n = int(Xb.extent(1));
   auto& w = runs_;
-  detail::CompleteSamples<Scalar, ExecSpace> cls{Xb, sb.seen, w.complete, n, d_};
-  Kokkos::parallel_for("mosaic::masked_complete", team_policy(), cls);
-  transfer::copy_to_host(w.complete_host, w.complete);
-  detail::MaskedBlockPlan plan(batch_, n);
-  const auto complete = [&](int b, int j) { return w.complete_host(b, j) != 0; };
+  detail::SampleKinds<Scalar, ExecSpace> kinds{Xb, sb.seen, w.kind, n, d_, r_};
+  Kokkos::parallel_for("mosaic::masked_sample_kinds", team_policy(), kinds);
+  transfer::copy_to_host(w.kind_host, w.kind);
+  detail::MaskedBlockPlan plan(batch_, n, shared_runs_);
+  const auto kind = [&](int b, int j) { return int(w.kind_host(b, j)); };
   auto& counts = run_counts_;
-  while (plan.next(complete)) {
+  while (plan.next(kind)) {
     for (int b = 0; b < batch_; ++b) {
       counts.run_samples += plan.run_len[std::size_t(b)];
+      counts.shared_samples += plan.shared_len[std::size_t(b)];
       counts.step_samples += plan.step_on[std::size_t(b)];
     }
     counts.blocked_launches += plan.runs > 0;
+    counts.shared_launches += plan.shared_runs > 0;
     counts.masked_launches += plan.steps > 0;
-    counts.gathered_launches +=
-        (plan.runs > 0 && plan.common_run_off < 0) + (plan.steps > 0 && plan.common_step_off < 0);
+    counts.gathered_launches += (plan.runs > 0 && plan.common_run_off < 0) + (plan.shared_runs > 0) +
+                                (plan.steps > 0 && plan.common_step_off < 0);
     if (plan.runs > 0) {
       upload(w.run_len, plan.run_len);
       const block_view runs =
@@ -570,6 +603,7 @@ void MosaicEngine<Scalar, ExecSpace>::step_masked_block(batch_type& sb, block_vi
               : gather_runs(Xb, plan.run_off, w.run_off, w.run_len, plan.run_n);
       launch_blocked(sb, runs, w.run_len);
     }
+    if (plan.shared_runs > 0) launch_shared(sb, Xb, plan.shared_off, plan.shared_len, plan.shared_n);
     if (plan.steps > 0) {
       upload(w.step_on, plan.step_on);
       const sample_view x = plan.common_step_off >= 0
@@ -579,6 +613,34 @@ void MosaicEngine<Scalar, ExecSpace>::step_masked_block(batch_type& sb, block_vi
       launch_masked(sb, x, w.step_on);
     }
   }
+}
+
+template <class Scalar, class ExecSpace>
+void MosaicEngine<Scalar, ExecSpace>::launch_shared(batch_type& sb, block_view Xb, const std::vector<int>& off,
+                                                    const std::vector<int>& len, int n) const {
+  auto& w = runs_;
+  upload(w.shared_off, off);
+  upload(w.shared_len, len);
+  detail::SharedMaskRunStart<Scalar, ExecSpace> start{Xb,
+                                                      w.shared_off,
+                                                      w.shared_len,
+                                                      sb.U,
+                                                      sb.mu,
+                                                      sb.steps,
+                                                      w.shared_step0,
+                                                      w.shared_rows,
+                                                      w.shared_missing,
+                                                      w.shared_saved,
+                                                      w.gathered,
+                                                      n,
+                                                      d_,
+                                                      r_};
+  Kokkos::parallel_for("mosaic::masked_shared_start", team_policy(), start);
+  launch_blocked(sb, block_view(Kokkos::subview(w.gathered, Kokkos::ALL(), Kokkos::make_pair(0, n), Kokkos::ALL())),
+                 w.shared_len, w.shared_missing);
+  detail::SharedMaskRunEnd<functor_type> end{bind(sb),       w.shared_rows,  w.shared_missing,
+                                             w.shared_saved, w.shared_step0, blk_.reorth_at_block_end};
+  Kokkos::parallel_for("mosaic::masked_shared_end", team_policy(), end);
 }
 
 template <class Scalar, class ExecSpace>
@@ -594,9 +656,15 @@ auto MosaicEngine<Scalar, ExecSpace>::gather_runs(block_view Xb, const std::vect
 template <class Scalar, class ExecSpace>
 template <class Gemm>
 void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb, stream_counts stream_n,
+                                                   stream_counts shared_missing,
                                                    const detail::BlockGemmWork<Scalar, ExecSpace, Gemm>& work) const {
   detail::BlockFunctor<functor_type, Gemm> f(blk_, work);
   f.stream_n = stream_n;
+  f.shared_missing = shared_missing;
+  f.saved_rows = runs_.shared_saved;
+  f.skipped_steps = sb.skipped_steps;
+  f.missing_entries = sb.missing_entries;
+  f.cond_max = params_.missing_cond_max;
   f.base = bind(sb);
   f.Rfac = sb.Rfac;
   f.factor_age = sb.factor_age;

@@ -90,4 +90,32 @@ KOKKOS_INLINE_FUNCTION void team_span(const Member& m, int lo, int hi, const F& 
   }
 }
 
+// X <- L^-1 X for each column of an r x r matrix X (in place), L lower
+// triangular given entry by entry as L(i, k) (a lower factor, or the
+// transpose of an upper one): one column per thread, forward substitution
+// in increasing i. Ends with a team barrier.
+template <class Member, class LowerEntry, class XM>
+KOKKOS_INLINE_FUNCTION void lower_solve_columns(const Member& m, int r, const LowerEntry& L, const XM& X) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int c) {
+    for (int i = 0; i < r; ++i) {
+      auto v = X(i, c);
+      for (int k = 0; k < i; ++k) v -= L(i, k) * X(k, c);
+      X(i, c) = v / L(i, i);
+    }
+  });
+  m.team_barrier();
+}
+
+// out = A + s (Y^T Y) for r x r matrices, each sum over k in increasing
+// order. Ends with a team barrier.
+template <class Member, class AM, class T, class YM, class OM>
+KOKKOS_INLINE_FUNCTION void plus_gram(const Member& m, int r, const AM& A, T s, const YM& Y, const OM& out) {
+  for_each_entry(m, r, r, [&](const int a, const int c) {
+    T v = 0;
+    for (int k = 0; k < r; ++k) v += Y(k, a) * Y(k, c);
+    out(a, c) = A(a, c) + s * v;
+  });
+  m.team_barrier();
+}
+
 }  // namespace mosaic::detail

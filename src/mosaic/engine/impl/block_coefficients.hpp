@@ -14,6 +14,7 @@
 
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/frame_rotation.hpp"
+#include "mosaic/engine/impl/team_gram.hpp"
 #include "mosaic/engine/stream_batch.hpp"
 #include "mosaic/engine/team_cholesky.hpp"
 #include "mosaic/util/kokkos_compat.hpp"
@@ -40,11 +41,16 @@ enum BlockVec : int {
   bv_av,
   bv_bv,
   bv_x,
+  bv_zls,  // the shared-mask form (7.7.2): z_ls = C^-1 b, v = C^-1 g, vh = v / beta
+  bv_v,
+  bv_vh,
   bv_count
 };
 // Indices of the double r x r work matrices of one stream
-// (At = A^T; W0 = U0^T U0, measured when the block ends with a Cholesky-QR.)
-enum BlockMat : int { bm_S = 0, bm_Sp, bm_F, bm_F2, bm_At, bm_W0, bm_count };
+// (At = A^T; W0 = U0^T U0, measured when the block ends with a Cholesky-QR;
+// the shared-mask form's N = U0_M^T U0_M, K = C^-1 - I, the posterior
+// covariance P and a scratch Y.)
+enum BlockMat : int { bm_S = 0, bm_Sp, bm_F, bm_F2, bm_At, bm_W0, bm_N, bm_K, bm_P, bm_Y, bm_count };
 
 // What the blocked update does the same way whatever its GEMM kernel: the
 // bound state, the coefficient work arrays and the k coefficient steps.
@@ -75,6 +81,15 @@ struct BlockCoefficients {
   view_t<double****> dM;                  // B x bm_count x r x r
   view_t<double***> dv;                   // B x bv_count x max(r, k)
   view_t<double**> dsc;                   // B x 3: s2, clamped and unresolved-residual steps of the block
+  // A launch of 7.7.2's shared-mask form (impl/masked_blocks.hpp): stream
+  // b's run shares the missing rows whose U0 rows are saved_rows(b, 0..
+  // shared_missing(b)) (0: the stream's block has nothing missing); empty
+  // when the launch has no missing entries. The samples' missing entries
+  // hold mu0 (D_M = 0).
+  view_t<const int*> shared_missing;
+  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> saved_rows;  // B x d x r
+  view_t<std::int64_t*> skipped_steps, missing_entries;
+  double cond_max = 1e4;  // missing_cond_max (7.5)
   bool maintained = false;
   // reorthonormalize_every: auto for float: a Cholesky-QR at every block end
   // (base.reorth_every is then 0).
@@ -191,19 +206,67 @@ struct BlockCoefficients {
     return true;
   }
 
+  // 7.7.2: 7.3 part 1's factors of a run whose missing rows are the mrows
+  // rows saved_rows(b, ...) of U0, in double: N = U0_M^T U0_M, C = I - N =
+  // R_C^T R_C, K = N + Z^T Z with Z = R_C^-T N (= C^-1 - I). False when C
+  // does not factor or tr(C^-1) = r + tr(K) exceeds cond_max (7.5: every
+  // sample of the run is then skipped).
+  KOKKOS_INLINE_FUNCTION bool shared_mask_factors(const member_type& m, int b, int mrows) const {
+    const int r = base.r;
+    auto N = Kokkos::subview(dM, b, int(bm_N), Kokkos::ALL(), Kokkos::ALL());
+    auto K = Kokkos::subview(dM, b, int(bm_K), Kokkos::ALL(), Kokkos::ALL());
+    auto Z = Kokkos::subview(dM, b, int(bm_Y), Kokkos::ALL(), Kokkos::ALL());
+    auto Kraw = Kokkos::subview(dM, b, int(bm_P), Kokkos::ALL(), Kokkos::ALL());
+    auto RC = Kokkos::subview(dM, b, int(bm_F2), Kokkos::ALL(), Kokkos::ALL());
+    team_gram_lower<execution_space>(
+        m, r, mrows, [&](const int k) { return &saved_rows(b, k, 0); },
+        [&](const int k, const int a) { return saved_rows(b, k, a); }, N);
+    for_each_entry(m, r, r, [&](const int a, const int c) {
+      const double v = a >= c ? N(a, c) : N(c, a);
+      RC(a, c) = (a == c ? 1.0 : 0.0) - v;
+      Z(a, c) = v;
+    });
+    m.team_barrier();
+    for_each_entry(m, r, r, [&](const int a, const int c) {
+      if (a < c) N(a, c) = N(c, a);
+    });
+    m.team_barrier();
+    if (!cholesky_upper(m, RC, r)) return false;
+    lower_solve_columns(
+        m, r, [&](const int i, const int k) { return RC(k, i); }, Z);
+    plus_gram(m, r, N, 1.0, Z, Kraw);
+    symmetrize(m, r, Kraw, K);
+    m.team_barrier();
+    double trK = 0;
+    for (int j = 0; j < r; ++j) trK += K(j, j);
+    return double(r) + trK <= cond_max;
+  }
+
   // One MOSAIC step on the coefficients with sample t (1-based: column t - 1
   // of D). Returns 0 or a BreakdownCode; nothing is modified on failure.
+  // mrows > 0: 7.7.2's step for a run with mrows missing rows
+  // (shared_mask_factors has formed N and K): b = A^T G c + B^T H c,
+  // z_ls = b + K b, alpha = -A z_ls, beta = c - B z_ls, rho^2 with
+  // alpha^T C alpha, the posterior (7.3 part 2), v = C^-1 g and the rotation
+  // A += ((cos-1) A vh + sin alpha / rho) gh^T (B alike), n - r degrees of
+  // freedom; the rest is section 2's.
   // `unresolved`: the computed rho^2 is below 64 eps ||y_t||^2 (file comment).
-  KOKKOS_INLINE_FUNCTION int coef_step(const member_type& m, int b, int t, bool& clamped, bool& unresolved) const {
+  KOKKOS_INLINE_FUNCTION int coef_step(const member_type& m, int b, int t, int mrows, bool& clamped,
+                                       bool& unresolved) const {
     const int r = base.r, T = t;
     auto V = [&](int k) { return Kokkos::subview(dv, b, k, Kokkos::ALL()); };
     const auto c = V(bv_c), mv = V(bv_m), gc = V(bv_gc), hc = V(bv_hc), z = V(bv_z), w = V(bv_w), g = V(bv_g),
                gh = V(bv_gh), u = V(bv_u), alpha = V(bv_alpha), beta = V(bv_beta), gb = V(bv_gb), hb = V(bv_hb),
-               av = V(bv_av), bvv = V(bv_bv), xv = V(bv_x);
+               av = V(bv_av), bvv = V(bv_bv), xv = V(bv_x), zls = V(bv_zls), v = V(bv_v), vh = V(bv_vh);
+    const bool masked = mrows > 0;
     auto S = Kokkos::subview(dM, b, int(bm_S), Kokkos::ALL(), Kokkos::ALL());
     auto Sp = Kokkos::subview(dM, b, int(bm_Sp), Kokkos::ALL(), Kokkos::ALL());
     auto F = Kokkos::subview(dM, b, int(bm_F), Kokkos::ALL(), Kokkos::ALL());
     auto F2 = Kokkos::subview(dM, b, int(bm_F2), Kokkos::ALL(), Kokkos::ALL());
+    auto Nm = Kokkos::subview(dM, b, int(bm_N), Kokkos::ALL(), Kokkos::ALL());
+    auto Km = Kokkos::subview(dM, b, int(bm_K), Kokkos::ALL(), Kokkos::ALL());
+    auto P = Kokkos::subview(dM, b, int(bm_P), Kokkos::ALL(), Kokkos::ALL());
+    auto Y = Kokkos::subview(dM, b, int(bm_Y), Kokkos::ALL(), Kokkos::ALL());
     const double eta_S = double(base.eta_S), max_step = double(base.max_step);
 
     // y_t = D c, c = delta_t - m; z = A^T (G c) + B^T (H c) (rows of G^T, H, A, B).
@@ -220,17 +283,24 @@ struct BlockCoefficients {
     rows_times(m, T, T, dHp, K, &c(0), &hc(0), false);
     rows_times(m, r, r, dAp, r, &gc(0), &z(0), false);
     rows_times(m, r, T, dBp, r, &hc(0), &z(0), true);
+    // 7.7.2: z_ls = b + K b (here b = z).
+    if (masked) rows_times(m, r, r, &Km(0, 0), r, &z(0), &zls(0), false);
+    if (masked) Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { zls(j) += z(j); });
+    m.team_barrier();
+    const double* const zc = masked ? &zls(0) : &z(0);  // the coordinate the residual removes
     // e = U0 alpha + D beta: alpha = -A z (rows of At), beta = c - B z (rows of Bt).
-    rows_times(m, r, r, dAtp, r, &z(0), &alpha(0), false);
-    rows_times(m, T, r, dBtp, K, &z(0), &beta(0), false);
+    rows_times(m, r, r, dAtp, r, zc, &alpha(0), false);
+    rows_times(m, T, r, dBtp, K, zc, &beta(0), false);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int p) { alpha(p) = -alpha(p); });
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) { beta(j) = c(j) - beta(j); });
     m.team_barrier();
     rows_times(m, r, T, dGp, r, &beta(0), &gb(0), false);
     rows_times(m, T, T, dHp, K, &beta(0), &hb(0), false);
+    // 7.7.2: alpha^T C alpha = alpha^T alpha - alpha^T N alpha (U0_O^T U0_O = C).
+    if (masked) rows_times(m, r, r, &Nm(0, 0), r, &alpha(0), &xv(0), false);
     double aa = 0, agb = 0, bhb = 0, yy = 0;
     for (int a = 0; a < r; ++a) {
-      aa += alpha(a) * alpha(a);
+      aa += alpha(a) * (masked ? alpha(a) - xv(a) : alpha(a));
       agb += alpha(a) * gb(a);
     }
     for (int j = 0; j < T; ++j) {
@@ -243,16 +313,37 @@ struct BlockCoefficients {
     const double rho = kmath::sqrt(rho2);
     const double s2_old = dsc(b, 0);
 
-    // Precision solve w = S^{-1} z.
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = z(j); });
-    if (maintained) {
-      if (!ensure_factor(m, b)) return breakdown_s_not_spd;
-      auto R = Kokkos::subview(Rfac, b, Kokkos::ALL(), Kokkos::ALL());
-      solve_upper(m, R, w, r);
-    } else {
-      for_each_entry(m, r, r, [&](const int a, const int e) { F(a, e) = S(a, e); });
+    // Precision solve w = S^{-1} z; 7.7.2: the posterior (7.3 part 2) with
+    // Delta = s2 K: R^T R = S + Delta, w = (S + Delta)^-1 z_ls, z = z_ls -
+    // Delta w, P = Delta - Y^T Y with Y = R^-T Delta.
+    if (masked) {
+      for_each_entry(m, r, r, [&](const int a, const int e) {
+        F(a, e) = S(a, e) + s2_old * Km(a, e);
+        Y(a, e) = s2_old * Km(a, e);
+      });
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = zls(j); });
       if (!cholesky_upper(m, F, r)) return breakdown_s_not_spd;
       solve_upper(m, F, w, r);
+      rows_times(m, r, r, &Km(0, 0), r, &w(0), &xv(0), false);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { z(j) = zls(j) - s2_old * xv(j); });
+      lower_solve_columns(
+          m, r, [&](const int i, const int k) { return F(k, i); }, Y);
+      for_each_entry(m, r, r, [&](const int a, const int e) { F2(a, e) = s2_old * Km(a, e); });
+      m.team_barrier();
+      plus_gram(m, r, F2, -1.0, Y, Sp);
+      symmetrize(m, r, Sp, P);
+      m.team_barrier();
+    } else {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = z(j); });
+      if (maintained) {
+        if (!ensure_factor(m, b)) return breakdown_s_not_spd;
+        auto R = Kokkos::subview(Rfac, b, Kokkos::ALL(), Kokkos::ALL());
+        solve_upper(m, R, w, r);
+      } else {
+        for_each_entry(m, r, r, [&](const int a, const int e) { F(a, e) = S(a, e); });
+        if (!cholesky_upper(m, F, r)) return breakdown_s_not_spd;
+        solve_upper(m, F, w, r);
+      }
     }
     double q = 0;
     for (int j = 0; j < r; ++j) q += z(j) * w(j);
@@ -272,6 +363,11 @@ struct BlockCoefficients {
     } else {
       for_each_entry(m, r, r, [&](const int a, const int e) { Sp(a, e) = (1 - eta) * S(a, e) + eta * z(a) * z(e); });
     }
+    if (masked) {  // 7.3 part 4: P with weight 1 - exp(-eta) (exact) or eta
+      const double p_weight = base.exact ? -kmath::expm1(-eta) : eta;
+      m.team_barrier();
+      for_each_entry(m, r, r, [&](const int a, const int e) { Sp(a, e) += p_weight * P(a, e); });
+    }
 
     // Subspace direction g (old S).
     if (base.precision) {
@@ -289,14 +385,32 @@ struct BlockCoefficients {
           m, r, [&](const int j) { return S(j, j); }, z, g);
     }
     m.team_barrier();
-    const double gnorm = direction_norm<double>(g, r);
+    // 7.7.2: v = g + K g (= C^-1 g), beta = sqrt(g^T g + g^T K g) in place
+    // of ||g||, and the transport's extra noise term with gh^T K gh.
+    double gnorm = 0, ghKgh = 0;
+    if (masked) {
+      rows_times(m, r, r, &Km(0, 0), r, &g(0), &v(0), false);
+      double gg = 0, gKg = 0;
+      for (int a = 0; a < r; ++a) {
+        gg += g(a) * g(a);
+        gKg += g(a) * v(a);
+      }
+      m.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) { v(a) += g(a); });
+      m.team_barrier();
+      const double beta2 = gg + gKg;
+      gnorm = kmath::sqrt(beta2);
+      ghKgh = beta2 > 0.0 ? gKg / beta2 : 0.0;
+    } else {
+      gnorm = direction_norm<double>(g, r);
+    }
 
     // Rotation angle and transport of S'.
     const FrameRotation<double> rot = rotate_frame_transport_S<double>(m, r, rho, gnorm, double(base.tiny),
-                                                                       double(base.eta_U), s2_old, 0.0, g, gh, u, Sp);
+                                                                       double(base.eta_U), s2_old, ghKgh, g, gh, u, Sp);
     const bool rotate = rot.rotate;
     const double theta = rot.theta, sn = rot.sn, cm1 = rot.cm1;
-    const double s2_new = (1 - double(base.eta_s)) * s2_old + double(base.eta_s) * rho2 / double(base.d - r);
+    const double s2_new = (1 - double(base.eta_s)) * s2_old + double(base.eta_s) * rho2 / double(base.d - mrows - r);
 
     if (!step_update_is_finite<double>(m, r, Sp, rho2, q, gnorm, theta, s2_new)) return breakdown_nonfinite_update;
 
@@ -334,8 +448,12 @@ struct BlockCoefficients {
     // terms, so At and Bt stay the exact transposes), S, s2, mean
     // coefficients, factor.
     if (rotate) {
-      rows_times(m, r, r, dAtp, r, &gh(0), &av(0), false);   // A gh
-      rows_times(m, T, r, dBtp, K, &gh(0), &bvv(0), false);  // B gh
+      // A vh and B vh: vh = v / beta (7.7.2), gh without missing rows.
+      if (masked) Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) { vh(a) = v(a) / gnorm; });
+      m.team_barrier();
+      const double* const vhp = masked ? &vh(0) : &gh(0);
+      rows_times(m, r, r, dAtp, r, vhp, &av(0), false);   // A vh
+      rows_times(m, T, r, dBtp, K, vhp, &bvv(0), false);  // B vh
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r),
                            [&](const int p) { av(p) = cm1 * av(p) + sn * alpha(p) / rho; });
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T),

@@ -55,9 +55,13 @@ struct BlockFunctor : BlockCoefficients<Base> {
   using Coefficients::dv;
   using Coefficients::factor_age;
   using Coefficients::maintained;
+  using Coefficients::missing_entries;
   using Coefficients::n;
   using Coefficients::reorth_at_block_end;
   using Coefficients::reorthonormalize_coefficients;
+  using Coefficients::shared_mask_factors;
+  using Coefficients::shared_missing;
+  using Coefficients::skipped_steps;
   using Coefficients::stream_n;
   using Coefficients::Xb;
 
@@ -175,12 +179,17 @@ struct BlockFunctor : BlockCoefficients<Base> {
     }
     const int r = base.r;
     const std::int64_t step0 = base.steps(b);
+    // 7.7.2: the run's missing rows (0: nothing missing).
+    const int mrows = shared_missing.extent(0) > 0 ? shared_missing(b) : 0;
 
     // 1-2. G, H (widened to double) and the first non-finite sample; the
     // coefficients start at A = I, B = 0, m = 0.
-    // A Cholesky-QR at this block's end (step 4) needs U0^T U0 too.
+    // A Cholesky-QR at this block's end (step 4) needs U0^T U0 too; a
+    // shared-mask run takes it on U itself after its missing rows are put
+    // back (impl/masked_blocks.hpp, SharedMaskRunEnd).
     const int every = base.reorth_every;
-    const bool reorth_planned = reorth_at_block_end || (every > 0 && (step0 + nb) / every > step0 / every);
+    const bool reorth_planned =
+        mrows == 0 && (reorth_at_block_end || (every > 0 && (step0 + nb) / every > step0 / every));
     const int first_bad = form_gh(Gemm{}, m, b, reorth_planned);
     const int n_ok = first_bad < nb ? first_bad : nb;  // samples before the first non-finite one
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n_ok), [&](const int j) {
@@ -202,15 +211,25 @@ struct BlockFunctor : BlockCoefficients<Base> {
     });
     m.team_barrier();
 
-    // 3. The n steps on the coefficients.
+    // 3. The n steps on the coefficients. A shared-mask run whose C fails
+    // 7.5's tests skips every sample: its mean moves (m_t), nothing else.
+    const bool skip_run = mrows > 0 && !shared_mask_factors(m, b, mrows);
     int done = 0, code = 0;
     for (int t = 1; t <= nb; ++t) {
       if (t - 1 >= n_ok) {
         code = breakdown_nonfinite_sample;
         break;
       }
+      if (skip_run) {
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, t), [&](const int j) {
+          dv(b, bv_m, j) += double(base.eta_mu) * ((j == t - 1 ? 1.0 : 0.0) - dv(b, bv_m, j));
+        });
+        m.team_barrier();
+        done = t;
+        continue;
+      }
       bool clamped = false, unresolved = false;
-      code = coef_step(m, b, t, clamped, unresolved);
+      code = coef_step(m, b, t, mrows, clamped, unresolved);
       if (code != 0) break;
       if (clamped || unresolved)
         Kokkos::single(Kokkos::PerTeam(m), [&]() {
@@ -238,6 +257,10 @@ struct BlockFunctor : BlockCoefficients<Base> {
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
       if (done > 0) base.s2(b) = Scalar(dsc(b, 0));
       base.steps(b) = step0 + done;
+      if (mrows > 0) {  // as the masked step counts them: every sample taken, the failing one too
+        missing_entries(b) += std::int64_t(mrows) * (done + (code != 0 ? 1 : 0));
+        if (skip_run) skipped_steps(b) += done;
+      }
       base.clamped_steps(b) += std::int64_t(dsc(b, 1));
       base.unresolved_residual_steps(b) += std::int64_t(dsc(b, 2));
     });

@@ -1,23 +1,28 @@
 // A block of samples with missing entries cut into runs (ALGORITHM.md 7.7.3):
 // the maximal runs of complete samples (every entry finite, every
 // coordinate already seen) take the exact blocked form of section 6, the
-// other samples the masked sequential step (7.3, impl/masked_step.hpp). The
-// results are the sequential masked steps' up to rounding, as section 6's.
-// 7.7.2's shared-mask blocked form (outages) is not written: a run of
-// samples that share a mask steps one sample at a time.
+// maximal runs of two or more samples that miss the same coordinates (a
+// channel outage) 7.7.2's shared-mask blocked form, the other samples the
+// masked sequential step (7.3, impl/masked_step.hpp). The results are the
+// sequential masked steps' up to rounding, as section 6's.
 //
 // The streams of a batch cut their blocks at different samples, so the
 // engine's loop (MosaicEngine::step_masked_block) advances each stream by
 // one run per round: one blocked launch for the streams whose next sample
 // starts a complete run (each stream its own run length, the others sit the
-// launch out), then one masked sequential launch for the streams whose next
-// sample is masked (or an isolated complete one). Where the streams of a
-// launch start at different samples, their samples are gathered into a
-// block of their own first (GatherRuns); where they start at the same one,
-// the launch reads the block as it lies.
+// launch out), one shared-mask blocked launch for those whose next sample
+// starts a shared-mask run, then one masked sequential launch for the
+// streams whose next sample is masked otherwise (or an isolated complete
+// one). Where the streams of a launch start at different samples, their
+// samples are gathered into a block of their own first (GatherRuns);
+// where they start at the same one, the launch reads the block as it lies.
+// A shared-mask launch always gathers (SharedMaskRunStart): its missing
+// entries become mu0 (D_M = 0), and the U0 rows it must leave unchanged
+// are saved, to be put back after the launch (SharedMaskRunEnd; the blocked
+// form writes U0 A + D B on every row).
 //
-// Only a B x n byte per block crosses to the host (which samples are
-// complete), never a mask.
+// Only a B x n byte per block crosses to the host (what each sample is),
+// never a mask.
 #pragma once
 
 #include <cstdint>
@@ -25,23 +30,30 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "mosaic/engine/stream_batch.hpp"
 #include "mosaic/util/kokkos_compat.hpp"
 
 namespace mosaic {
 namespace detail {
 
-// complete(b, j) = 1 when sample j of stream b's block is finite in every
-// entry and every coordinate of stream b has been seen (7.6), else 0. A
-// coordinate not yet seen makes every sample of the block masked: the
-// masked step's seen rule then applies as in the sequential kernel.
+// What sample j of stream b's block is (SampleKinds), a set of flags:
+// sample_complete when every entry is finite and every coordinate of the
+// stream has been seen (7.6); sample_shareable when it has missing (NaN)
+// entries but no infinite one, every coordinate has been seen and at least
+// r + 1 are observed (7.5); sample_same_mask when it misses exactly the
+// coordinates sample j - 1 misses (j >= 1). A coordinate not yet seen makes
+// every sample of the block masked: the masked step's seen rule then
+// applies as in the sequential kernel.
+enum SampleKind : std::uint8_t { sample_complete = 1, sample_shareable = 2, sample_same_mask = 4 };
+
 template <class Scalar, class ExecSpace>
-struct CompleteSamples {
+struct SampleKinds {
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using memory_space = typename ExecSpace::memory_space;
   Kokkos::View<const Scalar***, Kokkos::LayoutStride, memory_space> Xb;  // B x n x d
   Kokkos::View<const std::uint8_t**, Kokkos::LayoutRight, memory_space> seen;
-  Kokkos::View<std::uint8_t**, Kokkos::LayoutRight, memory_space> complete;  // B x (>= n)
-  int n = 0, d = 0;
+  Kokkos::View<std::uint8_t**, Kokkos::LayoutRight, memory_space> kind;  // B x (>= n)
+  int n = 0, d = 0, r = 0;
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
     const int b = m.league_rank();
@@ -49,12 +61,26 @@ struct CompleteSamples {
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(m, d), [&](const int i, int& u) { u += seen(b, i) == 0 ? 1 : 0; }, unseen);
     for (int j = 0; j < n; ++j) {
-      int bad = 0;
-      if (unseen == 0)
+      // entries that are NaN, infinite, and NaN where sample j - 1's are not (or the reverse)
+      int nan = 0, inf = 0, changed = 0;
+      if (unseen == 0) {
         Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(m, d), [&](const int i, int& nb) { nb += kmath::isfinite(Xb(b, j, i)) ? 0 : 1; },
-            bad);
-      Kokkos::single(Kokkos::PerTeam(m), [&]() { complete(b, j) = unseen == 0 && bad == 0 ? 1 : 0; });
+            Kokkos::TeamThreadRange(m, d), [&](const int i, int& nn) { nn += kmath::isnan(Xb(b, j, i)) ? 1 : 0; }, nan);
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(m, d), [&](const int i, int& ni) { ni += kmath::isinf(Xb(b, j, i)) ? 1 : 0; }, inf);
+        if (j > 0)
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(m, d),
+              [&](const int i, int& nc) { nc += kmath::isnan(Xb(b, j, i)) != kmath::isnan(Xb(b, j - 1, i)) ? 1 : 0; },
+              changed);
+      }
+      Kokkos::single(Kokkos::PerTeam(m), [&]() {
+        int k = 0;
+        if (unseen == 0 && nan == 0 && inf == 0) k |= sample_complete;
+        if (unseen == 0 && nan > 0 && inf == 0 && d - nan >= r + 1) k |= sample_shareable;
+        if (unseen == 0 && j > 0 && changed == 0) k |= sample_same_mask;
+        kind(b, j) = std::uint8_t(k);
+      });
     }
   }
 };
@@ -79,42 +105,141 @@ struct GatherRuns {
   }
 };
 
-// The rounds of one block (host code): which streams take a blocked run and
-// how long, which take one masked step, from where. complete(b, j) is the
-// host copy of CompleteSamples. A complete run shorter than min_run samples
-// takes the sequential step (section 2 bit for bit in the masked kernel).
+// 7.7.2's launch, before: for each stream b with len(b) > 0, the missing
+// rows of its run (the NaN entries of sample off(b)) listed in
+// rows(b, 0..missing(b)), U0's rows there saved in saved(b, k, :), and the
+// run's samples gathered into out(b, j, :) with mu0 in place of a missing
+// entry (D_M = 0 exactly: mu0_i - mu0_i), its step count kept in
+// step0(b); missing(b) = 0 for the others.
+template <class Scalar, class ExecSpace>
+struct SharedMaskRunStart {
+  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using memory_space = typename ExecSpace::memory_space;
+  Kokkos::View<const Scalar***, Kokkos::LayoutStride, memory_space> Xb;  // B x (block) x d
+  Kokkos::View<const int*, Kokkos::LayoutRight, memory_space> off, len;
+  typename StreamBatch<Scalar, ExecSpace>::basis_view U;
+  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> mu;
+  Kokkos::View<const std::int64_t*, Kokkos::LayoutRight, memory_space> steps;
+  Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> step0;
+  Kokkos::View<int**, Kokkos::LayoutRight, memory_space> rows;       // B x d
+  Kokkos::View<int*, Kokkos::LayoutRight, memory_space> missing;     // B
+  Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space> saved;  // B x d x r
+  Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space> out;    // B x (>= n) x d
+  int n = 0, d = 0, r = 0;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
+    const int b = m.league_rank(), o = off(b), l = len(b);
+    if (l == 0) {
+      Kokkos::single(Kokkos::PerTeam(m), [&]() { missing(b) = 0; });
+      return;
+    }
+    int count = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, d), [&](const int i, int& c) { c += kmath::isnan(Xb(b, o, i)) ? 1 : 0; }, count);
+    Kokkos::parallel_scan(Kokkos::TeamThreadRange(m, d), [&](const int i, int& pos, const bool final) {
+      const bool take = kmath::isnan(Xb(b, o, i));
+      if (final && take) rows(b, pos) = i;
+      pos += take ? 1 : 0;
+    });
+    Kokkos::single(Kokkos::PerTeam(m), [&]() {
+      missing(b) = count;
+      step0(b) = steps(b);
+    });
+    m.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count * r), [&](const int e) {
+      const int k = e / r, a = e - k * r;
+      saved(b, k, a) = U(b, rows(b, k), a);
+    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n * d), [&](const int e) {
+      const int j = e / d, i = e - j * d;
+      const Scalar x = j < l ? Xb(b, o + j, i) : Scalar(0);
+      out(b, j, i) = kmath::isnan(x) ? mu(b, i) : x;
+    });
+  }
+};
+
+// 7.7.2's launch, after: the saved rows of U0 put back (the observed
+// rotation leaves U_M unchanged; the blocked form wrote U0_M A there), then
+// the Cholesky-QR of U that section 6 takes at a block end (float's auto, or
+// reorthonormalize_every crossed since the run's first step step0(b)),
+// taken on U itself, with S rotated (StepFunctor::reorthonormalize).
+template <class StepFunctor>
+struct SharedMaskRunEnd {
+  using Scalar = typename StepFunctor::scalar_type;
+  using execution_space = typename StepFunctor::execution_space;
+  using memory_space = typename execution_space::memory_space;
+  using member_type = typename StepFunctor::member_type;
+  StepFunctor base;
+  Kokkos::View<const int**, Kokkos::LayoutRight, memory_space> rows;
+  Kokkos::View<const int*, Kokkos::LayoutRight, memory_space> missing;
+  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> saved;
+  Kokkos::View<const std::int64_t*, Kokkos::LayoutRight, memory_space> step0;
+  bool reorth_at_block_end = false;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
+    const int b = m.league_rank(), count = missing(b), r = base.r;
+    if (count == 0) return;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count * r), [&](const int e) {
+      const int k = e / r, a = e - k * r;
+      base.U(b, rows(b, k), a) = saved(b, k, a);
+    });
+    m.team_barrier();
+    const std::int64_t s0 = step0(b), s1 = base.steps(b);
+    const int every = base.reorth_every;
+    const bool due = reorth_at_block_end || (every > 0 && s1 / every > s0 / every);
+    if (base.status(b) == 0 && s1 > s0 && due) base.reorthonormalize(m, b, s1 - 1);
+  }
+};
+
+// The rounds of one block (host code): which streams take a blocked run,
+// which a shared-mask run, and how long, which take one masked step, from
+// where. kind(b, j) is the host copy of SampleKinds. A complete run
+// shorter than min_run samples takes the sequential step (section 2 bit
+// for bit in the masked kernel), a shared-mask one the masked step;
+// shared-mask runs only where the engine has 7.7.2's form (`shared`).
 class MaskedBlockPlan {
  public:
   static constexpr int min_run = 2;
 
   // After next(): run_len[b] > 0 for the streams of the blocked launch
-  // (their run starts at sample run_off[b]), step_on[b] = 1 for those of
-  // the masked launch (sample step_off[b]); runs / steps count them, run_n
-  // is the longest run, common_run_off / common_step_off the one start the
-  // launch's streams share, or -1.
-  std::vector<int> run_off, run_len, step_off, step_on;
-  int runs = 0, steps = 0, run_n = 0, common_run_off = -1, common_step_off = -1;
+  // (their run starts at sample run_off[b]), shared_len[b] > 0 for those
+  // of the shared-mask launch (from shared_off[b]), step_on[b] = 1 for
+  // those of the masked launch (sample step_off[b]); runs / shared_runs /
+  // steps count them, run_n / shared_n are the longest runs,
+  // common_run_off / common_step_off the one start the launch's streams
+  // share, or -1.
+  std::vector<int> run_off, run_len, shared_off, shared_len, step_off, step_on;
+  int runs = 0, shared_runs = 0, steps = 0, run_n = 0, shared_n = 0, common_run_off = -1, common_step_off = -1;
 
-  MaskedBlockPlan(int batch, int n)
+  MaskedBlockPlan(int batch, int n, bool shared)
       : run_off(std::size_t(batch), 0),
         run_len(std::size_t(batch), 0),
+        shared_off(std::size_t(batch), 0),
+        shared_len(std::size_t(batch), 0),
         step_off(std::size_t(batch), 0),
         step_on(std::size_t(batch), 0),
         n_(n),
+        shared_(shared),
         pos_(std::size_t(batch), 0) {}
 
   // The next round; false when every stream has taken all n samples.
-  template <class Complete>
-  bool next(const Complete& complete) {
-    runs = steps = run_n = 0;
+  template <class Kind>
+  bool next(const Kind& kind) {
+    runs = shared_runs = steps = run_n = shared_n = 0;
     common_run_off = common_step_off = -1;
     bool run_offs_differ = false, step_offs_differ = false;
+    const auto is = [&](int b, int j, int k) { return (kind(b, j) & k) != 0; };
     for (std::size_t b = 0; b < pos_.size(); ++b) {
-      const int p = pos_[b];
-      run_len[b] = step_on[b] = 0;
+      const int p = pos_[b], bi = int(b);
+      run_len[b] = shared_len[b] = step_on[b] = 0;
       if (p >= n_) continue;
       int l = 0;
-      while (p + l < n_ && complete(int(b), p + l)) ++l;
+      while (p + l < n_ && is(bi, p + l, sample_complete)) ++l;
+      int ls = 0;
+      if (l < min_run && shared_ && is(bi, p, sample_shareable)) {
+        ls = 1;
+        while (p + ls < n_ && is(bi, p + ls, sample_shareable) && is(bi, p + ls, sample_same_mask)) ++ls;
+      }
       if (l >= min_run) {
         run_off[b] = p;
         run_len[b] = l;
@@ -123,6 +248,12 @@ class MaskedBlockPlan {
         common_run_off = p;
         ++runs;
         pos_[b] = p + l;
+      } else if (ls >= min_run) {
+        shared_off[b] = p;
+        shared_len[b] = ls;
+        shared_n = ls > shared_n ? ls : shared_n;
+        ++shared_runs;
+        pos_[b] = p + ls;
       } else {
         step_off[b] = p;
         step_on[b] = 1;
@@ -134,11 +265,12 @@ class MaskedBlockPlan {
     }
     if (run_offs_differ) common_run_off = -1;
     if (step_offs_differ) common_step_off = -1;
-    return runs + steps > 0;
+    return runs + shared_runs + steps > 0;
   }
 
  private:
   int n_;
+  bool shared_;
   std::vector<int> pos_;  // each stream's next sample
 };
 

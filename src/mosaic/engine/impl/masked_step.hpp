@@ -50,6 +50,7 @@
 #include "mosaic/algorithm/params.hpp"
 #include "mosaic/engine/frame_rotation.hpp"
 #include "mosaic/engine/impl/sequential_step.hpp"
+#include "mosaic/engine/impl/team_gram.hpp"
 #include "mosaic/engine/stream_batch.hpp"
 #include "mosaic/util/kokkos_compat.hpp"
 #include "mosaic/util/team_loops.hpp"
@@ -122,70 +123,13 @@ struct MaskedStepFunctor {
     m.team_barrier();
   }
 
-  // x <- L^-1 x for each column of an r x r matrix (in place in X), L lower
-  // triangular: one column per thread, forward substitution in increasing i.
-  template <class LM, class XM>
-  KOKKOS_INLINE_FUNCTION void lower_solve_columns(const member_type& m, const LM& L, const XM& X) const {
-    const int r = base.r;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int c) {
-      for (int i = 0; i < r; ++i) {
-        Scalar v = X(i, c);
-        for (int k = 0; k < i; ++k) v -= L(i, k) * X(k, c);
-        X(i, c) = v / L(i, i);
-      }
-    });
-    m.team_barrier();
-  }
-
   // The lower triangle of G = U_R^T U_R over the rows R = widx(b, 0..rows)
-  // (the missing or the observed ones), each entry one running sum over the
-  // rows in increasing order, as the reference (its upper triangle is the
-  // same numbers: u_a u_c = u_c u_a). Device: one entry per thread, the
-  // rows' reads coalesced down the column-major basis. Host: rank-one
-  // updates row after row into the lower triangle, each thread its block of
-  // rows of G (k outermost, so a row of U is read once and its r entries
-  // are contiguous): the same sums in the same order, without the device
-  // form's strided gathers (7.8's SYRK measured at 1-2 GFLOP/s that way).
+  // (the missing or the observed ones), as the reference sums it.
   template <class BM, class GM>
   KOKKOS_INLINE_FUNCTION void gram_rows(const member_type& m, int b, const BM& Ub, int rows, const GM& G) const {
-    const int r = base.r;
-    if constexpr (is_host_space<ExecSpace>) {
-      const int T = m.team_size(), t = m.team_rank();
-      const int a0 = r * t / T, a1 = r * (t + 1) / T;
-      for (int a = a0; a < a1; ++a)
-        for (int c = 0; c <= a; ++c) G(a, c) = Scalar(0);
-      for (int k = 0; k < rows; ++k) {
-        const Scalar* ui = &Ub(widx(b, k), 0);
-        for (int a = a0; a < a1; ++a) {
-          const Scalar ua = ui[a];
-          Scalar* ga = &G(a, 0);
-          for (int c = 0; c <= a; ++c) ga[c] += ua * ui[c];
-        }
-      }
-    } else {
-      for_each_entry(m, r, r, [&](const int a, const int c) {
-        if (c > a) return;
-        Scalar s = 0;
-        for (int k = 0; k < rows; ++k) {
-          const int i = widx(b, k);
-          s += Ub(i, a) * Ub(i, c);
-        }
-        G(a, c) = s;
-      });
-    }
-    m.team_barrier();
-  }
-
-  // out = A + s (Y^T Y) entrywise, each sum over k in increasing order.
-  template <class AM, class YM, class OM>
-  KOKKOS_INLINE_FUNCTION void plus_gram(const member_type& m, const AM& A, Scalar s, const YM& Y, const OM& out) const {
-    const int r = base.r;
-    for_each_entry(m, r, r, [&](const int a, const int c) {
-      Scalar v = 0;
-      for (int k = 0; k < r; ++k) v += Y(k, a) * Y(k, c);
-      out(a, c) = A(a, c) + s * v;
-    });
-    m.team_barrier();
+    team_gram_lower<ExecSpace>(
+        m, base.r, rows, [&](const int k) { return &Ub(widx(b, k), 0); },
+        [&](const int k, const int a) { return Ub(widx(b, k), a); }, G);
   }
 
   // 7.3 part 1's factors: the rows of the smaller of O and M (rows of them)
@@ -227,8 +171,8 @@ struct MaskedStepFunctor {
     if (!base.cholesky(m, C)) return false;  // C's lower triangle is L_C
     for_each_entry(m, r, r, [&](const int a, const int c) { Z(a, c) = N(a, c); });
     m.team_barrier();
-    lower_solve_columns(m, C, Z);
-    plus_gram(m, N, Scalar(1), Z, Kraw);
+    lower_solve_columns(m, r, C, Z);
+    plus_gram(m, r, N, Scalar(1), Z, Kraw);
     symmetrize(m, r, Kraw, K);
     m.team_barrier();
     return true;
@@ -360,8 +304,8 @@ struct MaskedStepFunctor {
         for (int k = 0; k < r; ++k) dw += Delta(j, k) * w(k);
         z(j) = zls(j) - dw;
       });
-      lower_solve_columns(m, L, P);
-      plus_gram(m, Delta, Scalar(-1), P, Kraw);  // Delta - Y^T Y
+      lower_solve_columns(m, r, L, P);
+      plus_gram(m, r, Delta, Scalar(-1), P, Kraw);  // Delta - Y^T Y
       symmetrize(m, r, Kraw, P);
     }
     m.team_barrier();
