@@ -333,8 +333,9 @@ class MosaicEngine {
 
   // 7.7.2: the shared-mask runs of a round (stream b's len[b] samples of Xb
   // from off[b]; impl/masked_blocks.hpp): gathered with D_M = 0, the
-  // blocked update with the masked coefficient steps, U0's missing rows put
-  // back and a Cholesky-QR where one is due.
+  // blocked update with the masked coefficient steps (and the Cholesky-QR on
+  // the coefficients where one is due), U0's missing rows put back (times
+  // R^-1 after a Cholesky-QR).
   void launch_shared(batch_type& sb, block_view Xb, const std::vector<int>& off, const std::vector<int>& len,
                      int n) const;
 
@@ -638,8 +639,19 @@ void MosaicEngine<Scalar, ExecSpace>::launch_shared(batch_type& sb, block_view X
   Kokkos::parallel_for("mosaic::masked_shared_start", team_policy(), start);
   launch_blocked(sb, block_view(Kokkos::subview(w.gathered, Kokkos::ALL(), Kokkos::make_pair(0, n), Kokkos::ALL())),
                  w.shared_len, w.shared_missing);
-  detail::SharedMaskRunEnd<functor_type> end{bind(sb),       w.shared_rows,  w.shared_missing,
-                                             w.shared_saved, w.shared_step0, blk_.reorth_at_block_end};
+  detail::SharedMaskRunEnd<Scalar, ExecSpace> end;
+  end.U = sb.U;
+  end.steps = sb.steps;
+  end.status = sb.status;
+  end.rows = w.shared_rows;
+  end.missing = w.shared_missing;
+  end.saved = w.shared_saved;
+  end.step0 = w.shared_step0;
+  end.dM = blk_.dM;
+  end.r = r_;
+  end.reorth_every = f_.reorth_every;
+  end.r_index = int(detail::bm_F2);
+  end.reorth_at_block_end = blk_.reorth_at_block_end;
   Kokkos::parallel_for("mosaic::masked_shared_end", team_policy(), end);
 }
 

@@ -494,9 +494,11 @@ struct BlockCoefficients {
     return 0;
   }
   // The Cholesky-QR of U = U0 A + D B on the coefficients (file comment,
-  // step 4), after `done` steps: U^T U = R^T R, A <- A R^-1, B <- B R^-1,
-  // S <- R S R^T. False (nothing changed) if U^T U does not factor.
-  KOKKOS_INLINE_FUNCTION bool reorthonormalize_coefficients(const member_type& m, int b, int done) const;
+  // step 4), after `done` steps: U^T U = R^T R (R left in dM(b, bm_F2)),
+  // A <- A R^-1, B <- B R^-1, S <- R S R^T. mrows > 0: a shared-mask run
+  // whose mrows missing rows stay U0's (7.7.2). False (nothing changed) if
+  // U^T U does not factor.
+  KOKKOS_INLINE_FUNCTION bool reorthonormalize_coefficients(const member_type& m, int b, int done, int mrows) const;
 };
 
 }  // namespace detail

@@ -1,7 +1,10 @@
 // The Cholesky-QR of the new basis on the blocked update's coefficients
 // (blocked_step.hpp, step 4): U^T U from the products and the
 // coefficients, its Cholesky factor R, then A, B and S rotated by it, so
-// that the one GEMM that forms U writes the re-orthonormalized basis.
+// that the one GEMM that forms U writes the re-orthonormalized basis. A
+// shared-mask run (7.7.2) keeps U0's missing rows, so its U^T U swaps
+// their A^T N A for N, and their R^-1 is applied when they are put back
+// (impl/masked_blocks.hpp, SharedMaskRunEnd).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -15,7 +18,7 @@ namespace detail {
 
 template <class Base>
 KOKKOS_INLINE_FUNCTION bool BlockCoefficients<Base>::reorthonormalize_coefficients(const member_type& m, int b,
-                                                                                   int done) const {
+                                                                                   int done, int mrows) const {
   const int r = base.r, K = done;
   auto W0 = Kokkos::subview(dM, b, int(bm_W0), Kokkos::ALL(), Kokkos::ALL());
   auto P = Kokkos::subview(dM, b, int(bm_F), Kokkos::ALL(), Kokkos::ALL());    // W0 A + G B
@@ -53,6 +56,21 @@ KOKKOS_INLINE_FUNCTION bool BlockCoefficients<Base>::reorthonormalize_coefficien
     for (int a = lo; a < hi; ++a) combine(&Gr(a, 0), &dM(b, bm_At, a, 0), &dBt(b, a, 0), &P(0, 0), &dQ(b, 0, 0), 1, K);
   });
   m.team_barrier();
+  if (mrows > 0) {  // Gr += N - A^T N A (T1 = N A)
+    auto N = Kokkos::subview(dM, b, int(bm_N), Kokkos::ALL(), Kokkos::ALL());
+    team_share(m, r, [&](const int lo, const int hi) {
+      for (int q = lo; q < hi; ++q) combine(&T1(q, 0), &N(q, 0), &N(q, 0), Ap, Ap, 1, 0);
+    });
+    m.team_barrier();
+    team_share(m, r, [&](const int lo, const int hi) {
+      for (int a = lo; a < hi; ++a) {
+        double* const row = &P(a, 0);  // (A^T N A)(a, :)
+        combine(row, &dM(b, bm_At, a, 0), &dM(b, bm_At, a, 0), &T1(0, 0), &T1(0, 0), 1, 0);
+        for (int c = 0; c < r; ++c) Gr(a, c) += N(a, c) - row[c];
+      }
+    });
+    m.team_barrier();
+  }
   if (!cholesky_upper(m, Gr, r)) return false;
   // Rows x of A and B: x <- x R^-1 (x R = old x, forward in the columns),
   // right-looking: once x[q] is final, subtract x[q] R(q, c) from every

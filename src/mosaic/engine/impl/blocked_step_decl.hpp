@@ -184,12 +184,9 @@ struct BlockFunctor : BlockCoefficients<Base> {
 
     // 1-2. G, H (widened to double) and the first non-finite sample; the
     // coefficients start at A = I, B = 0, m = 0.
-    // A Cholesky-QR at this block's end (step 4) needs U0^T U0 too; a
-    // shared-mask run takes it on U itself after its missing rows are put
-    // back (impl/masked_blocks.hpp, SharedMaskRunEnd).
+    // A Cholesky-QR at this block's end (step 4) needs U0^T U0 too.
     const int every = base.reorth_every;
-    const bool reorth_planned =
-        mrows == 0 && (reorth_at_block_end || (every > 0 && (step0 + nb) / every > step0 / every));
+    const bool reorth_planned = reorth_at_block_end || (every > 0 && (step0 + nb) / every > step0 / every);
     const int first_bad = form_gh(Gemm{}, m, b, reorth_planned);
     const int n_ok = first_bad < nb ? first_bad : nb;  // samples before the first non-finite one
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n_ok), [&](const int j) {
@@ -244,7 +241,7 @@ struct BlockFunctor : BlockCoefficients<Base> {
     // one is due, then the state after the last completed step.
     int reorth_code = 0;
     if (code == 0 && done > 0 && reorth_planned) {
-      if (!reorthonormalize_coefficients(m, b, done)) reorth_code = breakdown_reorthonormalize;
+      if (!reorthonormalize_coefficients(m, b, done, mrows)) reorth_code = breakdown_reorthonormalize;
       // S was rotated (S <- R S R^T): the maintained factor no longer
       // matches it; take a fresh one at the next step (no drift recorded).
       else if (maintained) Kokkos::single(Kokkos::PerTeam(m), [&]() { factor_age(b) = -1; });

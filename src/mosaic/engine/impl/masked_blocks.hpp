@@ -159,35 +159,46 @@ struct SharedMaskRunStart {
 };
 
 // 7.7.2's launch, after: the saved rows of U0 put back (the observed
-// rotation leaves U_M unchanged; the blocked form wrote U0_M A there), then
-// the Cholesky-QR of U that section 6 takes at a block end (float's auto, or
-// reorthonormalize_every crossed since the run's first step step0(b)),
-// taken on U itself, with S rotated (StepFunctor::reorthonormalize).
-template <class StepFunctor>
+// rotation leaves U_M unchanged; the blocked form wrote U0_M A there), times
+// R^-1 where the launch ended with the Cholesky-QR on the coefficients
+// (section 6's at a block end: float's auto, or reorthonormalize_every
+// crossed since the run's first step step0(b); R in R(b) =
+// dM(b, bm_F2, :, :), impl/block_reorthonormalize.hpp).
+template <class Scalar, class ExecSpace>
 struct SharedMaskRunEnd {
-  using Scalar = typename StepFunctor::scalar_type;
-  using execution_space = typename StepFunctor::execution_space;
-  using memory_space = typename execution_space::memory_space;
-  using member_type = typename StepFunctor::member_type;
-  StepFunctor base;
+  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using memory_space = typename ExecSpace::memory_space;
+  typename StreamBatch<Scalar, ExecSpace>::basis_view U;
+  Kokkos::View<const std::int64_t*, Kokkos::LayoutRight, memory_space> steps;
+  Kokkos::View<const int*, Kokkos::LayoutRight, memory_space> status;
   Kokkos::View<const int**, Kokkos::LayoutRight, memory_space> rows;
   Kokkos::View<const int*, Kokkos::LayoutRight, memory_space> missing;
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> saved;
   Kokkos::View<const std::int64_t*, Kokkos::LayoutRight, memory_space> step0;
+  Kokkos::View<const double****, Kokkos::LayoutRight, memory_space> dM;  // the blocked coefficients' matrices
+  int r = 0, reorth_every = 0, r_index = 0;                              // r_index: bm_F2
   bool reorth_at_block_end = false;
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
-    const int b = m.league_rank(), count = missing(b), r = base.r;
+    const int b = m.league_rank(), count = missing(b);
     if (count == 0) return;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count * r), [&](const int e) {
-      const int k = e / r, a = e - k * r;
-      base.U(b, rows(b, k), a) = saved(b, k, a);
+    const std::int64_t s0 = step0(b), s1 = steps(b);
+    const bool due = reorth_at_block_end || (reorth_every > 0 && s1 / reorth_every > s0 / reorth_every);
+    const bool rotated = status(b) == 0 && s1 > s0 && due;
+    // Each row x <- x R^-1 (x R = the saved row: forward in the columns,
+    // each sum in double in increasing q over the entries already written).
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count), [&](const int k) {
+      const int i = rows(b, k);
+      for (int c = 0; c < r; ++c) {
+        double x = double(saved(b, k, c));
+        if (rotated) {
+          for (int q = 0; q < c; ++q) x -= double(U(b, i, q)) * dM(b, r_index, q, c);
+          x /= dM(b, r_index, c, c);
+        }
+        U(b, i, c) = Scalar(x);
+      }
     });
     m.team_barrier();
-    const std::int64_t s0 = step0(b), s1 = base.steps(b);
-    const int every = base.reorth_every;
-    const bool due = reorth_at_block_end || (every > 0 && s1 / every > s0 / every);
-    if (base.status(b) == 0 && s1 > s0 && due) base.reorthonormalize(m, b, s1 - 1);
   }
 };
 
