@@ -30,6 +30,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/stream_batch.hpp"
 #include "mosaic/util/kokkos_compat.hpp"
 
@@ -85,6 +86,24 @@ struct SampleKinds {
   }
 };
 
+// f(j, i) for every entry of a team's n x d samples: on devices one entry
+// per thread (coalesced along i); on host spaces a thread per sample, its
+// entries a plain loop that vectorizes (the flattened index's division per
+// entry made a gathered block cost about as much as its steps).
+template <class ExecSpace, class Member, class F>
+KOKKOS_INLINE_FUNCTION void for_each_sample_entry(const Member& m, int n, int d, const F& f) {
+  if constexpr (is_host_space<ExecSpace>) {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n), [&](const int j) {
+      for (int i = 0; i < d; ++i) f(j, i);
+    });
+  } else {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n * d), [&](const int e) {
+      const int j = e / d;
+      f(j, e - j * d);
+    });
+  }
+}
+
 // out(b, j, :) = Xb(b, off(b) + j, :) for j < len(b), 0 for len(b) <= j < n:
 // the samples of each stream's run at the front of a block of its own.
 template <class Scalar, class ExecSpace>
@@ -98,10 +117,8 @@ struct GatherRuns {
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
     const int b = m.league_rank(), o = off(b), l = len(b);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n * d), [&](const int e) {
-      const int j = e / d, i = e - j * d;
-      out(b, j, i) = j < l ? Xb(b, o + j, i) : Scalar(0);
-    });
+    for_each_sample_entry<ExecSpace>(
+        m, n, d, [&](const int j, const int i) { out(b, j, i) = j < l ? Xb(b, o + j, i) : Scalar(0); });
   }
 };
 
@@ -150,8 +167,7 @@ struct SharedMaskRunStart {
       const int k = e / r, a = e - k * r;
       saved(b, k, a) = U(b, rows(b, k), a);
     });
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n * d), [&](const int e) {
-      const int j = e / d, i = e - j * d;
+    for_each_sample_entry<ExecSpace>(m, n, d, [&](const int j, const int i) {
       const Scalar x = j < l ? Xb(b, o + j, i) : Scalar(0);
       out(b, j, i) = kmath::isnan(x) ? mu(b, i) : x;
     });
