@@ -125,24 +125,32 @@ KOKKOS_INLINE_FUNCTION void lower_solve_columns(const Member& m, int r, const Lo
   m.team_barrier();
 }
 
-// out = A + s (Y^T Y) for r x r matrices, each sum over k in increasing
-// order (the same arithmetic in both forms). Devices: one entry per thread.
-// Host spaces: each thread its rows a of out, accumulated over k with the
-// columns a unit-stride loop (out must not alias A or Y). Ends with a team
-// barrier.
+// out = A + s (Y^T Y) for r x r matrices with A symmetric (the callers' N
+// and Delta), each sum over k in increasing order (the same arithmetic in
+// both forms). Devices: one entry per thread. Host spaces: each thread its
+// rows a of out's lower triangle, accumulated over k with the columns a
+// unit-stride loop, then the upper triangle mirrored from it: the same
+// numbers, since out(a, c) and out(c, a) are the same sums of the same
+// products (A symmetric), at half the multiply-adds. out must not alias A
+// or Y. Ends with a team barrier.
 template <class Member, class AM, class T, class YM, class OM>
 KOKKOS_INLINE_FUNCTION void plus_gram(const Member& m, int r, const AM& A, T s, const YM& Y, const OM& out) {
   using space = typename Member::execution_space;
   if constexpr (Kokkos::SpaceAccessibility<space, Kokkos::HostSpace>::accessible) {
     team_share(m, r, [&](const int lo, const int hi) {
       for (int a = lo; a < hi; ++a) {
-        for (int c = 0; c < r; ++c) out(a, c) = T(0);
+        for (int c = 0; c <= a; ++c) out(a, c) = T(0);
         for (int k = 0; k < r; ++k) {
           const T yka = Y(k, a);
-          for (int c = 0; c < r; ++c) out(a, c) += yka * Y(k, c);
+          for (int c = 0; c <= a; ++c) out(a, c) += yka * Y(k, c);
         }
-        for (int c = 0; c < r; ++c) out(a, c) = A(a, c) + s * out(a, c);
+        for (int c = 0; c <= a; ++c) out(a, c) = A(a, c) + s * out(a, c);
       }
+    });
+    m.team_barrier();
+    team_share(m, r, [&](const int lo, const int hi) {
+      for (int a = lo; a < hi; ++a)
+        for (int c = a + 1; c < r; ++c) out(a, c) = out(c, a);
     });
   } else {
     for_each_entry(m, r, r, [&](const int a, const int c) {
