@@ -383,7 +383,7 @@ class MosaicEngine {
       w.shared_missing = decltype(w.shared_missing)("mosaic::masked_shared_missing", batch_);
       w.shared_rows = decltype(w.shared_rows)("mosaic::masked_shared_rows", batch_, d_);
       w.shared_saved = decltype(w.shared_saved)("mosaic::masked_shared_saved", batch_, d_, r_);
-      w.shared_step0 = decltype(w.shared_step0)("mosaic::masked_shared_step0", batch_);
+      w.shared_reorths0 = decltype(w.shared_reorths0)("mosaic::masked_shared_reorths0", batch_);
     }
   }
 
@@ -493,11 +493,11 @@ class MosaicEngine {
     stream_ints run_off, run_len, step_off, step_on;                      // B
     Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space> gathered;  // B x k x d
     // 7.7.2: the runs, their missing rows (B x d) and U0 there (B x d x r),
-    // each stream's step count before the launch
+    // each stream's count of Cholesky-QRs before the launch
     stream_ints shared_off, shared_len, shared_missing;
     Kokkos::View<int**, Kokkos::LayoutRight, memory_space> shared_rows;
     Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space> shared_saved;
-    Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> shared_step0;
+    Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> shared_reorths0;
   } runs_;
   bool shared_runs_ = false;  // 7.7.2's form is taken (allocate_masked_runs)
   bool maintained_ = false, vendor_over_streams_allowed_ = false, vendor_over_streams_ = false, phase_timing_ = false;
@@ -627,8 +627,8 @@ void MosaicEngine<Scalar, ExecSpace>::launch_shared(batch_type& sb, block_view X
                                                       w.shared_len,
                                                       sb.U,
                                                       sb.mu,
-                                                      sb.steps,
-                                                      w.shared_step0,
+                                                      sb.reorthonormalizations,
+                                                      w.shared_reorths0,
                                                       w.shared_rows,
                                                       w.shared_missing,
                                                       w.shared_saved,
@@ -641,17 +641,14 @@ void MosaicEngine<Scalar, ExecSpace>::launch_shared(batch_type& sb, block_view X
                  w.shared_len, w.shared_missing);
   detail::SharedMaskRunEnd<Scalar, ExecSpace> end;
   end.U = sb.U;
-  end.steps = sb.steps;
-  end.status = sb.status;
+  end.reorths = sb.reorthonormalizations;
   end.rows = w.shared_rows;
   end.missing = w.shared_missing;
   end.saved = w.shared_saved;
-  end.step0 = w.shared_step0;
+  end.reorths0 = w.shared_reorths0;
   end.dM = blk_.dM;
   end.r = r_;
-  end.reorth_every = f_.reorth_every;
   end.r_index = int(detail::bm_F2);
-  end.reorth_at_block_end = blk_.reorth_at_block_end;
   Kokkos::parallel_for("mosaic::masked_shared_end", team_policy(), end);
 }
 

@@ -126,8 +126,8 @@ struct GatherRuns {
 // rows of its run (the NaN entries of sample off(b)) listed in
 // rows(b, 0..missing(b)), U0's rows there saved in saved(b, k, :), and the
 // run's samples gathered into out(b, j, :) with mu0 in place of a missing
-// entry (D_M = 0 exactly: mu0_i - mu0_i), its step count kept in
-// step0(b); missing(b) = 0 for the others.
+// entry (D_M = 0 exactly: mu0_i - mu0_i), its count of Cholesky-QRs kept
+// in reorths0(b); missing(b) = 0 for the others.
 template <class Scalar, class ExecSpace>
 struct SharedMaskRunStart {
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
@@ -136,8 +136,8 @@ struct SharedMaskRunStart {
   Kokkos::View<const int*, Kokkos::LayoutRight, memory_space> off, len;
   typename StreamBatch<Scalar, ExecSpace>::basis_view U;
   Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> mu;
-  Kokkos::View<const std::int64_t*, Kokkos::LayoutRight, memory_space> steps;
-  Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> step0;
+  Kokkos::View<const std::int64_t*, Kokkos::LayoutRight, memory_space> reorths;
+  Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> reorths0;
   Kokkos::View<int**, Kokkos::LayoutRight, memory_space> rows;       // B x d
   Kokkos::View<int*, Kokkos::LayoutRight, memory_space> missing;     // B
   Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space> saved;  // B x d x r
@@ -160,7 +160,7 @@ struct SharedMaskRunStart {
     });
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
       missing(b) = count;
-      step0(b) = steps(b);
+      reorths0(b) = reorths(b);
     });
     m.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count * r), [&](const int e) {
@@ -177,30 +177,25 @@ struct SharedMaskRunStart {
 // 7.7.2's launch, after: the saved rows of U0 put back (the observed
 // rotation leaves U_M unchanged; the blocked form wrote U0_M A there), times
 // R^-1 where the launch ended with the Cholesky-QR on the coefficients
-// (section 6's at a block end: float's auto, or reorthonormalize_every
-// crossed since the run's first step step0(b); R in R(b) =
+// (the stream's count of them grew past reorths0(b); R in
 // dM(b, bm_F2, :, :), impl/block_reorthonormalize.hpp).
 template <class Scalar, class ExecSpace>
 struct SharedMaskRunEnd {
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using memory_space = typename ExecSpace::memory_space;
   typename StreamBatch<Scalar, ExecSpace>::basis_view U;
-  Kokkos::View<const std::int64_t*, Kokkos::LayoutRight, memory_space> steps;
-  Kokkos::View<const int*, Kokkos::LayoutRight, memory_space> status;
+  Kokkos::View<const std::int64_t*, Kokkos::LayoutRight, memory_space> reorths;
   Kokkos::View<const int**, Kokkos::LayoutRight, memory_space> rows;
   Kokkos::View<const int*, Kokkos::LayoutRight, memory_space> missing;
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> saved;
-  Kokkos::View<const std::int64_t*, Kokkos::LayoutRight, memory_space> step0;
+  Kokkos::View<const std::int64_t*, Kokkos::LayoutRight, memory_space> reorths0;
   Kokkos::View<const double****, Kokkos::LayoutRight, memory_space> dM;  // the blocked coefficients' matrices
-  int r = 0, reorth_every = 0, r_index = 0;                              // r_index: bm_F2
-  bool reorth_at_block_end = false;
+  int r = 0, r_index = 0;                                                // r_index: bm_F2
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
     const int b = m.league_rank(), count = missing(b);
     if (count == 0) return;
-    const std::int64_t s0 = step0(b), s1 = steps(b);
-    const bool due = reorth_at_block_end || (reorth_every > 0 && s1 / reorth_every > s0 / reorth_every);
-    const bool rotated = status(b) == 0 && s1 > s0 && due;
+    const bool rotated = reorths(b) > reorths0(b);
     // Each row x <- x R^-1 (x R = the saved row: forward in the columns,
     // each sum in double in increasing q over the entries already written).
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count), [&](const int k) {
