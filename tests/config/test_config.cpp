@@ -434,6 +434,54 @@ std::vector<ErrorCase> error_cases() {
        p + "algorithm:\n  missing: posterior\n  precision_solve: maintained\n",
        {},
        {"deck.yaml:6:", "algorithm.precision_solve", "no masked form", "dense"}},
+      // ---- heterogeneous noise (ALGORITHM.md section 8)
+      {"noise_unknown",
+       p + "algorithm:\n  noise: diagonl\n  block_size: 1\n",
+       {},
+       {"deck.yaml:5:10:", "algorithm.noise", "expected one of isotropic, diagonal", "did you mean 'diagonal'?"}},
+      {"rewhiten_every_zero",
+       p + "algorithm:\n  rewhiten_every: 0\n",
+       {},
+       {"deck.yaml:5:19:", "algorithm.rewhiten_every", "expected an integer >= 1", "found 0"}},
+      {"rewhiten_min_count_zero",
+       p + "algorithm:\n  rewhiten_min_count: 0\n",
+       {},
+       {"deck.yaml:5:23:", "algorithm.rewhiten_min_count", "expected an integer >= 1", "found 0"}},
+      {"rewhiten_fmax_one",
+       p + "algorithm:\n  rewhiten_fmax: 1\n",
+       {},
+       {"deck.yaml:5:18:", "algorithm.rewhiten_fmax", "expected a number > 1", "found 1"}},
+      {"rewhiten_fmax_inf", p, {"algorithm.rewhiten_fmax=.inf"}, {"algorithm.rewhiten_fmax", "found"}},
+      {"leverage_floor_zero",
+       p + "algorithm:\n  leverage_floor: 0\n",
+       {},
+       {"deck.yaml:5:19:", "algorithm.leverage_floor", "expected a number in (0, 1)", "found 0"}},
+      {"leverage_floor_one",
+       p + "algorithm:\n  leverage_floor: 1\n",
+       {},
+       {"deck.yaml:5:19:", "algorithm.leverage_floor", "expected a number in (0, 1)", "found 1"}},
+      // The default block_size (auto) is blocked: the error is at noise.
+      {"diagonal_noise_default_block_size",
+       p + "algorithm:\n  noise: diagonal\n",
+       {},
+       {"deck.yaml:5:10:", "algorithm.block_size", "expected 0 or 1", "algorithm.noise: diagonal",
+        "found auto (the default)", "set algorithm.block_size: 1"}},
+      {"diagonal_noise_auto_block_size",
+       p + "algorithm:\n  noise: diagonal\n  block_size: auto\n",
+       {},
+       {"deck.yaml:6:15:", "algorithm.block_size", "expected 0 or 1", "found auto;", "set algorithm.block_size: 1"}},
+      {"diagonal_noise_blocked",
+       p + "algorithm:\n  noise: diagonal\n  block_size: 64\n",
+       {},
+       {"deck.yaml:6:15:", "algorithm.block_size", "algorithm.noise: diagonal", "found 64"}},
+      {"diagonal_noise_with_maintained_solve",
+       p + "algorithm:\n  noise: diagonal\n  block_size: 1\n  precision_solve: maintained\n",
+       {},
+       {"deck.yaml:7:", "algorithm.precision_solve", "algorithm.noise: diagonal", "dense"}},
+      {"diagonal_noise_sweep_point",
+       p + "algorithm:\n  noise: diagonal\nsweep:\n  algorithm.block_size: [1, 8]\n",
+       {},
+       {"deck.yaml:7:29:", "sweep point 2 of 2 (algorithm.block_size=8)", "algorithm.block_size", "found 8"}},
   };
 }
 
@@ -515,6 +563,11 @@ TEST(Deck, DefaultsResolve) {
   EXPECT_EQ(a.block_size, mosaic::kAuto);
   EXPECT_EQ(a.precision_solve, mosaic::PrecisionSolve::dense);
   EXPECT_EQ(a.refactor_every, 64);
+  EXPECT_EQ(a.noise, mosaic::NoiseModel::isotropic);
+  EXPECT_EQ(a.rewhiten_every, 1000);
+  EXPECT_EQ(a.rewhiten_min_count, 100);
+  EXPECT_EQ(a.rewhiten_fmax, 4.0);
+  EXPECT_EQ(a.leverage_floor, 0.1);
   EXPECT_EQ(c.run.steps, 1000);
   EXPECT_EQ(c.run.warmup_steps, 0);
   EXPECT_EQ(c.run.diagnostics_every, 0);
@@ -538,6 +591,8 @@ TEST(Deck, DefaultsResolve) {
   EXPECT_EQ(r["algorithm"]["eta_U"], 0.005);
   EXPECT_EQ(r["algorithm"]["block_size"], "auto");
   EXPECT_EQ(r["algorithm"]["reorthonormalize_every"], "auto");
+  EXPECT_EQ(r["algorithm"]["noise"], "isotropic");
+  EXPECT_EQ(r["algorithm"]["rewhiten_every"], 1000);
   EXPECT_EQ(r["run"]["seed"], 1u);
   EXPECT_EQ(r["output"]["result"], "mosaic_result.json");
   EXPECT_EQ(r["sweep"], json({{"index", 0}, {"count", 1}, {"point", json::object()}}));
@@ -572,7 +627,7 @@ TEST(Deck, LargestInt64IsAccepted) {
 // Every key of the schema appears in the resolved JSON, and nothing else.
 TEST(Deck, ResolvedJsonHasEveryKey) {
   const auto& paths = mosaic::deck_key_paths();
-  EXPECT_EQ(paths.size(), 59u);
+  EXPECT_EQ(paths.size(), 64u);
   const json r = load_deck_from_string(kMinimal, kDeck)[0].config.resolved;
   std::size_t leaves = 0;
   for (const auto& [sec, body] : r.items())
@@ -736,6 +791,50 @@ algorithm: {missing: project, missing_rotation: geodesic, missing_cond_max: 500}
   EXPECT_FALSE(d.source.synthetic.missing.any());
 }
 
+// The heterogeneous-noise keys (ALGORITHM.md section 8) reach the run's
+// configuration and the resolved deck (the result's resolved_deck, which a
+// checkpoint's restart compares key by key).
+TEST(Deck, DiagonalNoiseKeysAreWired) {
+  const std::string text = R"(
+problem: {d: 64, rank: 6}
+algorithm:
+  noise: diagonal
+  block_size: 1
+  missing: posterior
+  rewhiten_every: 500
+  rewhiten_min_count: 40
+  rewhiten_fmax: 2.5
+  leverage_floor: 0.25
+)";
+  const mosaic::RunConfig c = load_deck_from_string(text, kDeck)[0].config;
+  const mosaic::MosaicParams& a = c.algorithm;
+  EXPECT_EQ(a.noise, mosaic::NoiseModel::diagonal);
+  EXPECT_EQ(a.block_size, 1);
+  EXPECT_EQ(a.missing, mosaic::MissingMode::posterior);
+  EXPECT_EQ(a.rewhiten_every, 500);
+  EXPECT_EQ(a.rewhiten_min_count, 40);
+  EXPECT_EQ(a.rewhiten_fmax, 2.5);
+  EXPECT_EQ(a.leverage_floor, 0.25);
+  const json& r = c.resolved["algorithm"];
+  EXPECT_EQ(r["noise"], "diagonal");
+  EXPECT_EQ(r["rewhiten_every"], 500);
+  EXPECT_EQ(r["rewhiten_min_count"], 40);
+  EXPECT_EQ(r["rewhiten_fmax"], 2.5);
+  EXPECT_EQ(r["leverage_floor"], 0.25);
+  // block_size 0 is the sequential kernel too.
+  const auto zero = load_deck_from_string(kMinimal, kDeck, {"algorithm.noise=diagonal", "algorithm.block_size=0"});
+  EXPECT_EQ(zero[0].config.algorithm.noise, mosaic::NoiseModel::diagonal);
+  EXPECT_EQ(zero[0].config.algorithm.block_size, 0);
+  // Like refactor_every without precision_solve: maintained, the section 8
+  // keys are accepted (range-checked, and recorded) with noise: isotropic.
+  const mosaic::RunConfig iso =
+      load_deck_from_string(kMinimal + "algorithm: {rewhiten_every: 7, leverage_floor: 0.5}\n", kDeck)[0].config;
+  EXPECT_EQ(iso.algorithm.noise, mosaic::NoiseModel::isotropic);
+  EXPECT_EQ(iso.algorithm.rewhiten_every, 7);
+  EXPECT_EQ(iso.algorithm.leverage_floor, 0.5);
+  EXPECT_EQ(iso.resolved["algorithm"]["rewhiten_every"], 7);
+}
+
 TEST(Deck, OverridesApplyInOrder) {
   const auto pts =
       load_deck_from_string(kMinimal, kDeck,
@@ -808,6 +907,31 @@ TEST(Sweep, EnumAblationPointsAndConfigs) {
   }
   EXPECT_EQ(pts[2].point,
             json({{"algorithm.covariance_update", "first_order"}, {"algorithm.subspace_direction", "precision"}}));
+}
+
+// A noise-model ablation: both points share the sequential kernel and the
+// re-whitening keys (used by the diagonal point only); rewhiten_every sweeps.
+TEST(Sweep, NoiseModelAndRewhitenEvery) {
+  const auto pts = load_deck_from_string(kMinimal + R"(algorithm: {block_size: 1, rewhiten_min_count: 20}
+sweep:
+  algorithm.noise: [isotropic, diagonal]
+  algorithm.rewhiten_every: [500, 2000]
+)",
+                                         kDeck);
+  ASSERT_EQ(pts.size(), 4u);
+  using mosaic::NoiseModel;
+  const std::vector<std::pair<NoiseModel, int>> want = {{NoiseModel::isotropic, 500},
+                                                        {NoiseModel::isotropic, 2000},
+                                                        {NoiseModel::diagonal, 500},
+                                                        {NoiseModel::diagonal, 2000}};
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(pts[i].config.algorithm.noise, want[i].first) << i;
+    EXPECT_EQ(pts[i].config.algorithm.rewhiten_every, want[i].second) << i;
+    EXPECT_EQ(pts[i].config.algorithm.rewhiten_min_count, 20) << i;
+    EXPECT_EQ(pts[i].config.algorithm.block_size, 1) << i;
+  }
+  EXPECT_EQ(pts[3].point, json({{"algorithm.noise", "diagonal"}, {"algorithm.rewhiten_every", 2000}}));
+  EXPECT_EQ(pts[3].config.resolved["algorithm"]["noise"], "diagonal");
 }
 
 TEST(Sweep, OverrideReplacesASweptListInPlace) {

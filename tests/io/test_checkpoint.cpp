@@ -45,14 +45,23 @@ mosaic::RunConfig config(const std::vector<std::string>& overrides = {}) {
   return mosaic::load_deck_from_string(kDeck, "deck.yaml", overrides)[0].config;
 }
 
-// A batch of the given streams advanced `steps` steps from a random init.
-Batch advanced(const std::vector<std::uint64_t>& ids, int steps) {
+// A batch of the given streams advanced `steps` steps from a random init;
+// `diagonal`: with noise: diagonal re-whitened every 10 steps (section 8's
+// state live), else the maintained solve (Rfac / factor_age / refactors live).
+Batch advanced(const std::vector<std::uint64_t>& ids, int steps, bool diagonal = false) {
   const mosaic::RunConfig c = config();
   const int B = int(ids.size());
-  Batch sb(B, c.problem.d, c.problem.rank, ids);
   mosaic::MosaicParams p = c.algorithm;
-  p.precision_solve = mosaic::PrecisionSolve::maintained;  // so Rfac / factor_age / refactors are live
-  p.refactor_every = 7;
+  if (diagonal) {
+    p.noise = mosaic::NoiseModel::diagonal;
+    p.block_size = 1;
+    p.rewhiten_every = 10;
+    p.rewhiten_min_count = 3;
+  } else {
+    p.precision_solve = mosaic::PrecisionSolve::maintained;
+    p.refactor_every = 7;
+  }
+  Batch sb(B, c.problem.d, c.problem.rank, ids, p.noise);
   mosaic::MosaicEngine<double, Exec> eng(p, B, c.problem.d, c.problem.rank);
   eng.init_random(sb, 3);
   mosaic::SyntheticDriftSource<double, Exec> src(c.source.synthetic, ids);
@@ -145,6 +154,31 @@ TEST_F(Checkpoint, RoundTripIsBitwise) {
   EXPECT_EQ(loaded.frozen, (std::vector<unsigned char>{1, 0, 0}));
   ASSERT_EQ(loaded.data_errors.size(), 1u);
   EXPECT_EQ(loaded.data_errors[0]["row"], 3);
+}
+
+// Section 8's state (the noise profile, leverages, accumulators, the
+// re-whitening count) comes back bit for bit; a batch of the other noise
+// model is refused by name.
+TEST_F(Checkpoint, DiagonalNoiseStateRoundTripsAndIsolatedBatchIsRefused) {
+  const Batch sb = advanced({0, 1, 2}, 45, true);
+  const auto st = sb.to_host_masked(1);
+  ASSERT_EQ(st.rewhitenings, 4);
+  ASSERT_EQ(st.psi.size(), 8u);
+  EXPECT_NE(*std::max_element(st.psi.begin(), st.psi.end()), *std::min_element(st.psi.begin(), st.psi.end()));
+  write(sb, 45);
+  mosaic::ckpt::RestartPlan plan;
+  ASSERT_EQ(restart_error(config(), 3, &plan), "");
+  Batch back(3, 8, 2, {0, 1, 2}, mosaic::NoiseModel::diagonal);
+  mosaic::ckpt::load_streams(plan, back);
+  EXPECT_EQ(snapshot(back), snapshot(sb));
+  Batch isotropic(3, 8, 2, {0, 1, 2});
+  try {
+    mosaic::ckpt::load_streams(plan, isotropic);
+    ADD_FAILURE() << "a diagonal-noise checkpoint restored into an isotropic batch";
+  } catch (const mosaic::CheckpointError& e) {
+    EXPECT_HAS(std::string(e.what()), "checkpoint field 'psi'");
+    EXPECT_HAS(std::string(e.what()), "algorithm.noise");
+  }
 }
 
 // A rank that owns another subset of the streams (strong mode on another

@@ -301,12 +301,17 @@ MaskedStepInfo reference_masked_step(MaskedReferenceState<T>& st, const T* x, co
     st.total_entries += d;
     st.steps += 1;
   };
+  // 8.3 part 4 every rewhiten_every steps, skipped and dropped ones included.
+  auto rewhiten_when_due = [&]() {
+    if (st.diagonal_noise() && st.steps % p.rewhiten_every == 0) reference_rewhiten(st, p);
+  };
   if (p.missing == MissingMode::drop && !mk.missing.empty()) {
     info.dropped = true;
     info.observed = int(mk.observed.size());
     detail::mark_seen(st, x);  // the seen rule still records what the sample observes
     st.dropped_samples += 1;
     count_step();
+    rewhiten_when_due();
     return info;
   }
   // Centred (data units); zero_fill puts x_M := mu_M, i.e. y_M = 0, and steps
@@ -332,6 +337,7 @@ MaskedStepInfo reference_masked_step(MaskedReferenceState<T>& st, const T* x, co
     st.skipped_steps += 1;
     info.skipped = true;
     count_step();
+    rewhiten_when_due();
     return info;
   };
   if (n < r + 1) return skip();
@@ -432,7 +438,7 @@ MaskedStepInfo reference_masked_step(MaskedReferenceState<T>& st, const T* x, co
   }
   count_step();
   detail::finish_step(st, p, info, post.q, ell, eta, rho, theta);
-  if (st.diagonal_noise() && st.steps % p.rewhiten_every == 0) reference_rewhiten(st, p);
+  rewhiten_when_due();
   return info;
 }
 

@@ -117,7 +117,7 @@ class ReferenceCrossCheck {
   void at_block_end(const StreamBatch<Scalar, ExecSpace>& batch, std::int64_t timed_done, bool run_ended = false) {
     if (!open() || (timed_done < steps_ && !run_ended)) return;
     std::string text;
-    if (local_ >= 0) text = compare(batch.to_host(local_), timed_done).dump();
+    if (local_ >= 0) text = compare(batch.to_host_masked(local_), timed_done).dump();
     long long n = (long long)text.size();
     MPI_Bcast(&n, 1, MPI_LONG_LONG, owner_, comm_);
     text.resize(std::size_t(n));
@@ -138,10 +138,25 @@ class ReferenceCrossCheck {
     w.seen = s.seen;
     w.skipped_steps = s.skipped_steps;
     w.dropped_samples = s.dropped_samples;
+    // Section 8's model (noise: diagonal): the profile, leverages,
+    // accumulators and re-whitening count.
+    w.psi.assign(s.psi.begin(), s.psi.end());
+    w.leverage.assign(s.leverage.begin(), s.leverage.end());
+    w.residuals = s.residuals;
+    w.counts = s.counts;
+    w.rewhitenings = s.rewhitenings;
     return w;
   }
 
-  nlohmann::json compare(const ReferenceState<Scalar>& engine, std::int64_t timed_done) const {
+  // max_i |psi_i - psi_ref_i| / psi_ref_i (0 under isotropic noise).
+  static double psi_rel_error(const MaskedReferenceState<Scalar>& engine, const MaskedReferenceState<double>& ref) {
+    double e = 0;
+    for (std::size_t i = 0; i < ref.psi.size() && i < engine.psi.size(); ++i)
+      e = std::max(e, std::fabs(double(engine.psi[i]) - ref.psi[i]) / ref.psi[i]);
+    return ref.psi.size() == engine.psi.size() ? e : std::numeric_limits<double>::quiet_NaN();
+  }
+
+  nlohmann::json compare(const MaskedReferenceState<Scalar>& engine, std::int64_t timed_done) const {
     const ReferenceState<double>& ref = *reference_;
     const StateDistance dist = reference_distance(engine, ref);
     // ||U S U^T||_F of the reference: its distance to the same basis with S = 0.
@@ -153,7 +168,8 @@ class ReferenceCrossCheck {
     const double cov_rel = dist.covariance / cov_norm;
     const double s2_rel = dist.s2 / ref.s2;
     const double mu_rel = dist.mu / mu_scale;
-    const double rel = std::max({cov_rel, s2_rel, mu_rel});
+    const double psi_rel = psi_rel_error(engine, *reference_);
+    const double rel = std::max({cov_rel, s2_rel, mu_rel, psi_rel});
     const double tol = reference_check_threshold(std::is_same<Scalar, float>::value);
     nlohmann::json j = {
         {"status", "compared"},
@@ -165,6 +181,8 @@ class ReferenceCrossCheck {
         {"covariance_rel_error", cov_rel},
         {"s2_rel_error", s2_rel},
         {"mu_rel_error", mu_rel},
+        {"psi_rel_error", std::isfinite(psi_rel) ? nlohmann::json(psi_rel) : nlohmann::json()},
+        {"rewhitenings", reference_->rewhitenings},
         {"projector_distance", dist.projector / ref.r},
         {"rel_error", std::isfinite(rel) ? nlohmann::json(rel) : nlohmann::json()},
         {"threshold", tol},

@@ -25,7 +25,7 @@ namespace mosaic::detail {
 template <class Scalar>
 void setup(RunContext<Scalar>& run) {
   run.timers.time("setup", [&] {
-    run.batch.emplace(run.B, run.d, run.r, run.decomp.local_ids);
+    run.batch.emplace(run.B, run.d, run.r, run.decomp.local_ids, run.params.noise);
     run.engine.emplace(run.params, run.B, run.d, run.r);
   });
 }

@@ -39,6 +39,9 @@ inline nlohmann::json reduce_diagnostics(const BatchDiagnostics& d, const TruthA
       {"dropped_samples", allreduce((long long)d.dropped_samples, MPI_SUM, comm)},
       {"missing_entries", allreduce((long long)d.missing_entries, MPI_SUM, comm)},
       {"unseen_coordinates", allreduce((long long)d.unseen_coordinates, MPI_SUM, comm)},
+      {"rewhitenings", allreduce((long long)d.rewhitenings, MPI_SUM, comm)},
+      {"noise_profile_min", allreduce(d.noise_profile_min, MPI_MIN, comm)},
+      {"noise_profile_max", allreduce(d.noise_profile_max, MPI_MAX, comm)},
   };
   const long long stepped = allreduce((long long)d.stepped_entries, MPI_SUM, comm);
   j["missing_fraction"] = stepped > 0 ? double(j["missing_entries"].get<long long>()) / double(stepped) : 0.0;

@@ -164,6 +164,12 @@ const std::vector<KeySpec>& schema() {
     v.push_back(choice("algorithm", "missing", {"error", "posterior", "project", "drop", "zero_fill"}, "error"));
     v.push_back(choice("algorithm", "missing_rotation", {"observed", "geodesic"}, "observed"));
     v.push_back(number("algorithm", "missing_cond_max", 0, true, kInf, false, 1e4));
+    // Heterogeneous noise (ALGORITHM.md section 8): the whitened diagonal-noise model.
+    v.push_back(choice("algorithm", "noise", {"isotropic", "diagonal"}, "isotropic"));
+    v.push_back(integer("algorithm", "rewhiten_every", 1, kIntMax, 1000));
+    v.push_back(integer("algorithm", "rewhiten_min_count", 1, kIntMax, 100));
+    v.push_back(number("algorithm", "rewhiten_fmax", 1, true, kInf, false, 4.0));
+    v.push_back(number("algorithm", "leverage_floor", 0, true, 1, true, 0.1));
     {
       KeySpec k = integer("run", "steps", 1, kInt64Max, 1000);
       k.keyword = "all";  // npy sources: every row of the shortest file

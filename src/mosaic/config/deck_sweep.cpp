@@ -239,6 +239,15 @@ RunConfig Loader::resolve(std::map<std::string, Value>& eff) const {
   a.missing_rotation =
       str("algorithm.missing_rotation") == "observed" ? MissingRotation::observed : MissingRotation::geodesic;
   a.missing_cond_max = num("algorithm.missing_cond_max");
+  const std::string noise = str("algorithm.noise");
+  a.noise = noise == "isotropic" ? NoiseModel::isotropic : NoiseModel::diagonal;
+  // The rewhiten_* and leverage_floor keys are used only with noise:
+  // diagonal and accepted (range-checked) otherwise, as refactor_every is
+  // without precision_solve: maintained, so a deck can sweep algorithm.noise.
+  a.rewhiten_every = int(i64("algorithm.rewhiten_every"));
+  a.rewhiten_min_count = int(i64("algorithm.rewhiten_min_count"));
+  a.rewhiten_fmax = num("algorithm.rewhiten_fmax");
+  a.leverage_floor = num("algorithm.leverage_floor");
   if (!npy && ms.outage_count > 0 && ms.outage_steps == 0)
     fail(origin("source.outage_count"),
          "source.outage_steps: expected an integer >= 1 (the outage's length in steps) when source.outage_count = " +
@@ -255,6 +264,19 @@ RunConfig Loader::resolve(std::map<std::string, Value>& eff) const {
     fail(origin("algorithm.precision_solve"),
          "algorithm.precision_solve: 'maintained' has no masked form yet; with algorithm.missing: " + missing +
              " use dense");
+  // Section 8 runs on the sequential kernel only in this version (8.5's
+  // blocked form is not written yet).
+  if (a.noise == NoiseModel::diagonal && (a.block_size == kAuto || a.block_size > 1)) {
+    const bool bs_explicit = eff.at("algorithm.block_size").explicit_;
+    fail(origin(bs_explicit ? "algorithm.block_size" : "algorithm.noise"),
+         "algorithm.block_size: expected 0 or 1 (the sequential kernel) with algorithm.noise: diagonal, found " +
+             (a.block_size == kAuto ? std::string(bs_explicit ? "auto" : "auto (the default)")
+                                    : std::to_string(a.block_size)) +
+             "; the diagonal-noise model has no blocked form yet (ALGORITHM.md 8.5), set algorithm.block_size: 1");
+  }
+  if (a.noise == NoiseModel::diagonal && a.precision_solve == PrecisionSolve::maintained)
+    fail(origin("algorithm.precision_solve"),
+         "algorithm.precision_solve: 'maintained' has no whitened form yet; with algorithm.noise: diagonal use dense");
 
   if (eff.at("run.steps").value.is_string()) {  // `all`
     if (!npy)

@@ -66,6 +66,12 @@ struct BatchDiagnostics {
   // of the samples stepped, and coordinates not yet observed (7.6).
   std::int64_t skipped_steps = 0, dropped_samples = 0, missing_entries = 0, unseen_coordinates = 0;
   std::int64_t stepped_entries = 0;  // d x the steps taken, summed over the streams (missing_entries' denominator)
+  // Heterogeneous noise (ALGORITHM.md section 8, noise: diagonal): the
+  // re-whitenings done, total over the streams, and the range of the noise
+  // profile psi over every coordinate of every stream (1 and 1 with
+  // isotropic noise). A coordinate's noise variance is s2 psi_j.
+  std::int64_t rewhitenings = 0;
+  double noise_profile_min = 1, noise_profile_max = 1;
   std::vector<BreakdownRecord> breakdowns;
   std::vector<double> per_stream_checksum;
   // Per-stream values behind the maxima (same order as the batch).
@@ -322,6 +328,28 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb, D
 
   BatchDiagnostics diag;
   const double inf = std::numeric_limits<double>::infinity();
+  if (sb.diagonal_noise()) {
+    const auto psi = sb.psi;
+    double lo = inf, hi = -inf;
+    Kokkos::parallel_reduce(
+        "mosaic::noise_profile_min", Kokkos::RangePolicy<ExecSpace>(0, std::int64_t(B) * sb.d),
+        KOKKOS_LAMBDA(const std::int64_t k, double& m) {
+          const double v = double(psi(k / sb_d, k % sb_d));
+          m = v < m ? v : m;
+        },
+        Kokkos::Min<double>(lo));
+    Kokkos::parallel_reduce(
+        "mosaic::noise_profile_max", Kokkos::RangePolicy<ExecSpace>(0, std::int64_t(B) * sb.d),
+        KOKKOS_LAMBDA(const std::int64_t k, double& m) {
+          const double v = double(psi(k / sb_d, k % sb_d));
+          m = v > m ? v : m;
+        },
+        Kokkos::Max<double>(hi));
+    diag.noise_profile_min = lo;
+    diag.noise_profile_max = hi;
+    const auto rewhitened = transfer::to_host(sb.rewhitenings);
+    for (int b = 0; b < B; ++b) diag.rewhitenings += rewhitened(b);
+  }
   diag.s_min_eig_min = inf;
   diag.s_max_eig_max = -inf;
   diag.s2_min = inf;

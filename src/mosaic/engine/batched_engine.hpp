@@ -123,11 +123,20 @@ class MosaicEngine {
     // (impl/masked_step.hpp), and with block_size > 1 the blocked update on
     // the runs of complete samples and 7.7.2's shared-mask form on the runs
     // that miss the same coordinates (7.7.3, impl/masked_blocks.hpp). The
-    // diagonal-noise model (section 8) is not written yet: the engine
-    // refuses what it cannot do.
-    if (params.noise == NoiseModel::diagonal)
-      throw std::invalid_argument("MosaicEngine: noise: diagonal (ALGORITHM.md section 8) has no engine kernel yet");
-    masked_kernel_ = params.missing != MissingMode::error;
+    // diagonal-noise model (section 8) runs the masked sequential kernel
+    // (with or without missing entries), whitened; 8.5's blocked form is
+    // not written: the engine refuses what it cannot do.
+    const bool diagonal = params.noise == NoiseModel::diagonal;
+    if (diagonal && block_size_ > 1)
+      throw std::invalid_argument(
+          "MosaicEngine: noise: diagonal runs the sequential kernel only (block_size 0 or 1; "
+          "ALGORITHM.md 8.5's blocked form is not written), got block_size " +
+          std::to_string(block_size_));
+    if (diagonal && params.precision_solve == PrecisionSolve::maintained)
+      throw std::invalid_argument(
+          "MosaicEngine: precision_solve: maintained has no whitened form (noise: diagonal); "
+          "use dense");
+    masked_kernel_ = params.missing != MissingMode::error || diagonal;
     if (masked_kernel_) {
       if (params.precision_solve == PrecisionSolve::maintained)
         throw std::invalid_argument("MosaicEngine: precision_solve: maintained has no masked form (missing: " +
@@ -136,6 +145,11 @@ class MosaicEngine {
       mf.mode = params.missing;
       mf.observed_rotation = params.missing_rotation == MissingRotation::observed;
       mf.cond_max = Scalar(params.missing_cond_max);
+      mf.diagonal = diagonal;
+      mf.rewhiten_every = params.rewhiten_every;
+      mf.rewhiten_min_count = params.rewhiten_min_count;
+      mf.rewhiten_fmax = params.rewhiten_fmax;
+      mf.leverage_floor = params.leverage_floor;
       mf.widx = decltype(mf.widx)("mosaic::masked_rows", batch, d);
       mf.wv = decltype(mf.wv)("mosaic::masked_vec", batch, int(detail::mv_count), r);
       mf.wm = decltype(mf.wm)("mosaic::masked_mat", batch, int(detail::mm_count), r, r);
@@ -294,12 +308,14 @@ class MosaicEngine {
                                   " x n0 x " + std::to_string(d_));
     gram_batch_ = nullptr;  // the reused Gram is stale
     std::vector<std::string> errors = init_data_batch(sb, X, params_);
+    if (sb.diagonal_noise()) start_noise_profiles(sb);
     if (masked_kernel_) init_masked_streams(sb, X, errors);
     for (int b = 0; b < batch_; ++b)
       if (!errors[std::size_t(b)].empty()) throw StreamInitError(b, errors[std::size_t(b)]);
   }
 
-  // init: random, per stream id (reference_init_random).
+  // init: random, per stream id (reference_init_random; from_host starts a
+  // diagonal-noise batch's profiles).
   void init_random(batch_type& sb, std::uint64_t seed) const {
     check_batch(sb);
     for (int b = 0; b < batch_; ++b)
@@ -419,6 +435,27 @@ class MosaicEngine {
   Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>> team_policy() const {
     using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
     return team_size_ > 0 ? policy(ExecSpace(), batch_, team_size_) : policy(ExecSpace(), batch_, Kokkos::AUTO);
+  }
+
+  // 8.2's start of every stream's noise model after init_data_batch wrote
+  // the states: psi = 1, l_i = ||U_i||^2, no accumulated residuals.
+  void start_noise_profiles(batch_type& sb) const {
+    const auto U = sb.U;
+    const auto psi = sb.psi, lev = sb.leverage;
+    const auto a = sb.noise_residuals;
+    const auto cnt = sb.noise_counts;
+    const int d = d_, r = r_;
+    Kokkos::parallel_for(
+        "mosaic::start_noise_profiles", Kokkos::RangePolicy<ExecSpace>(0, batch_ * d), KOKKOS_LAMBDA(const int bi) {
+          const int b = bi / d, i = bi % d;
+          Scalar l = 0;
+          for (int j = 0; j < r; ++j) l += U(b, i, j) * U(b, i, j);
+          psi(b, i) = Scalar(1);
+          lev(b, i) = l;
+          a(b, i) = 0.0;
+          cnt(b, i) = 0;
+        });
+    Kokkos::deep_copy(sb.rewhitenings, std::int64_t(0));
   }
 
   functor_type bind(batch_type& sb) const {
@@ -547,6 +584,13 @@ void MosaicEngine<Scalar, ExecSpace>::launch_masked(batch_type& sb, sample_view 
   mf.dropped_samples = sb.dropped_samples;
   mf.missing_entries = sb.missing_entries;
   mf.active = active;
+  if (mf.diagonal && !sb.diagonal_noise())
+    throw std::invalid_argument("MosaicEngine: noise: diagonal needs a batch built for it (StreamBatch's noise)");
+  mf.psi = sb.psi;
+  mf.leverage = sb.leverage;
+  mf.noise_residuals = sb.noise_residuals;
+  mf.noise_counts = sb.noise_counts;
+  mf.rewhitenings = sb.rewhitenings;
   Kokkos::parallel_for("mosaic::masked_step", team_policy(), mf);
 }
 

@@ -119,14 +119,22 @@ struct StreamBatch {
   // samples stepped) count per stream.
   Kokkos::View<std::uint8_t**, Kokkos::LayoutRight, memory_space> seen;  // B x d
   Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> skipped_steps, dropped_samples, missing_entries;
-  std::vector<std::uint64_t> stream_ids;  // global ids, host
+  // Heterogeneous noise (ALGORITHM.md section 8, noise: diagonal; B x 0 with
+  // isotropic noise): the noise profile psi, the leverages l of the frame at
+  // the last re-whitening, the accumulators a (double) and cnt of 8.3 part
+  // 3, and the re-whitenings done (8.3 part 4).
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> psi, leverage;       // B x d
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> noise_residuals;     // B x d
+  Kokkos::View<std::int64_t**, Kokkos::LayoutRight, memory_space> noise_counts;  // B x d
+  Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> rewhitenings;   // B
+  std::vector<std::uint64_t> stream_ids;                                         // global ids, host
   // Whole states written from the host so far (from_host, a checkpoint's
   // restore): an engine's work derived from a stream's basis (the masked
   // step's reused Gram, ALGORITHM.md 7.8) is stale after one.
   std::uint64_t host_writes = 0;
 
   StreamBatch() = default;
-  StreamBatch(int batch_, int d_, int r_, std::vector<std::uint64_t> ids)
+  StreamBatch(int batch_, int d_, int r_, std::vector<std::uint64_t> ids, NoiseModel noise = NoiseModel::isotropic)
       : batch(batch_), d(d_), r(r_), stream_ids(std::move(ids)) {
     if (batch < 1 || d < 1 || r < 1 || r > d)
       throw std::invalid_argument("StreamBatch: need batch >= 1 and 1 <= r <= d, got batch=" + std::to_string(batch) +
@@ -155,7 +163,17 @@ struct StreamBatch {
     skipped_steps = decltype(skipped_steps)("mosaic::skipped_steps", batch);
     dropped_samples = decltype(dropped_samples)("mosaic::dropped_samples", batch);
     missing_entries = decltype(missing_entries)("mosaic::missing_entries", batch);
+    const int dn = noise == NoiseModel::diagonal ? d : 0;
+    psi = decltype(psi)("mosaic::psi", batch, dn);
+    Kokkos::deep_copy(psi, Scalar(1));
+    leverage = decltype(leverage)("mosaic::leverage", batch, dn);
+    noise_residuals = decltype(noise_residuals)("mosaic::noise_residuals", batch, dn);
+    noise_counts = decltype(noise_counts)("mosaic::noise_counts", batch, dn);
+    rewhitenings = decltype(rewhitenings)("mosaic::rewhitenings", batch);
   }
+
+  // noise: diagonal (the batch carries section 8's state).
+  bool diagonal_noise() const { return psi.extent(1) > 0; }
 
   // mu, U, S, s2 of one stream (the fixed-size state of ALGORITHM.md section 1).
   std::size_t state_bytes_per_stream() const {
@@ -214,6 +232,13 @@ struct StreamBatch {
     write_scalar(skipped_steps, b, std::int64_t(0));
     write_scalar(dropped_samples, b, std::int64_t(0));
     write_scalar(missing_entries, b, std::int64_t(0));
+    if (diagonal_noise()) {  // 8.2's start: the isotropic model, l_j = ||U_j||^2
+      std::vector<Scalar> lev(std::size_t(d), Scalar(0));
+      for (int i = 0; i < d; ++i)
+        for (int j = 0; j < r; ++j) lev[std::size_t(i)] += st.u(i, j) * st.u(i, j);
+      write_noise_state(b, std::vector<Scalar>(std::size_t(d), Scalar(1)), lev,
+                        std::vector<double>(std::size_t(d), 0.0), std::vector<std::int64_t>(std::size_t(d), 0), 0);
+    }
     ++host_writes;
   }
 
@@ -227,6 +252,13 @@ struct StreamBatch {
     st.dropped_samples = read_scalar(dropped_samples, b);
     st.missing_entries = read_scalar(missing_entries, b);
     st.total_entries = st.steps * std::int64_t(d);
+    if (diagonal_noise()) {
+      st.psi = row_to_host(psi, b);
+      st.leverage = row_to_host(leverage, b);
+      st.residuals = row_to_host(noise_residuals, b);
+      st.counts = row_to_host(noise_counts, b);
+      st.rewhitenings = read_scalar(rewhitenings, b);
+    }
     const auto h_seen = transfer::to_host(Kokkos::subview(seen, b, Kokkos::ALL()));
     bool all = true;
     for (int i = 0; i < d; ++i) all = all && h_seen(i) != 0;
@@ -238,10 +270,14 @@ struct StreamBatch {
   }
 
   // Overwrites stream b with a section-7 host state (a masked init's seen).
+  // A state with section 8's model needs a batch built for it; an isotropic
+  // state on such a batch starts its profile (psi = 1).
   void from_host(int b, const MaskedReferenceState<Scalar>& st) {
-    if (st.diagonal_noise())
-      throw std::invalid_argument("StreamBatch::from_host: noise: diagonal has no engine kernel yet");
+    if (st.diagonal_noise() && !diagonal_noise())
+      throw std::invalid_argument(
+          "StreamBatch::from_host: a noise: diagonal state on a batch built for isotropic noise");
     from_host(b, static_cast<const ReferenceState<Scalar>&>(st));
+    if (st.diagonal_noise()) write_noise_state(b, st.psi, st.leverage, st.residuals, st.counts, st.rewhitenings);
     write_scalar(skipped_steps, b, st.skipped_steps);
     write_scalar(dropped_samples, b, st.dropped_samples);
     write_scalar(missing_entries, b, st.missing_entries);
@@ -254,6 +290,31 @@ struct StreamBatch {
   }
 
  private:
+  void write_noise_state(int b, const std::vector<Scalar>& p, const std::vector<Scalar>& lev,
+                         const std::vector<double>& a, const std::vector<std::int64_t>& cnt, std::int64_t rewhitened) {
+    row_from_host(psi, b, p);
+    row_from_host(leverage, b, lev);
+    row_from_host(noise_residuals, b, a);
+    row_from_host(noise_counts, b, cnt);
+    write_scalar(rewhitenings, b, rewhitened);
+  }
+  template <class V>
+  std::vector<typename V::non_const_value_type> row_to_host(const V& v, int b) const {
+    const auto h = transfer::to_host(Kokkos::subview(v, b, Kokkos::ALL()));
+    std::vector<typename V::non_const_value_type> out(h.extent(0));
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = h(i);
+    return out;
+  }
+  template <class V, class T>
+  void row_from_host(const V& v, int b, const std::vector<T>& values) {
+    auto row = Kokkos::subview(v, b, Kokkos::ALL());
+    if (values.size() != row.extent(0))
+      throw std::invalid_argument("StreamBatch::from_host: a noise-state row of " + std::to_string(values.size()) +
+                                  " entries for d = " + std::to_string(row.extent(0)));
+    const auto h = transfer::host_buffer(row);
+    for (std::size_t i = 0; i < values.size(); ++i) h(i) = values[i];
+    transfer::copy_from_host(row, h);
+  }
   void check_index(int b) const {
     if (b < 0 || b >= batch)
       throw std::out_of_range("StreamBatch: stream index " + std::to_string(b) + " outside [0, " +

@@ -70,6 +70,9 @@ struct SourcePosition {
 //     mean of the per-coordinate noise variances, what s2 estimates).
 //   spectrum_rel_error = ||max(eig(S) - s2, 0) - lambda||_2 / ||lambda||_2 over
 //     the top k eigenvalues of both, sorted descending.
+// With noise: diagonal (ALGORITHM.md 8.4) all three are in data coordinates:
+// the subspace span(Psi^1/2 U), the noise estimate s2 mean(psi), the
+// eigenvalues of Psi^1/2 U (S - s2 I)_+ U^T Psi^1/2.
 struct TruthAccuracy {
   double projector_distance_max = 0, projector_distance_mean = 0;
   double noise_rel_error_max = 0, noise_rel_error_mean = 0;

@@ -44,6 +44,7 @@
 #include "mosaic/sources/impl/synthetic_kernels.hpp"
 #include "mosaic/sources/stream_source.hpp"
 #include "mosaic/util/host_parallel.hpp"
+#include "mosaic/util/kokkos_compat.hpp"
 
 namespace mosaic {
 
@@ -150,7 +151,13 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   // sin(omega t) W0 in double (batch_diagnostics.hpp's basis_gram_rows), the
   // eigenvalues of S's symmetric part by QL per stream; the host gets P (B x
   // r x r) and the eigenvalues. A frozen (broken-down) stream is included
-  // with its frozen state.
+  // with its frozen state. With noise: diagonal (ALGORITHM.md 8.4) the
+  // measures are in data coordinates: the rows of U scaled by sqrt(psi)
+  // (B = Psi^1/2 U), the projector distance of span(B) (P = B^T V(t) and
+  // G = B^T B = L L^T on the device, ||L^-1 P||_F^2 on the host), the
+  // debiased spectrum as the eigenvalues of L^T (S - s2 I)_+ L (those of
+  // B (S - s2 I)_+ B^T) and the noise estimate s2 mean(psi), per stream on
+  // the host (r x r, at report time only).
   TruthAccuracy truth_accuracy(const StreamBatch<Scalar, ExecSpace>& sb, std::int64_t step) const {
     if (sb.batch != batch() || sb.d != spec_.d)
       throw std::invalid_argument("SyntheticDriftSource::accuracy: batch has B=" + std::to_string(sb.batch) +
@@ -175,6 +182,16 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
     for (int i0 = 0; i0 < d; i0 += rows) {
       const int n = std::min(rows, d - i0);
       detail::widen_basis_rows<decltype(sb.U), ExecSpace>(sb.U, i0, n, W);
+      if (sb.diagonal_noise()) {
+        const auto psi = sb.psi;
+        Kokkos::parallel_for(
+            "mosaic::truth_data_basis", Kokkos::RangePolicy<ExecSpace>(0, B * n), KOKKOS_LAMBDA(const int bi) {
+              const int b = bi / n, i = bi % n;
+              const double sq = kmath::sqrt(double(psi(b, i0 + i)));
+              for (int j = 0; j < rt; ++j) W(b, i, j) *= sq;
+            });
+        detail::gemm_rows_per_stream<ExecSpace>(W, W, n, i0 == 0 ? 0.0 : 1.0, accuracy_work_.gram);
+      }
       Kokkos::parallel_for(
           "mosaic::truth_basis_at", Kokkos::RangePolicy<ExecSpace>(0, B * n), KOKKOS_LAMBDA(const int bi) {
             const int b = bi / n, i = bi % n;
@@ -213,6 +230,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
       lnorm += lambda[j] * lambda[j];
     }
     lnorm = std::sqrt(lnorm);
+    if (sb.diagonal_noise()) return data_coordinate_accuracy(sb, hP, lambda, lnorm);
     TruthAccuracy acc;
     for (int b = 0; b < B; ++b) {
       double pf = 0;
@@ -238,6 +256,66 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   }
 
  private:
+  // truth_accuracy's measures in data coordinates (noise: diagonal), from
+  // P = B^T V(t) and G = B^T B (both column-major per stream, on the
+  // device in products_ and accuracy_work_.gram).
+  template <class HostP>
+  TruthAccuracy data_coordinate_accuracy(const StreamBatch<Scalar, ExecSpace>& sb, const HostP& hP,
+                                         const std::vector<double>& lambda, double lnorm) const {
+    const int B = batch(), d = spec_.d, rs = spec_.r, rt = sb.r, k = std::min(rs, rt);
+    const auto hG = transfer::to_host(accuracy_work_.gram);
+    const auto hS = transfer::to_host(sb.S);
+    const auto hs2 = transfer::to_host(sb.s2);
+    const auto hpsi = transfer::to_host(sb.psi);
+    TruthAccuracy acc;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (int b = 0; b < B; ++b) {
+      const double* P = hP.data() + std::size_t(b) * hP.stride(0);  // rt x rs, column-major
+      const double* g = hG.data() + std::size_t(b) * hG.stride(0);
+      std::vector<double> G(g, g + std::size_t(rt) * rt), L;
+      double psi_mean = 0;
+      for (int i = 0; i < d; ++i) psi_mean += double(hpsi(b, i)) / d;
+      const double s2 = double(hs2(b)), noise_variance = noise_variance_[std::size_t(b)];
+      const double noise = std::fabs(s2 * psi_mean - noise_variance) / noise_variance;
+      if (!host::cholesky(G, rt, L)) {  // a frozen, non-finite basis has no data-coordinate subspace
+        acc.add_stream(1.0, noise, nan, B);
+        continue;
+      }
+      double pf = 0;  // ||L^-1 P||_F^2, column by column
+      std::vector<double> y(static_cast<std::size_t>(rt));
+      for (int j = 0; j < rs; ++j)
+        for (int a = 0; a < rt; ++a) {
+          double v = P[a + std::size_t(j) * rt];
+          for (int c = 0; c < a; ++c) v -= L[std::size_t(a) * rt + c] * y[std::size_t(c)];
+          y[std::size_t(a)] = v / L[std::size_t(a) * rt + a];
+          pf += y[std::size_t(a)] * y[std::size_t(a)];
+        }
+      // (S - s2 I)_+ = Q (Lambda - s2)_+ Q^T, then L^T (S - s2 I)_+ L.
+      std::vector<double> Sb(std::size_t(rt) * rt), ls, Q;
+      for (int a = 0; a < rt; ++a)
+        for (int c = 0; c < rt; ++c) Sb[std::size_t(a) * rt + c] = 0.5 * (double(hS(b, a, c)) + double(hS(b, c, a)));
+      host::symmetric_eigen(Sb, rt, ls, Q);
+      std::vector<double> QL(std::size_t(rt) * rt, 0.0), M(std::size_t(rt) * rt, 0.0), ev, vec;
+      for (int c = 0; c < rt; ++c)  // QL = Q^T L scaled by sqrt((lambda_c - s2)_+) per row c
+        for (int j = 0; j < rt; ++j) {
+          double v = 0;
+          for (int a = j; a < rt; ++a) v += Q[std::size_t(a) * rt + c] * L[std::size_t(a) * rt + j];
+          QL[std::size_t(c) * rt + j] = v * std::sqrt(std::max(ls[std::size_t(c)] - s2, 0.0));
+        }
+      for (int a = 0; a < rt; ++a)
+        for (int j = 0; j < rt; ++j) {
+          double v = 0;
+          for (int c = 0; c < rt; ++c) v += QL[std::size_t(c) * rt + a] * QL[std::size_t(c) * rt + j];
+          M[std::size_t(a) * rt + j] = v;
+        }
+      host::symmetric_eigen(M, rt, ev, vec);  // descending
+      double diff = 0;
+      for (int j = 0; j < k; ++j) diff += (ev[std::size_t(j)] - lambda[j]) * (ev[std::size_t(j)] - lambda[j]);
+      acc.add_stream(1.0 - pf / double(k), noise, std::sqrt(diff) / lnorm, B);
+    }
+    return acc;
+  }
+
   using basis_view = Kokkos::View<double***, Kokkos::LayoutStride, memory_space>;
   using mat_view = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>;
 

@@ -38,6 +38,15 @@
 //      unseen coordinate observed now takes x_i as its mean).
 // Skipped and dropped samples count as steps (as in the reference).
 //
+// noise: diagonal (section 8; this kernel runs it with or without missing
+// entries): step 1 whitens y_O by sqrt(psi_O), everything after it runs on
+// the whitened sample unchanged, and the mean's step is x_O - mu_O in data
+// units (DataY); after a step that was not skipped, 8.3 part 3 adds the
+// whitened residuals to the accumulators (before the seen rule changes the
+// mask), and every rewhiten_every steps (skipped and dropped ones counted)
+// part 4 re-whitens: psi and the rows of U rescaled together, the
+// Cholesky-QR, the leverages refreshed (rewhiten_when_due).
+//
 // Work: the rows' index list (B x d), 4 r-vectors and 8 r x r matrices per
 // stream beyond the section-2 kernel's, and the reuse's step, row count and
 // counter, allocated once by the engine.
@@ -92,8 +101,30 @@ struct MaskedStepFunctor {
   MissingMode mode = MissingMode::posterior;
   bool observed_rotation = true;
   Scalar cond_max = Scalar(1e4);
+  // noise: diagonal (ALGORITHM.md section 8; unbound under isotropic noise):
+  // the batch's profile, frozen leverages, accumulators and re-whitening
+  // count, and 8.3's options.
+  bool diagonal = false;
+  view_t<Scalar**> psi, leverage;
+  view_t<double**> noise_residuals;
+  view_t<std::int64_t**> noise_counts;
+  view_t<std::int64_t*> rewhitenings;
+  int rewhiten_every = 1000, rewhiten_min_count = 100;
+  double rewhiten_fmax = 4, leverage_floor = 0.1;
 
   KOKKOS_INLINE_FUNCTION bool observed(int b, int i) const { return !kmath::isnan(base.X(b, i)) && seen(b, i) != 0; }
+
+  // The mean's step in data units (part 9): x_i - mu_i on the observed rows,
+  // 0 elsewhere; wy itself under isotropic noise, the same numbers computed
+  // afresh where wy holds the whitened sample (8.3 part 1).
+  struct DataY {
+    const MaskedStepFunctor* f;
+    int b;
+    KOKKOS_INLINE_FUNCTION Scalar operator()(int i) const {
+      if (!f->diagonal) return f->base.wy(b, i);
+      return f->observed(b, i) ? f->base.X(b, i) - f->base.mu(b, i) : Scalar(0);
+    }
+  };
 
   // 7.6's seen rule after the step (the mean of an unseen coordinate
   // observed now becomes its value).
@@ -110,9 +141,10 @@ struct MaskedStepFunctor {
 
   // A step that moves only the observed means (7.5), or nothing (drop).
   KOKKOS_INLINE_FUNCTION void mean_only(const member_type& m, int b, std::int64_t step_index, bool drop) const {
+    const DataY data_y{this, b};
     if (!drop)
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, base.d),
-                           [&](const int i) { base.mu(b, i) += base.eta_mu * base.wy(b, i); });
+                           [&](const int i) { base.mu(b, i) += base.eta_mu * data_y(i); });
     m.team_barrier();
     mark_seen(m, b);
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
@@ -187,13 +219,15 @@ struct MaskedStepFunctor {
     auto y = Kokkos::subview(base.wy, b, Kokkos::ALL());
     auto e = Kokkos::subview(base.we, b, Kokkos::ALL());
 
-    // 1. The observed set, the centred sample (0 on M), the counts.
+    // 1. The observed set, the centred sample (0 on M; whitened with
+    // diagonal noise, 8.3 part 1), the counts.
     int n_missing = 0, n_nan = 0, n_inf = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(m, d),
         [&](const int i, int& nm) {
           const bool obs = observed(b, i);
-          const Scalar yi = obs ? base.X(b, i) - base.mu(b, i) : Scalar(0);
+          Scalar yi = obs ? base.X(b, i) - base.mu(b, i) : Scalar(0);
+          if (diagonal) yi /= kmath::sqrt(psi(b, i));
           y(i) = yi;
           e(i) = yi;
           nm += obs ? 0 : 1;
@@ -206,7 +240,9 @@ struct MaskedStepFunctor {
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(m, d), [&](const int i, int& ni) { ni += kmath::isinf(base.X(b, i)) ? 1 : 0; }, n_inf);
     m.team_barrier();
-    if (n_inf != 0) {
+    // (missing: error runs this kernel with diagonal noise: a NaN is then
+    // section 1's input error.)
+    if (n_inf != 0 || (mode == MissingMode::error && n_nan != 0)) {
       base.fail(m, b, breakdown_nonfinite_sample, step_index);
       return;
     }
@@ -214,19 +250,110 @@ struct MaskedStepFunctor {
     m.team_barrier();
 
     // 2. The cases that are not 7.3.
+    const Scalar s2_old = base.s2(b);
     if (n_missing == 0 || mode == MissingMode::zero_fill) {
-      base.section_two(m, b, step_index);
+      base.section_two(m, b, step_index, DataY{this, b});
       m.team_barrier();
-      if (n_missing > 0 && base.status(b) == 0) mark_seen(m, b);
-      return;
+      if (base.status(b) != 0) return;
+      if (diagonal) accumulate_residuals(m, b, s2_old, d, false);
+      if (n_missing > 0) mark_seen(m, b);
+    } else if (mode == MissingMode::drop) {
+      mean_only(m, b, step_index, true);
+    } else if (d - n_missing < r + 1) {
+      mean_only(m, b, step_index, false);
+    } else {
+      const bool stepped = masked_step(m, b, step_index, d - n_missing, n_missing);
+      if (stepped) {  // the accumulators with this sample's mask, before the seen rule changes it
+        if (diagonal && base.status(b) == 0) accumulate_residuals(m, b, s2_old, d - n_missing, true);
+        mark_seen(m, b);
+      }
+      if (base.status(b) != 0) return;
     }
-    if (mode == MissingMode::drop) return mean_only(m, b, step_index, true);
-    const int n = d - n_missing;
-    if (n < r + 1) return mean_only(m, b, step_index, false);
-    masked_step(m, b, step_index, n, n_missing);
+    if (diagonal) rewhiten_when_due(m, b);
   }
 
-  KOKKOS_INLINE_FUNCTION void masked_step(const member_type& m, int b, std::int64_t step_index, int n,
+  // 8.3 part 3 after a step that was not skipped (the whitened residual e
+  // in we(b, :), 0 on M; n - r degrees of freedom; every row counts as
+  // observed with zero_fill).
+  KOKKOS_INLINE_FUNCTION void accumulate_residuals(const member_type& m, int b, Scalar s2_old, int n,
+                                                   bool masked) const {
+    double trN = 0;  // tr N = sum of the missing rows' frozen leverages
+    if (masked)
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(m, base.d),
+          [&](const int i, double& t) { t += observed(b, i) ? 0.0 : double(leverage(b, i)); }, trN);
+    m.team_barrier();
+    const double dof = double(n - base.r), kappa = dof / (dof + trN);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, base.d), [&](const int i) {
+      if (masked && !observed(b, i)) return;
+      const double h = 1.0 - double(leverage(b, i));
+      if (!(h >= leverage_floor)) return;
+      const double e = double(base.we(b, i));
+      noise_residuals(b, i) += e * e / (h * kappa * double(s2_old));
+      noise_counts(b, i) += 1;
+    });
+    m.team_barrier();
+  }
+
+  // 8.3 part 4's factor of coordinate i before its division by the
+  // geometric mean (1 for a coordinate with too few residuals).
+  KOKKOS_INLINE_FUNCTION double rewhiten_factor(int b, int i) const {
+    const std::int64_t c = noise_counts(b, i);
+    if (c < rewhiten_min_count) return 1.0;
+    const double v = noise_residuals(b, i) / double(c), lo = 1.0 / rewhiten_fmax;
+    return v < lo ? lo : (v > rewhiten_fmax ? rewhiten_fmax : v);
+  }
+
+  // 8.3 part 4 every rewhiten_every steps (skipped and dropped steps count,
+  // as steps do): psi <- psi f, U <- diag(f)^-1/2 U, the Cholesky-QR of U
+  // with S rotated (the modelled signal covariance is unchanged), the
+  // leverages refreshed, the accumulators cleared. psi and U are rescaled
+  // together, so a Cholesky-QR that fails (breakdown_reorthonormalize)
+  // freezes a stream whose model is still consistent.
+  KOKKOS_INLINE_FUNCTION void rewhiten_when_due(const member_type& m, int b) const {
+    if (base.steps(b) % rewhiten_every != 0) return;
+    const int d = base.d, r = base.r;
+    double log_sum = 0;
+    int updated = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, d),
+        [&](const int i, double& s) {
+          if (noise_counts(b, i) >= rewhiten_min_count) s += kmath::log(rewhiten_factor(b, i));
+        },
+        log_sum);
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, d), [&](const int i, int& c) { c += noise_counts(b, i) >= rewhiten_min_count; },
+        updated);
+    m.team_barrier();
+    const double gmean = updated > 0 ? kmath::exp(log_sum / updated) : 1.0;
+    const typename Base::Basis Ub{&base.U(b, 0, 0), d, r};
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
+      const double f = noise_counts(b, i) >= rewhiten_min_count ? rewhiten_factor(b, i) / gmean : 1.0;
+      const Scalar inv = Scalar(1.0 / kmath::sqrt(f));
+      for (int j = 0; j < r; ++j) Ub(i, j) *= inv;
+      psi(b, i) = Scalar(double(psi(b, i)) * f);
+    });
+    m.team_barrier();
+    if (!base.cholesky_qr(m, b, base.steps(b) - 1)) return;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
+      Scalar l = 0;
+      for (int j = 0; j < r; ++j) l += Ub(i, j) * Ub(i, j);
+      leverage(b, i) = l;
+      noise_residuals(b, i) = 0;
+      noise_counts(b, i) = 0;
+    });
+    Kokkos::single(Kokkos::PerTeam(m), [&]() {
+      rewhitenings(b) += 1;
+      gram_step(b) = -1;  // U_M moved: 7.8's reuse starts afresh
+    });
+    m.team_barrier();
+  }
+
+  // 7.3 (parts 1-9) on a sample with n observed and n_missing missing
+  // rows, the seen rule left to the caller when it returns true (the state
+  // committed); false when the step was skipped (7.5: only the mean moved,
+  // the seen rule applied) or the stream froze before its commit.
+  KOKKOS_INLINE_FUNCTION bool masked_step(const member_type& m, int b, std::int64_t step_index, int n,
                                           int n_missing) const {
     const int d = base.d, r = base.r;
     auto V = [&](int k) { return Kokkos::subview(wv, b, k, Kokkos::ALL()); };
@@ -259,11 +386,15 @@ struct MaskedStepFunctor {
     if (reuse) {
       Kokkos::single(Kokkos::PerTeam(m), [&]() { gram_reused(b) += 1; });
     } else if (!gram_and_factor(m, b, Ub, from_missing, from_missing ? n_missing : n, N, C, Z, Kraw, K)) {
-      return mean_only(m, b, step_index, false);
+      mean_only(m, b, step_index, false);
+      return false;
     }
     Scalar trK = 0;
     for (int j = 0; j < r; ++j) trK += K(j, j);
-    if (!(Scalar(r) + trK <= cond_max)) return mean_only(m, b, step_index, false);
+    if (!(Scalar(r) + trK <= cond_max)) {
+      mean_only(m, b, step_index, false);
+      return false;
+    }
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {
       Scalar kb = 0;
       for (int k = 0; k < r; ++k) kb += K(j, k) * bv(k);
@@ -283,7 +414,7 @@ struct MaskedStepFunctor {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = zls(j); });
       if (!base.cholesky(m, L)) {
         base.fail(m, b, breakdown_s_not_spd, step_index);
-        return;
+        return false;
       }
       base.cholesky_solve(m, L, w);
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { z(j) = zls(j); });
@@ -296,7 +427,7 @@ struct MaskedStepFunctor {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = zls(j); });
       if (!base.cholesky(m, L)) {
         base.fail(m, b, breakdown_s_not_spd, step_index);
-        return;
+        return false;
       }
       base.cholesky_solve(m, L, w);
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {
@@ -318,7 +449,7 @@ struct MaskedStepFunctor {
     m.team_barrier();
     for_each_entry(m, r, r, [&](const int a, const int c) { Sp(a, c) += p_weight * P(a, c); });
     m.team_barrier();
-    if (!base.direction(m, b, z, w, g, s2_old, step_index)) return;
+    if (!base.direction(m, b, z, w, g, s2_old, step_index)) return false;
 
     // 6. Parts 6-7.
     Scalar gg = 0, gKg = 0;
@@ -344,7 +475,7 @@ struct MaskedStepFunctor {
     const Scalar s2_new = (1 - base.eta_s) * s2_old + base.eta_s * rho2 / Scalar(n - r);
     if (!step_update_is_finite<Scalar>(m, r, Sp, rho2, q, beta, rot.theta, s2_new)) {
       base.fail(m, b, breakdown_nonfinite_update, step_index);
-      return;
+      return false;
     }
     if (rot.rotate) {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { vh(j) = v(j) / beta; });
@@ -355,7 +486,7 @@ struct MaskedStepFunctor {
 
     // 7. Parts 8-9 (mu_M stays: y_M = 0), the seen rule; U_M moved only if
     // a Cholesky-QR was due.
-    base.commit(m, b, Sp, s2_new, step_index, cs.clamped);
+    base.commit(m, b, Sp, s2_new, step_index, cs.clamped, DataY{this, b});
     if (keep_gram)
       Kokkos::single(Kokkos::PerTeam(m), [&]() {
         const bool reorth = base.reorth_every > 0 && (step_index + 1) % base.reorth_every == 0;
@@ -363,7 +494,7 @@ struct MaskedStepFunctor {
         gram_count(b) = n_missing;
       });
     m.team_barrier();
-    mark_seen(m, b);
+    return true;
   }
 };
 

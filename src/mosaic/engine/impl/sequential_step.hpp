@@ -215,6 +215,14 @@ struct StepFunctor {
 
   // Steps 2-9 on the centred sample in wy(b, :) (and its copy in we(b, :)).
   KOKKOS_INLINE_FUNCTION void section_two(const member_type& m, int b, std::int64_t step_index) const {
+    section_two(m, b, step_index, CentredSample{wy, b});
+  }
+  // The same with the mean moved by eta_mu data_y(i): wy(b, i) in section 2,
+  // the data-unit x_i - mu_i where wy holds a whitened sample (ALGORITHM.md
+  // 8.3: mu lives in data units).
+  template <class DataY>
+  KOKKOS_INLINE_FUNCTION void section_two(const member_type& m, int b, std::int64_t step_index,
+                                          const DataY& data_y) const {
     auto z = Kokkos::subview(wvec, b, 0, Kokkos::ALL());
     auto w = Kokkos::subview(wvec, b, 1, Kokkos::ALL());
     auto g = Kokkos::subview(wvec, b, 2, Kokkos::ALL());
@@ -260,8 +268,15 @@ struct StepFunctor {
 
     // 8. Writes: frame rotation (fused U gh and rank-one update per row), S, s2, mu.
     if (rot.rotate) rotate_rows(m, b, gh, gh, rho, rot, AllRows());
-    commit(m, b, Sp, s2_new, step_index, cs.clamped);
+    commit(m, b, Sp, s2_new, step_index, cs.clamped, data_y);
   }
+
+  // The centred sample y = wy(b, :) as the mean's step.
+  struct CentredSample {
+    view_t<Scalar**> wy;
+    int b;
+    KOKKOS_INLINE_FUNCTION Scalar operator()(int i) const { return wy(b, i); }
+  };
 
   // z = U^T y, y in wy(b, :) (fixed-chunk axpy form, see the file comment).
   template <class Z>
@@ -405,14 +420,14 @@ struct StepFunctor {
     });
   }
 
-  // The rest of step 8 and step 9: S <- sym(S'), mu += eta_mu y (y in
-  // wy(b, :), 0 on rows that must not move), s2, the counters, and the
-  // Cholesky-QR when due.
-  template <class M>
+  // The rest of step 8 and step 9: S <- sym(S'), mu += eta_mu y (y =
+  // data_y(i) in data units, 0 on rows that must not move), s2, the
+  // counters, and the Cholesky-QR when due.
+  template <class M, class DataY>
   KOKKOS_INLINE_FUNCTION void commit(const member_type& m, int b, const M& Sp, Scalar s2_new, std::int64_t step_index,
-                                     bool clamped) const {
+                                     bool clamped, const DataY& data_y) const {
     symmetrize(m, r, Sp, Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()));
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) { mu(b, i) += eta_mu * wy(b, i); });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) { mu(b, i) += eta_mu * data_y(i); });
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
       s2(b) = s2_new;
       steps(b) = step_index + 1;
@@ -422,8 +437,17 @@ struct StepFunctor {
     if (reorth_every > 0 && (step_index + 1) % reorth_every == 0) reorthonormalize(m, b, step_index);
   }
 
-  // U^T U = L L^T, U <- U L^{-T}, S <- L^T S L (reference_reorthonormalize).
+  // reference_reorthonormalize: the Cholesky-QR, counted.
   KOKKOS_INLINE_FUNCTION void reorthonormalize(const member_type& m, int b, std::int64_t step_index) const {
+    if (!cholesky_qr(m, b, step_index)) return;
+    Kokkos::single(Kokkos::PerTeam(m), [&]() { reorths(b) += 1; });
+    m.team_barrier();
+  }
+
+  // U^T U = L L^T, U <- U L^{-T}, S <- L^T S L (detail::cholesky_qr of
+  // reference.hpp). False (the stream frozen, U and S as they were) when
+  // U^T U does not factor.
+  KOKKOS_INLINE_FUNCTION bool cholesky_qr(const member_type& m, int b, std::int64_t step_index) const {
     const Basis Ub{&U(b, 0, 0), d, r};
     auto Ub_view = Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL());
     auto L = Kokkos::subview(wmat, b, 0, Kokkos::ALL(), Kokkos::ALL());  // U^T U, then its factor
@@ -434,7 +458,7 @@ struct StepFunctor {
                                                                                                Ub_view, Scalar(0), L);
     if (!cholesky(m, L)) {  // only the lower triangle (L) is read below
       fail(m, b, breakdown_reorthonormalize, step_index);
-      return;
+      return false;
     }
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
       for (int a = 0; a < r; ++a) {
@@ -444,8 +468,8 @@ struct StepFunctor {
       }
     });
     rotate_S_by_factor<Scalar>(m, r, L, Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()), SL, out);
-    Kokkos::single(Kokkos::PerTeam(m), [&]() { reorths(b) += 1; });
     m.team_barrier();
+    return true;
   }
 };
 

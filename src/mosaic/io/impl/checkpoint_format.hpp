@@ -33,7 +33,8 @@ struct CheckpointError : std::runtime_error {
 
 namespace ckpt {
 
-constexpr int kFormatVersion = 3;  // 2: unresolved_residual_steps; 3: seen and section 7's counters
+constexpr int kFormatVersion =
+    4;  // 2: unresolved_residual_steps; 3: seen and section 7's counters; 4: section 8's noise state
 constexpr char kMagic[8] = {'M', 'O', 'S', 'C', 'K', 'P', 'T', '1'};
 constexpr const char* kManifestName = "MANIFEST.json";
 constexpr const char* kDirPrefix = "ckpt_";
@@ -95,7 +96,9 @@ inline std::size_t type_size(const std::string& code) {
 
 // Every per-stream view of a StreamBatch: the complete state of a stream
 // (state, counters, breakdown record, maintained factor, section 7's seen
-// flags and counters). A view added to
+// flags and counters, section 8's noise profile, leverages, accumulators and
+// re-whitening count: B x 0 views under isotropic noise, written as empty
+// fields). A view added to
 // StreamBatch must be added here, or a restart would lose it.
 template <class Batch, class F>
 void for_each_state_view(Batch& sb, F&& f) {
@@ -117,6 +120,11 @@ void for_each_state_view(Batch& sb, F&& f) {
   f("skipped_steps", sb.skipped_steps);
   f("dropped_samples", sb.dropped_samples);
   f("missing_entries", sb.missing_entries);
+  f("psi", sb.psi);
+  f("leverage", sb.leverage);
+  f("noise_residuals", sb.noise_residuals);
+  f("noise_counts", sb.noise_counts);
+  f("rewhitenings", sb.rewhitenings);
 }
 
 template <class View>
@@ -150,6 +158,14 @@ void restore_view(const Field& f, const View& v) {
   using T = typename View::non_const_value_type;
   constexpr int rank = int(View::rank);
   const std::size_t B = v.extent(0);
+  std::size_t per = 1;
+  for (int k = 1; k < rank; ++k) per *= v.extent(k);
+  // (section 8's fields are empty under isotropic noise: a checkpoint of
+  // the other noise model has another size.)
+  if (f.bytes.size() != B * per * sizeof(T))
+    throw CheckpointError("checkpoint field '" + f.name + "' holds " + std::to_string(f.bytes.size() / sizeof(T)) +
+                          " values for " + std::to_string(B) + " streams, this run's state has " + std::to_string(per) +
+                          " per stream (written with another algorithm.noise?)");
   std::vector<T> vals(f.bytes.size() / sizeof(T));
   if (!vals.empty()) std::memcpy(vals.data(), f.bytes.data(), f.bytes.size());
   const auto h = transfer::host_buffer(v);
@@ -216,6 +232,10 @@ std::vector<std::pair<std::string, std::string>> expected_fields() {
     decltype(none->solve_drift) solve_drift;
     decltype(none->seen) seen;
     decltype(none->skipped_steps) skipped_steps, dropped_samples, missing_entries;
+    decltype(none->psi) psi, leverage;
+    decltype(none->noise_residuals) noise_residuals;
+    decltype(none->noise_counts) noise_counts;
+    decltype(none->rewhitenings) rewhitenings;
   } t;
   for_each_state_view(t, visit);
   out.emplace_back("source_frozen", "u1");

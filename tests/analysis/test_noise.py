@@ -1,0 +1,63 @@
+"""analysis.noise: the window means of the data-coordinate accuracy, the
+seeds' mean and spread per noise model, the distance ratio, and the runs
+left out, on hand-made series whose answers are known."""
+
+import copy
+
+from analysis_test_support import TempDirTest, load_fixture, md_row_starting, run_main
+
+from analysis import noise
+
+
+def measure(d, f, model, seed, k):
+    """The k-th measure (0 distance, 1 noise, 2 spectrum) inside the window."""
+    return (0.01 + 0.001 * k) * (0.8 if model == "diagonal" else 1.0) + 0.0001 * seed + d * 1e-6 + 0.002 * f
+
+
+def run_entry(template, d, f, model, seed, heterogeneous=True):
+    run = copy.deepcopy(template)
+    deck = run["resolved_deck"]
+    deck["problem"]["d"] = d
+    deck["source"]["missing_rate"] = f
+    deck["source"]["noise_range"] = [0.05, 0.5] if heterogeneous else None
+    deck["algorithm"]["noise"] = model
+    deck["run"]["seed"] = seed
+    series = []
+    for idx in range(100, 8200, 100):
+        e = copy.deepcopy(template["diagnostics"]["series"][-1])
+        e["sample_index"] = idx
+        inside = 4000 <= idx < 8000  # outside the default window the values are far off
+        for k, field in enumerate(("projector_distance_mean", "noise_rel_error_mean", "spectrum_rel_error_mean")):
+            e["accuracy"][field] = measure(d, f, model, seed, k) if inside else 0.9
+        series.append(e)
+    run["diagnostics"]["series"] = series
+    run["diagnostics"]["final"] = series[-1]
+    return run
+
+
+class NoiseStudy(TempDirTest):
+    def write_study(self):
+        doc = load_fixture("synthetic_drift_np1.json")
+        template = doc["runs"][0]
+        doc["runs"] = [run_entry(template, d, f, model, seed) for d in (64, 256) for f in (0.0, 0.2)
+                       for model in ("isotropic", "diagonal") for seed in (1, 2, 3)]
+        doc["runs"].append(run_entry(template, 64, 0.0, "isotropic", 1, heterogeneous=False))
+        return self.write_doc("study.json", doc)
+
+    def test_window_means_over_seeds_and_ratio(self):
+        rc, out, err = run_main(noise, [self.write_study()])
+        self.assertEqual(rc, 0, err)
+        row = md_row_starting(out, "256", "8", "20%")
+        self.assertEqual(row[3], "3/3")
+        # Seeds 1-3: mean at seed 2, sd 0.0001.
+        self.assertEqual(row[4], "%.4f ± 0.0001" % measure(256, 0.2, "isotropic", 2, 0))
+        self.assertEqual(row[5], "%.4f ± 0.0001" % measure(256, 0.2, "diagonal", 2, 0))
+        self.assertEqual(row[9], "%.4f ± 0.0001" % measure(256, 0.2, "diagonal", 2, 2))
+        ratio = measure(256, 0.2, "diagonal", 2, 0) / measure(256, 0.2, "isotropic", 2, 0)
+        self.assertEqual(row[10], "%.3f" % ratio)
+        self.assertIn("homogeneous noise (no source.noise_range)", out)
+
+    def test_window_without_entries_is_an_error(self):
+        rc, out, err = run_main(noise, [self.write_study(), "--window-start", "9000", "--window-end", "9500"])
+        self.assertEqual(rc, 2)
+        self.assertIn("no synthetic run with heterogeneous noise", err)
