@@ -21,6 +21,12 @@ diagonal, and the ratio diagonal / isotropic of the distance (below 1: the
 whitening recovered efficiency). Runs without heterogeneous noise are left
 out with a note. Tables only (no figure).
 
+--reference FILE compares each seed with the host reference study's output
+(bench/run_reference_masked_study.sh: its hetero-<model>-d<d> and
+hetero-mcar20-<model>-d<d> rows) and prints the largest difference of the
+distance and of the noise error (the study's |s2 bias|): the mini-app runs
+the engine, the study the host reference, on the same stream.
+
     python3 -m analysis.noise mosaic_result_noise_study.json
 """
 
@@ -33,6 +39,7 @@ from collections import OrderedDict
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from analysis import common as C
+from analysis import missing
 
 MODELS = ["isotropic", "diagonal"]
 MEASURES = [("distance", "projector_distance_mean"), ("noise", "noise_rel_error_mean"),
@@ -58,6 +65,14 @@ class Run:
 
     def key(self):
         return (self.d, self.r, self.fraction)
+
+    def label(self):
+        """The reference study's --label for the same point, or None (bench/run_reference_masked_study.sh)."""
+        if self.fraction == 0.0:
+            return "hetero-%s-d%d" % (self.model, self.d)
+        if self.fraction == 0.2:
+            return "hetero-mcar20-%s-d%d" % (self.model, self.d)
+        return None
 
 
 def collect(records, start, end):
@@ -114,12 +129,30 @@ def table(runs):
     return C.md_table(headers, rows)
 
 
+def compare(runs, ref):
+    """Largest |mini-app - reference| of the distance and the noise error over
+    the seeds both have; the labels of the runs the study does not have."""
+    worst = [0.0, 0.0]
+    compared, absent = 0, set()
+    for run in runs:
+        seeds = ref.get(run.label() or "")
+        if seeds is None or run.seed not in seeds:
+            absent.add(run.label() or "d%d-f%g-%s" % (run.d, run.fraction, run.model))
+            continue
+        compared += 1
+        dist, s2_bias = seeds[run.seed][0], seeds[run.seed][1]
+        worst[0] = max(worst[0], abs(run.values["distance"] - dist))
+        worst[1] = max(worst[1], abs(run.values["noise"] - abs(s2_bias)))
+    return compared, worst, sorted(absent)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m analysis.noise", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     C.add_common_arguments(parser, out=False)
     parser.add_argument("--window-start", type=int, default=4000, help="first sample index (default %(default)s)")
     parser.add_argument("--window-end", type=int, default=8000, help="end sample index (default %(default)s)")
+    parser.add_argument("--reference", metavar="FILE", help="the host reference study's output to compare with")
     args = parser.parse_args(argv)
     records = C.load_records(args.inputs, validate=args.validate)
     runs, notes = collect(records, args.window_start, args.window_end)
@@ -130,6 +163,12 @@ def main(argv=None):
           (args.window_start, args.window_end))
     print("Mean ± sd over the seeds (seeds: isotropic/diagonal runs); data coordinates (ALGORITHM.md 8.4):\n")
     print(table(runs))
+    if args.reference:
+        compared, worst, absent = compare(runs, missing.read_reference(args.reference))
+        print("\nAgainst the host reference study (%s): %d runs compared; largest difference: distance %.1e, "
+              "noise error %.1e" % ((args.reference, compared) + tuple(worst)))
+        if absent:
+            print("not in the reference study: " + ", ".join(absent))
     for n in notes:
         print("\nleft out: " + n)
     return 0

@@ -3,6 +3,7 @@ seeds' mean and spread per noise model, the distance ratio, and the runs
 left out, on hand-made series whose answers are known."""
 
 import copy
+import os
 
 from analysis_test_support import TempDirTest, load_fixture, md_row_starting, run_main
 
@@ -61,3 +62,20 @@ class NoiseStudy(TempDirTest):
         rc, out, err = run_main(noise, [self.write_study(), "--window-start", "9000", "--window-end", "9500"])
         self.assertEqual(rc, 2)
         self.assertIn("no synthetic run with heterogeneous noise", err)
+
+    def test_against_the_reference_study(self):
+        ref = os.path.join(self.tmp, "study.txt")
+        with open(ref, "w", encoding="utf-8") as f:
+            f.write("hetero-diagonal-d256: d 256 r 8 noise [0.05, 0.5] drift 0.0001 ...\n")
+            for seed in (1, 2, 3):
+                # The study's s2 bias is signed; the mini-app's noise error is its size.
+                f.write("  seed%d  dist %.4f  s2_bias %+.4f  eig_r_bias -0.0400  dist_end 0.0130  kept nan\n" %
+                        (seed, measure(256, 0.0, "diagonal", seed, 0) + (0.002 if seed == 2 else 0.0),
+                         -measure(256, 0.0, "diagonal", seed, 1)))
+        rc, out, err = run_main(noise, [self.write_study(), "--reference", ref])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("3 runs compared; largest difference: distance 2.0e-03, noise error", out)
+        absent = next(l for l in out.splitlines() if l.startswith("not in the reference study: "))
+        self.assertIn("hetero-isotropic-d256", absent)
+        self.assertIn("hetero-mcar20-diagonal-d64", absent)
+        self.assertNotIn("hetero-diagonal-d256,", absent + ",")
