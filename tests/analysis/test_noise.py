@@ -74,7 +74,8 @@ class NoiseStudy(TempDirTest):
                          -measure(256, 0.0, "diagonal", seed, 1)))
         rc, out, err = run_main(noise, [self.write_study(), "--reference", ref])
         self.assertEqual(rc, 0, err)
-        self.assertIn("3 runs compared; largest difference: distance 2.0e-03, noise error", out)
+        self.assertIn("3 runs compared; largest difference of the distance 2.0e-03; noise error equal to the "
+                      "study's |s2 bias| to 5e-5 in 3 runs, below it in 0", out)
         absent = next(l for l in out.splitlines() if l.startswith("not in the reference study: "))
         self.assertIn("hetero-isotropic-d256", absent)
         self.assertIn("hetero-mcar20-diagonal-d64", absent)
