@@ -1512,8 +1512,8 @@ def check_memory_estimate(args):
     """The memory estimate (memory_estimate.hpp) follows what the run
     allocates, and a run that cannot fit is refused before anything starts.
     - Kokkos' allocations, seen by the test tool, are within 10% of the
-      estimate's execution-space peak for the sequential and the blocked
-      kernel, double and float, init data and random, synthetic and npy;
+      estimate's execution-space peak for the sequential (isotropic and
+      noise: diagonal) and the blocked kernel, double and float, init data and random, synthetic and npy;
       the peak RSS (VmHWM) is at most the estimate plus 512 MiB for the
       process itself (MPI, Kokkos, the BLAS). (Not at least the Kokkos
       bytes: pages of buffers allocated without initialization that are
@@ -1533,6 +1533,7 @@ def check_memory_estimate(args):
     npy = ["--set", "source.type=npy", "--set", "source.paths=[m0.npy, m0.npy, m0.npy, m0.npy]",
            "--set", "source.chunk_rows=2147483647", "--set", "run.steps=all"]
     for name, extra in (("sequential", ["--set", "algorithm.block_size=1"]),
+                        ("diagonal noise", ["--set", "algorithm.block_size=1", "--set", "algorithm.noise=diagonal"]),
                         ("blocked", []),
                         ("float, init random", ["--set", "problem.dtype=float", "--set", "algorithm.init=random"]),
                         ("npy", npy)):

@@ -134,11 +134,16 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
     e.items.push_back({what, exec, when, bytes});
   };
 
-  // The state, the counters and the maintained factor, and section 7's seen flags (one byte per coordinate).
-  add("stream states", true, B * (state + 8 * r * r + 8 * 15 + d));
+  // The state, the counters and the maintained factor, section 7's seen
+  // flags (one byte per coordinate) and, with noise: diagonal, section 8's
+  // profile and leverages (scalar) and accumulators (double, int64) per
+  // coordinate.
+  const bool diagonal = c.algorithm.noise == NoiseModel::diagonal;
+  add("stream states", true, B * (state + 8 * r * r + 8 * 16 + d + (diagonal ? d * (2 * s + 16) : 0)));
   const std::size_t nc = std::size_t(Tuning<Exec>::reduction_chunks);
   std::size_t work = s * B * (2 * d + nc * r + 6 * r + 4 * r * r + nc);
-  if (c.algorithm.missing != MissingMode::error)  // impl/masked_step.hpp: the row list, vectors and matrices
+  // impl/masked_step.hpp (missing entries or diagonal noise): the row list, vectors and matrices
+  if (c.algorithm.missing != MissingMode::error || diagonal)
     work += B * (4 * d + s * (std::size_t(detail::mv_count) * r + std::size_t(detail::mm_count) * r * r));
   if (c.algorithm.missing != MissingMode::error && k > 1) {  // impl/masked_blocks.hpp: flags, runs, gathered samples
     work += B * (k + 4 * 4 + s * k * d);
