@@ -9,6 +9,7 @@ two cores) and inspects what it wrote. Usage:
 
 CHECK is one of: weak, strong_invariance, sweep, unwritable_output, bad_deck,
 npy_stream, npy_bad_file, npy_blocked, npy_blocked_nonfinite, checkpoint_resume,
+checkpoint_resume_diagonal,
 checkpoint_redistribute, checkpoint_crash_safety, checkpoint_refused, checkpoint_npy,
 blocked_schedules, init_rank_deficient, kokkos_misspelt, kokkos_num_threads,
 kokkos_help, version, provenance, kokkos_tools and memory_estimate (--tool LIBRARY),
@@ -588,8 +589,11 @@ CKPT_STEPS = 500000  # long enough to be signalled mid-run (about 4 s on 2 cores
 
 
 def same_states(dir_a, dir_b, what):
+    """Every file of two state sets bitwise equal (psi too with noise: diagonal)."""
     states_a, states_b = load_states(dir_a), load_states(dir_b)
-    for name in STATE_FILES:
+    if sorted(states_a) != sorted(states_b) or not set(STATE_FILES) <= set(states_a):
+        fail(f"{what}: state files {sorted(states_b)}, the uninterrupted run's {sorted(states_a)}")
+    for name in states_a:
         a, b = states_a[name], states_b[name]
         if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
             fail(f"{what}: {name}.npy differs from the uninterrupted run's")
@@ -683,45 +687,60 @@ def check_interrupted(args, out, proc, ckpt_dir, state_dir, steps=CKPT_STEPS, la
     return doc
 
 
-def check_checkpoint_resume(args, which="one"):
+def check_checkpoint_resume(args, which="one", extra=(), steps=CKPT_STEPS):
     """(a)+(c): uninterrupted vs SIGTERM'ed mid-run (one rank, or mpiexec
     with which="mpiexec") and resumed: the final states are bitwise equal;
-    the partial result is valid and interrupted."""
+    the partial result is valid and interrupted. `extra`: deck options of
+    both runs."""
     n = args.ranks
     w = args.workdir
-    base = ["--set", "streams.mode=weak", "--set", "streams.per_rank=2"]
+    base = ["--set", "streams.mode=weak", "--set", "streams.per_rank=2"] + list(extra)
     # The uninterrupted run has the same checkpoint schedule: every_steps is
     # part of the deck, and with the blocked update a block ends at every
     # checkpoint step (docs/INPUT_DECK.md), which changes the rounding.
     full_states, full_ckpt = os.path.join(w, f"full_states_{n}"), os.path.join(w, f"full_ckpt_{n}")
     for p in (full_states, full_ckpt):
         shutil.rmtree(p, ignore_errors=True)
-    run_ok(args, n, base + ckpt_args(full_ckpt, full_states), f"full_{n}.json")
+    run_ok(args, n, base + ckpt_args(full_ckpt, full_states, steps=steps), f"full_{n}.json")
     ckpt_dir, states = os.path.join(w, f"ckpt_{n}"), os.path.join(w, f"states_{n}")
     out = os.path.join(w, f"resumed_{n}.json")
     for p in (ckpt_dir, states):
         shutil.rmtree(p, ignore_errors=True)
-    proc = run_and_signal(args, n, base + ckpt_args(ckpt_dir, states) + ["--output", out], ckpt_dir, which)
-    doc = check_interrupted(args, out, proc, ckpt_dir, states, launcher_signalled=which == "mpiexec")
+    proc = run_and_signal(args, n, base + ckpt_args(ckpt_dir, states, steps=steps) + ["--output", out], ckpt_dir, which)
+    doc = check_interrupted(args, out, proc, ckpt_dir, states, steps=steps, launcher_signalled=which == "mpiexec")
     stopped_at = doc["runs"][0]["steps"]["timed"]
     print(f"SIGTERM to {which}: exit status {proc.returncode}, result status {doc['status']}")
-    proc = mpirun(args, n, base + ckpt_args(ckpt_dir, states) + ["--output", out, "--restart", ckpt_dir], w)
+    proc = mpirun(args, n, base + ckpt_args(ckpt_dir, states, steps=steps) + ["--output", out, "--restart", ckpt_dir], w)
     if proc.returncode != 0:
         fail(f"the restart exited with {proc.returncode}")
     if "restarting from" not in proc.stdout:
         fail("the restart did not report its checkpoint")
     doc = load_valid(args, out)
     run = doc["runs"][0]
-    if doc["status"] != "completed" or run["steps"]["timed"] != CKPT_STEPS:
+    if doc["status"] != "completed" or run["steps"]["timed"] != steps:
         fail(f"resumed run: status {doc['status']}, steps {run['steps']}")
-    if run["restart"]["segments"] != 2 or sum(s["timed_steps"] for s in run["restart"]["per_segment"]) != CKPT_STEPS:
+    if run["restart"]["segments"] != 2 or sum(s["timed_steps"] for s in run["restart"]["per_segment"]) != steps:
         fail(f"restart record {run['restart']}")
     upd = run["timers"]["update"]["max_s"]
     fom = run["figure_of_merit"]["value"]
-    if abs(fom - CKPT_STEPS * 2 * n / upd) > 1e-6 * fom:
+    if abs(fom - steps * 2 * n / upd) > 1e-6 * fom:
         fail(f"FOM {fom} != steps x streams / summed update time")
     same_states(full_states, states, f"{n} ranks, stopped at timed step {stopped_at} and resumed")
     print(f"{n} ranks: stopped by SIGTERM at timed step {stopped_at}, resumed, final states bitwise equal")
+
+
+def check_checkpoint_resume_diagonal(args):
+    """checkpoint_resume with noise: diagonal (ALGORITHM.md section 8) and 5%
+    MCAR, re-whitened every 50 steps: the noise profile, leverages and
+    accumulators are in the checkpoint, and the final states (psi.npy
+    included) of the resumed run are the uninterrupted run's bit for bit."""
+    check_checkpoint_resume(args, extra=["--set", "algorithm.block_size=1", "--set", "algorithm.noise=diagonal",
+                                         "--set", "algorithm.rewhiten_every=50", "--set",
+                                         "algorithm.rewhiten_min_count=10", "--set", "algorithm.missing=posterior",
+                                         "--set", "source.missing_rate=0.05"], steps=120000)
+    states = load_states(os.path.join(args.workdir, f"states_{args.ranks}"))
+    if "psi" not in states or states["psi"].shape != (2 * args.ranks, 48) or states["psi"].std() == 0:
+        fail(f"noise: diagonal wrote no moving noise profile: {sorted(states)}")
 
 
 def check_checkpoint_mpiexec_sigterm(args):
@@ -1887,7 +1906,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("check", choices=["weak", "strong_invariance", "sweep", "unwritable_output", "bad_deck",
                                      "npy_stream", "npy_bad_file", "npy_blocked", "npy_blocked_nonfinite",
-                                     "checkpoint_resume", "checkpoint_redistribute", "checkpoint_crash_safety",
+                                     "checkpoint_resume", "checkpoint_resume_diagonal", "checkpoint_redistribute",
+                                     "checkpoint_crash_safety",
                                      "checkpoint_refused", "checkpoint_npy", "checkpoint_mpiexec_sigterm", "blocked_schedules",
                                      "init_rank_deficient", "verification", "kokkos_misspelt",
                                      "kokkos_num_threads", "kokkos_help", "version", "provenance", "kokkos_tools",

@@ -37,7 +37,10 @@ constexpr const char* kStateManifestName = "states.json";
 // `dir` as NumPy files, each atomically: mu (streams, d), U (streams, d, r)
 // row-major, S (streams, r, r), s2 (streams,), stream_ids (uint64), steps
 // (int64: MOSAIC steps taken, init excluded), status (int64: 0 = healthy,
-// else the BreakdownCode that froze the stream). Collective. Returns
+// else the BreakdownCode that froze the stream) and, with noise: diagonal,
+// psi (streams, d): the noise profile that U, S and s2 are whitened by
+// (ALGORITHM.md 8.2; a coordinate's noise variance is s2 psi_j, the
+// data-coordinate subspace span(Psi^1/2 U)). Collective. Returns
 // {"directory", "files", "manifest"} on rank 0.
 //
 // The set is atomic as a whole, not only file by file: the manifest
@@ -61,11 +64,13 @@ nlohmann::json write_state_files(const StreamBatch<Scalar, Exec>& batch, const R
   if (total_streams * per_stream > (long long)INT_MAX)
     throw std::runtime_error("output.state_dir: the states of " + std::to_string(total_streams) + " streams (d x r = " +
                              std::to_string(per_stream) + ") are too large to gather to rank 0 in one message");
-  std::vector<Scalar> mu, U, S, s2;
+  std::vector<Scalar> mu, U, S, s2, psi;
   std::vector<std::int64_t> steps, status;
   const auto h_status = transfer::to_host(batch.status);
+  const auto h_psi = transfer::to_host(batch.psi);  // B x 0 with isotropic noise
   for (int b = 0; b < B; ++b) {
     const ReferenceState<Scalar> st = batch.to_host(b);
+    for (std::size_t i = 0; i < h_psi.extent(1); ++i) psi.push_back(h_psi(b, i));
     mu.insert(mu.end(), st.mu.begin(), st.mu.end());
     U.insert(U.end(), st.U.begin(), st.U.end());
     S.insert(S.end(), st.S.begin(), st.S.end());
@@ -81,6 +86,7 @@ nlohmann::json write_state_files(const StreamBatch<Scalar, Exec>& batch, const R
   const auto all_steps = gather_to_root(steps, mpi_type<std::int64_t>(), comm);
   const auto all_status = gather_to_root(status, mpi_type<std::int64_t>(), comm);
   const auto all_ids = gather_to_root(ids, mpi_type<std::uint64_t>(), comm);
+  const auto all_psi = gather_to_root(psi, mpi_type<Scalar>(), comm);
   if (rank != 0) return nlohmann::json::object();
   const std::int64_t n = std::int64_t(all_ids.size());
   std::error_code ec;
@@ -106,6 +112,7 @@ nlohmann::json write_state_files(const StreamBatch<Scalar, Exec>& batch, const R
   put("stream_ids.npy", {n}, all_ids.data());
   put("steps.npy", {n}, all_steps.data());
   put("status.npy", {n}, all_status.data());
+  if (batch.diagonal_noise()) put("psi.npy", {n, d}, all_psi.data());
   const nlohmann::json m = {
       {"format", "mosaic-states"},
       {"format_version", 1},
