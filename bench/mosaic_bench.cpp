@@ -9,6 +9,7 @@
 //                [--block-size 0,32,64,96,128] [--gemm auto|vendor|kokkos_batched|tiled]
 //                [--solve dense|maintained] [--reorth auto|K] [--dtype float|double]
 //                [--panel-cols P] [--missing mcar0,mcar0.05,mcar0.5,outage0.1]
+//                [--noise diagonal]
 //
 // With gemm vendor (the default where Kokkos Kernels has a vendor BLAS) a
 // second table breaks each blocked row into its phases (MosaicEngine's
@@ -48,6 +49,12 @@
 // complete samples (blocked), runs of samples that miss the same
 // coordinates (7.7.2's shared-mask blocked form: an outage) and masked
 // sequential steps (7.7.3).
+//
+// --noise diagonal: the sequential kernel with algorithm.noise: diagonal
+// (ALGORITHM.md section 8: the whitened step, the residual accumulators,
+// a re-whitening every rewhiten_every = 1000 steps, the default) on the same
+// complete samples, one row per (d, r) against the isotropic sequential
+// kernel of the same run: the cost per sample the model adds.
 //
 // --steps N fixes the engine steps per (d, r); otherwise the engine runs for
 // about --seconds of wall time (default 1, at least 5 steps). The reference
@@ -115,6 +122,7 @@ struct Options {
   int panel_cols = mosaic::Tuning<
       Kokkos::DefaultExecutionSpace>::vendor_panel_cols;  // gemm vendor: columns of D per GEMM of the products
   std::vector<std::string> missing;                       // --missing patterns: mcarF, outageF, tilesF
+  bool noise_diagonal = false;                            // --noise diagonal: section 8's rows
 };
 
 // A --missing pattern's missingness at dimension d (exits on a bad name).
@@ -201,12 +209,20 @@ Options parse(int argc, char** argv) {
         missing_pattern(item, 2);  // the name checked before anything runs
         o.missing.push_back(item);
       }
+    } else if (!std::strcmp(argv[k], "--noise")) {
+      const std::string g = next("--noise");
+      if (g != "diagonal") {
+        std::fprintf(stderr, "mosaic_bench: --noise takes diagonal (the isotropic rows always run), got %s\n",
+                     g.c_str());
+        std::exit(2);
+      }
+      o.noise_diagonal = true;
     } else if (!std::strcmp(argv[k], "--help") || !std::strcmp(argv[k], "-h")) {
       std::printf(
           "usage: mosaic_bench [--d list] [--r list] [--streams B] [--steps N] "
           "[--seconds T] [--ref-steps N] [--block-size list] [--gemm auto|vendor|kokkos_batched|tiled] "
           "[--solve dense|maintained] [--reorth auto|K] [--dtype float|double] [--panel-cols P] "
-          "[--missing mcarF,outageF,tilesF,...]  (plus Kokkos flags)\n");
+          "[--missing mcarF,outageF,tilesF,...] [--noise diagonal]  (plus Kokkos flags)\n");
       std::exit(0);
     } else if (std::strncmp(argv[k], "--kokkos", 8) != 0) {
       std::fprintf(stderr, "mosaic_bench: unknown option %s\n", argv[k]);
@@ -364,6 +380,7 @@ struct Row {
   double missing_fraction = 0;  // masked runs: entries missing over all timed samples
   double reuse_fraction = 0;    // masked runs: steps that reused the previous step's Gram (7.8)
   long skipped = 0;             // masked runs: steps skipped (7.5)
+  long rewhitenings = 0;        // noise: diagonal runs: re-whitenings (all streams)
 };
 
 // The benchmark's stream family, the same for the sequential and blocked points.
@@ -380,9 +397,10 @@ mosaic::SyntheticSpec bench_spec(int d, int r) {
 }
 
 // The sequential kernel, or with `missing` the masked one (algorithm.missing:
-// posterior); the host reference runs only for the unmasked kernel.
+// posterior), or with `diagonal` the diagonal-noise model (section 8); the
+// host reference runs only for the unmasked isotropic kernel.
 template <class T>
-Row bench_point(const Options& o, int d, int r, const mosaic::MissingSpec* missing = nullptr) {
+Row bench_point(const Options& o, int d, int r, const mosaic::MissingSpec* missing = nullptr, bool diagonal = false) {
   const int B = o.streams;
   std::vector<std::uint64_t> ids(B);
   for (int b = 0; b < B; ++b) ids[b] = std::uint64_t(b);
@@ -393,8 +411,9 @@ Row bench_point(const Options& o, int d, int r, const mosaic::MissingSpec* missi
     spec.missing = *missing;
     p.missing = mosaic::MissingMode::posterior;
   }
+  if (diagonal) p.noise = mosaic::NoiseModel::diagonal;
   mosaic::SyntheticDriftSource<T, Exec> src(spec, ids);
-  mosaic::StreamBatch<T, Exec> sb(B, d, r, ids);
+  mosaic::StreamBatch<T, Exec> sb(B, d, r, ids, p.noise);
   mosaic::MosaicEngine<T, Exec> eng(p, B, d, r);
   eng.init_random(sb, 1);
   // Fresh samples every step (generated untimed; only step() is timed).
@@ -446,6 +465,11 @@ Row bench_point(const Options& o, int d, int r, const mosaic::MissingSpec* missi
     }
     row.missing_fraction = n / (double(B) * double(t) * d);  // the counters include the warm-up steps
     row.reuse_fraction = double(eng.gram_reuses()) / (double(B) * double(t));
+    return row;
+  }
+  if (diagonal) {
+    const auto rewhitened = mosaic::transfer::to_host(sb.rewhitenings);
+    for (int b = 0; b < B; ++b) row.rewhitenings += rewhitened(b);
     return row;
   }
   const mosaic::SyntheticTruth truth = src.truths_on_host()[0];
@@ -672,7 +696,7 @@ int main(int argc, char** argv) {
     std::printf(
         "| d | r | engine steps | engine samples/s | reference samples/s (1 thread) | ratio | GB/s model | GB/s impl | %% of copy BW (impl) | GFLOP/s model | GFLOP/s impl | clamped | broken |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    std::vector<std::string> blocked_rows, phase_rows, model_rows, masked_rows, masked_block_rows;
+    std::vector<std::string> blocked_rows, phase_rows, model_rows, masked_rows, masked_block_rows, noise_rows;
     for (int d : o.d)
       for (int r : o.r) {
         if (2 * r > d) continue;
@@ -705,6 +729,19 @@ int main(int argc, char** argv) {
           std::printf("# masked: %s\n", line);
           std::fflush(stdout);
           if (mr.broken) rc = 1;
+        }
+        if (o.noise_diagonal) {
+          const Row nr =
+              o.dtype_double ? bench_point<double>(o, d, r, nullptr, true) : bench_point<float>(o, d, r, nullptr, true);
+          const double us = 1e6 / nr.engine_sps, us_seq = 1e6 / w.engine_sps;
+          char line[256];
+          std::snprintf(line, sizeof line, "| %d | %d | %ld | %.1f | %.2fx | %.2f | %+.2f | %ld | %ld | %d |", d, r,
+                        nr.steps, nr.engine_sps, w.engine_sps / nr.engine_sps, us, us - us_seq, nr.rewhitenings,
+                        nr.clamped, nr.broken);
+          noise_rows.push_back(line);
+          std::printf("# noise: %s\n", line);
+          std::fflush(stdout);
+          if (nr.broken) rc = 1;
         }
         std::vector<BlockRow> rows;
         for (int k : o.block)
@@ -817,6 +854,12 @@ int main(int argc, char** argv) {
         "| d | r | pattern | missing fraction | Gram reused | steps | samples/s | cost vs unmasked | us/sample | added "
         "us/sample | model added flops/sample | added GFLOP/s (model flops / added time) | skipped | clamped | broken |",
         masked_rows);
+    print_table(
+        "noise: diagonal (ALGORITHM.md section 8; sequential kernel, complete samples, re-whitening every 1000 steps; "
+        "wall us per sample, all streams) against the isotropic sequential kernel of the same run",
+        "| d | r | steps | samples/s | cost vs isotropic | us/sample | added us/sample | re-whitenings (all streams) | "
+        "clamped | broken |",
+        noise_rows);
     print_table(
         "masked blocks (algorithm.missing: posterior, block_size k: runs of >= 2 complete samples blocked, runs of "
         ">= 2 samples missing the same coordinates by the shared-mask blocked form (7.7.2), the other samples masked "

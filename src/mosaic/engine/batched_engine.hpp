@@ -90,6 +90,31 @@ struct MaskedRunCounts {
   std::int64_t blocked_launches = 0, shared_launches = 0, masked_launches = 0, gathered_launches = 0;
 };
 
+namespace detail {
+// 8.2's start of every stream's noise model after init_data_batch wrote
+// the states: psi = 1, l_i = ||U_i||^2, no accumulated residuals. (A free
+// function: nvcc refuses an extended lambda in a private member.)
+template <class Scalar, class ExecSpace>
+void start_noise_profiles(StreamBatch<Scalar, ExecSpace>& sb) {
+  const auto U = sb.U;
+  const auto psi = sb.psi, lev = sb.leverage;
+  const auto a = sb.noise_residuals;
+  const auto cnt = sb.noise_counts;
+  const int d = sb.d, r = sb.r;
+  Kokkos::parallel_for(
+      "mosaic::start_noise_profiles", Kokkos::RangePolicy<ExecSpace>(0, sb.batch * d), KOKKOS_LAMBDA(const int bi) {
+        const int b = bi / d, i = bi % d;
+        Scalar l = 0;
+        for (int j = 0; j < r; ++j) l += U(b, i, j) * U(b, i, j);
+        psi(b, i) = Scalar(1);
+        lev(b, i) = l;
+        a(b, i) = 0.0;
+        cnt(b, i) = 0;
+      });
+  Kokkos::deep_copy(sb.rewhitenings, std::int64_t(0));
+}
+}  // namespace detail
+
 template <class Scalar, class ExecSpace = Kokkos::DefaultExecutionSpace>
 class MosaicEngine {
  public:
@@ -308,7 +333,7 @@ class MosaicEngine {
                                   " x n0 x " + std::to_string(d_));
     gram_batch_ = nullptr;  // the reused Gram is stale
     std::vector<std::string> errors = init_data_batch(sb, X, params_);
-    if (sb.diagonal_noise()) start_noise_profiles(sb);
+    if (sb.diagonal_noise()) detail::start_noise_profiles(sb);
     if (masked_kernel_) init_masked_streams(sb, X, errors);
     for (int b = 0; b < batch_; ++b)
       if (!errors[std::size_t(b)].empty()) throw StreamInitError(b, errors[std::size_t(b)]);
@@ -435,27 +460,6 @@ class MosaicEngine {
   Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>> team_policy() const {
     using policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>>;
     return team_size_ > 0 ? policy(ExecSpace(), batch_, team_size_) : policy(ExecSpace(), batch_, Kokkos::AUTO);
-  }
-
-  // 8.2's start of every stream's noise model after init_data_batch wrote
-  // the states: psi = 1, l_i = ||U_i||^2, no accumulated residuals.
-  void start_noise_profiles(batch_type& sb) const {
-    const auto U = sb.U;
-    const auto psi = sb.psi, lev = sb.leverage;
-    const auto a = sb.noise_residuals;
-    const auto cnt = sb.noise_counts;
-    const int d = d_, r = r_;
-    Kokkos::parallel_for(
-        "mosaic::start_noise_profiles", Kokkos::RangePolicy<ExecSpace>(0, batch_ * d), KOKKOS_LAMBDA(const int bi) {
-          const int b = bi / d, i = bi % d;
-          Scalar l = 0;
-          for (int j = 0; j < r; ++j) l += U(b, i, j) * U(b, i, j);
-          psi(b, i) = Scalar(1);
-          lev(b, i) = l;
-          a(b, i) = 0.0;
-          cnt(b, i) = 0;
-        });
-    Kokkos::deep_copy(sb.rewhitenings, std::int64_t(0));
   }
 
   functor_type bind(batch_type& sb) const {
