@@ -19,7 +19,8 @@ deviation over the seeds. Prints a Markdown table with a row per d, rank
 and missing fraction: each measure for algorithm.noise isotropic and
 diagonal, and the ratio diagonal / isotropic of the distance (below 1: the
 whitening recovered efficiency). Runs without heterogeneous noise are left
-out with a note. Tables only (no figure).
+out with a note. Writes noise_study.png (the distance against d, a line per
+model and missing fraction, mean and sd over the seeds) unless --no-plots.
 
 --reference FILE compares each seed with the host reference study's output
 (bench/run_reference_masked_study.sh: its hetero-<model>-d<d> and
@@ -31,7 +32,7 @@ its sign over the window, and is never below it (a run where it is, is
 listed). The mini-app runs the engine, the study the host reference, on the
 same stream.
 
-    python3 -m analysis.noise mosaic_result_noise_study.json
+    python3 -m analysis.noise mosaic_result_noise_study.json --out figures/
 """
 
 import argparse
@@ -109,10 +110,16 @@ def fmt(m, sd):
     return "n/a" if m is None else "%.4f ± %.4f" % (m, sd)
 
 
-def table(runs):
+def points(runs):
+    """OrderedDict (d, r, fraction) -> {model: [Run]} over the seeds, sorted."""
     pts = OrderedDict()
     for run in sorted(runs, key=lambda x: (x.key(), x.model, x.seed)):
         pts.setdefault(run.key(), {}).setdefault(run.model, []).append(run)
+    return pts
+
+
+def table(runs):
+    pts = points(runs)
     headers = ["d", "r", "missing", "seeds"]
     for name, _ in MEASURES:
         headers += ["%s %s" % (name, m) for m in MODELS]
@@ -131,6 +138,30 @@ def table(runs):
         row.append("%.3f" % (diag / iso) if iso and diag is not None else "n/a")
         rows.append(row)
     return C.md_table(headers, rows)
+
+
+def plot(runs, out_dir):
+    plt = C.pyplot()
+    pts = points(runs)
+    fig, ax = plt.subplots(figsize=(6.0, 4.2))
+    for f in sorted({k[2] for k in pts}):
+        for model in MODELS:
+            got = sorted((k[0], mean_sd([x.values["distance"] for x in by_model.get(model, [])]))
+                         for k, by_model in pts.items() if k[2] == f and by_model.get(model))
+            if not got:
+                continue
+            ax.errorbar([d for d, _ in got], [m for _, (m, _) in got], yerr=[sd for _, (_, sd) in got], marker="o",
+                        capsize=3, linestyle="-" if model == "diagonal" else "--",
+                        label="%s, %g%% missing" % (model, 100 * f))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    C.label_x_ticks(ax, sorted({k[0] for k in pts}))
+    ax.set_xlabel("dimension d")
+    ax.set_ylabel("mean projector distance [dimensionless]")
+    ax.legend(fontsize=7)
+    path = os.path.join(out_dir, "noise_study.png")
+    return C.save_figure(fig, path, "MOSAIC on heterogeneous noise: the isotropic model and noise: diagonal "
+                         "(data coordinates; mean and sd over seeds)", [run.rec for run in runs])
 
 
 def compare(runs, ref):
@@ -157,10 +188,11 @@ def compare(runs, ref):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m analysis.noise", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    C.add_common_arguments(parser, out=False)
+    C.add_common_arguments(parser)
     parser.add_argument("--window-start", type=int, default=4000, help="first sample index (default %(default)s)")
     parser.add_argument("--window-end", type=int, default=8000, help="end sample index (default %(default)s)")
     parser.add_argument("--reference", metavar="FILE", help="the host reference study's output to compare with")
+    parser.add_argument("--no-plots", action="store_true", help="tables only")
     args = parser.parse_args(argv)
     records = C.load_records(args.inputs, validate=args.validate)
     runs, notes = collect(records, args.window_start, args.window_end)
@@ -180,6 +212,8 @@ def main(argv=None):
             print("not in the reference study: " + ", ".join(absent))
     for n in notes:
         print("\nleft out: " + n)
+    if not args.no_plots:
+        print("\nfigure: " + plot(runs, args.out))
     return 0
 
 

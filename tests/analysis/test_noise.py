@@ -46,7 +46,7 @@ class NoiseStudy(TempDirTest):
         return self.write_doc("study.json", doc)
 
     def test_window_means_over_seeds_and_ratio(self):
-        rc, out, err = run_main(noise, [self.write_study()])
+        rc, out, err = run_main(noise, [self.write_study(), "--no-plots"])
         self.assertEqual(rc, 0, err)
         row = md_row_starting(out, "256", "8", "20%")
         self.assertEqual(row[3], "3/3")
@@ -59,7 +59,7 @@ class NoiseStudy(TempDirTest):
         self.assertIn("homogeneous noise (no source.noise_range)", out)
 
     def test_window_without_entries_is_an_error(self):
-        rc, out, err = run_main(noise, [self.write_study(), "--window-start", "9000", "--window-end", "9500"])
+        rc, out, err = run_main(noise, [self.write_study(), "--no-plots", "--window-start", "9000", "--window-end", "9500"])
         self.assertEqual(rc, 2)
         self.assertIn("no synthetic run with heterogeneous noise", err)
 
@@ -72,7 +72,7 @@ class NoiseStudy(TempDirTest):
                 f.write("  seed%d  dist %.4f  s2_bias %+.4f  eig_r_bias -0.0400  dist_end 0.0130  kept nan\n" %
                         (seed, measure(256, 0.0, "diagonal", seed, 0) + (0.002 if seed == 2 else 0.0),
                          -measure(256, 0.0, "diagonal", seed, 1)))
-        rc, out, err = run_main(noise, [self.write_study(), "--reference", ref])
+        rc, out, err = run_main(noise, [self.write_study(), "--no-plots", "--reference", ref])
         self.assertEqual(rc, 0, err)
         self.assertIn("3 runs compared; largest difference of the distance 2.0e-03; noise error equal to the "
                       "study's |s2 bias| to 5e-5 in 3 runs, below it in 0", out)
@@ -80,3 +80,8 @@ class NoiseStudy(TempDirTest):
         self.assertIn("hetero-isotropic-d256", absent)
         self.assertIn("hetero-mcar20-diagonal-d64", absent)
         self.assertNotIn("hetero-diagonal-d256,", absent + ",")
+
+    def test_figure(self):
+        rc, out, err = run_main(noise, [self.write_study(), "--out", self.tmp])
+        self.assertEqual(rc, 0, err)
+        self.assertPng(os.path.join(self.tmp, "noise_study.png"))
