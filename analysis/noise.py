@@ -36,7 +36,6 @@ same stream.
 """
 
 import argparse
-import math
 import os
 import sys
 from collections import OrderedDict
@@ -98,18 +97,6 @@ def collect(records, start, end):
     return runs, notes
 
 
-def mean_sd(values):
-    if not values:
-        return None, None
-    m = sum(values) / len(values)
-    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
-    return m, sd
-
-
-def fmt(m, sd):
-    return "n/a" if m is None else "%.4f ± %.4f" % (m, sd)
-
-
 def points(runs):
     """OrderedDict (d, r, fraction) -> {model: [Run]} over the seeds, sorted."""
     pts = OrderedDict()
@@ -131,9 +118,9 @@ def table(runs):
         means = {}
         for name, _ in MEASURES:
             for m in MODELS:
-                mean, sd = mean_sd([x.values[name] for x in by_model.get(m, [])])
+                mean, sd = missing.mean_sd([x.values[name] for x in by_model.get(m, [])])
                 means[(name, m)] = mean
-                row.append(fmt(mean, sd))
+                row.append(missing.fmt(mean, sd))
         iso, diag = means[("distance", "isotropic")], means[("distance", "diagonal")]
         row.append("%.3f" % (diag / iso) if iso and diag is not None else "n/a")
         rows.append(row)
@@ -146,7 +133,7 @@ def plot(runs, out_dir):
     fig, ax = plt.subplots(figsize=(6.0, 4.2))
     for f in sorted({k[2] for k in pts}):
         for model in MODELS:
-            got = sorted((k[0], mean_sd([x.values["distance"] for x in by_model.get(model, [])]))
+            got = sorted((k[0], missing.mean_sd([x.values["distance"] for x in by_model.get(model, [])]))
                          for k, by_model in pts.items() if k[2] == f and by_model.get(model))
             if not got:
                 continue
