@@ -232,12 +232,11 @@ struct StreamBatch {
     write_scalar(skipped_steps, b, std::int64_t(0));
     write_scalar(dropped_samples, b, std::int64_t(0));
     write_scalar(missing_entries, b, std::int64_t(0));
-    if (diagonal_noise()) {  // 8.2's start: the isotropic model, l_j = ||U_j||^2
-      std::vector<Scalar> lev(std::size_t(d), Scalar(0));
-      for (int i = 0; i < d; ++i)
-        for (int j = 0; j < r; ++j) lev[std::size_t(i)] += st.u(i, j) * st.u(i, j);
-      write_noise_state(b, std::vector<Scalar>(std::size_t(d), Scalar(1)), lev,
-                        std::vector<double>(std::size_t(d), 0.0), std::vector<std::int64_t>(std::size_t(d), 0), 0);
+    if (diagonal_noise()) {  // 8.2's start (psi = 1, l_j = ||U_j||^2), as the reference's state makes it
+      MosaicParams p;
+      p.noise = NoiseModel::diagonal;
+      const MaskedReferenceState<Scalar> start(ReferenceState<Scalar>(st), p);
+      write_noise_state(b, start.psi, start.leverage, start.residuals, start.counts, start.rewhitenings);
     }
     ++host_writes;
   }

@@ -317,9 +317,7 @@ struct MaskedStepFunctor {
     int updated = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(m, d),
-        [&](const int i, double& s) {
-          if (noise_counts(b, i) >= rewhiten_min_count) s += kmath::log(rewhiten_factor(b, i));
-        },
+        [&](const int i, double& s) { s += kmath::log(rewhiten_factor(b, i)); },  // log 1 = 0 where not updated
         log_sum);
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(m, d), [&](const int i, int& c) { c += noise_counts(b, i) >= rewhiten_min_count; },
