@@ -54,7 +54,10 @@
 // (ALGORITHM.md section 8: the whitened step, the residual accumulators,
 // a re-whitening every rewhiten_every = 1000 steps, the default) on the same
 // complete samples, one row per (d, r) against the isotropic sequential
-// kernel of the same run: the cost per sample the model adds.
+// kernel of the same run: the cost per sample the model adds. With
+// --block-size, one row per k against the isotropic blocked update of the
+// same k (8.5: the whitened block, the residuals' extra GEMM, a
+// re-whitening at the end of the block that reaches each multiple of 1000).
 //
 // --steps N fixes the engine steps per (d, r); otherwise the engine runs for
 // about --seconds of wall time (default 1, at least 5 steps). The reference
@@ -516,6 +519,7 @@ struct BlockRow {
   mosaic::cost::Shape shape;                        // the cost model's description of one block
   // masked: entries missing; samples in blocked runs, in shared-mask runs
   double missing_fraction = 0, run_fraction = 0, shared_fraction = 0;
+  long rewhitenings = 0;  // noise: diagonal: re-whitenings (all streams)
 };
 
 // The cost model's description of a bench block (cost_model.hpp).
@@ -559,9 +563,11 @@ double in_cache_double_gflops() {
 }
 
 // With `missing`, the masked engine's blocks (algorithm.missing: posterior,
-// cut into runs, 7.7.3), its phases not timed.
+// cut into runs, 7.7.3), with `diagonal` the diagonal-noise model's (8.5);
+// their phases not timed.
 template <class T>
-BlockRow bench_block(const Options& o, int d, int r, int k, const mosaic::MissingSpec* missing = nullptr) {
+BlockRow bench_block(const Options& o, int d, int r, int k, const mosaic::MissingSpec* missing = nullptr,
+                     bool diagonal = false) {
   const int B = o.streams;
   std::vector<std::uint64_t> ids(B);
   for (int b = 0; b < B; ++b) ids[b] = std::uint64_t(b);
@@ -572,10 +578,11 @@ BlockRow bench_block(const Options& o, int d, int r, int k, const mosaic::Missin
     spec.missing = *missing;
     p.missing = mosaic::MissingMode::posterior;
   }
+  if (diagonal) p.noise = mosaic::NoiseModel::diagonal;
   p.precision_solve = o.solve;
   p.reorthonormalize_every = o.reorth;
   mosaic::SyntheticDriftSource<T, Exec> src(spec, ids);
-  mosaic::StreamBatch<T, Exec> sb(B, d, r, ids);
+  mosaic::StreamBatch<T, Exec> sb(B, d, r, ids, p.noise);
   mosaic::MosaicEngine<T, Exec> eng(p, B, d, r);
   eng.set_block_gemm(o.gemm);
   eng.set_vendor_panel_cols(o.panel_cols);
@@ -594,7 +601,7 @@ BlockRow bench_block(const Options& o, int d, int r, int k, const mosaic::Missin
   };
   timed_block();  // warm-up
   t_engine = 0;
-  eng.set_phase_timing(missing == nullptr);
+  eng.set_phase_timing(missing == nullptr && !diagonal);
   long blocks = 0;
   const auto wall0 = Clock::now();
   const long want_blocks = o.steps > 0 ? std::max(1L, o.steps / k) : 0;
@@ -615,6 +622,9 @@ BlockRow bench_block(const Options& o, int d, int r, int k, const mosaic::Missin
     const double planned = double(cuts.run_samples + cuts.shared_samples + cuts.step_samples);
     row.run_fraction = double(cuts.run_samples) / planned;
     row.shared_fraction = double(cuts.shared_samples) / planned;
+  } else if (diagonal) {
+    const auto rw = mosaic::transfer::to_host(sb.rewhitenings);
+    for (int b = 0; b < B; ++b) row.rewhitenings += rw(b);
   } else if (eng.block_gemm_resolved() == mosaic::BlockGemm::vendor) {
     row.gemm += eng.vendor_gemm_over_streams() ? " (one thread per stream)" : " (one GEMM at a time)";
     row.phased = true;
@@ -696,7 +706,8 @@ int main(int argc, char** argv) {
     std::printf(
         "| d | r | engine steps | engine samples/s | reference samples/s (1 thread) | ratio | GB/s model | GB/s impl | %% of copy BW (impl) | GFLOP/s model | GFLOP/s impl | clamped | broken |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    std::vector<std::string> blocked_rows, phase_rows, model_rows, masked_rows, masked_block_rows, noise_rows;
+    std::vector<std::string> blocked_rows, phase_rows, model_rows, masked_rows, masked_block_rows, noise_rows,
+        noise_block_rows;
     for (int d : o.d)
       for (int r : o.r) {
         if (2 * r > d) continue;
@@ -774,6 +785,18 @@ int main(int argc, char** argv) {
             std::printf("# masked blocks: %s\n", mline);
             std::fflush(stdout);
             if (mb.broken) rc = 1;
+          }
+          if (o.noise_diagonal) {
+            const BlockRow nb = o.dtype_double ? bench_block<double>(o, d, r, br.k, nullptr, true)
+                                               : bench_block<float>(o, d, r, br.k, nullptr, true);
+            char nline[256];
+            std::snprintf(nline, sizeof nline, "| %d | %d | %d | %ld | %.1f | %.2fx | %.2fx | %ld | %ld | %d |", d, r,
+                          br.k, nb.steps, nb.sps, br.sps / nb.sps, w.engine_sps / nb.sps, nb.rewhitenings, nb.clamped,
+                          nb.broken);
+            noise_block_rows.push_back(nline);
+            std::printf("# noise blocks: %s\n", nline);
+            std::fflush(stdout);
+            if (nb.broken) rc = 1;
           }
           if (br.phased) {
             const auto& ph = br.phases;
@@ -860,6 +883,13 @@ int main(int argc, char** argv) {
         "| d | r | steps | samples/s | cost vs isotropic | us/sample | added us/sample | re-whitenings (all streams) | "
         "clamped | broken |",
         noise_rows);
+    print_table(
+        "noise: diagonal blocks (ALGORITHM.md 8.5; block_size k, complete samples: the whitened block, the "
+        "residuals' extra GEMM, a re-whitening at the end of the block that reaches each multiple of 1000 steps) "
+        "against the isotropic blocked update of the same k and the isotropic sequential kernel of the same run",
+        "| d | r | k | steps | samples/s | cost vs isotropic blocked | cost vs isotropic sequential | re-whitenings "
+        "(all streams) | clamped | broken |",
+        noise_block_rows);
     print_table(
         "masked blocks (algorithm.missing: posterior, block_size k: runs of >= 2 complete samples blocked, runs of "
         ">= 2 samples missing the same coordinates by the shared-mask blocked form (7.7.2), the other samples masked "

@@ -460,28 +460,10 @@ std::vector<ErrorCase> error_cases() {
        p + "algorithm:\n  leverage_floor: 1\n",
        {},
        {"deck.yaml:5:19:", "algorithm.leverage_floor", "expected a number in (0, 1)", "found 1"}},
-      // The default block_size (auto) is blocked: the error is at noise.
-      {"diagonal_noise_default_block_size",
-       p + "algorithm:\n  noise: diagonal\n",
-       {},
-       {"deck.yaml:5:10:", "algorithm.block_size", "expected 0 or 1", "algorithm.noise: diagonal",
-        "found auto (the default)", "set algorithm.block_size: 1"}},
-      {"diagonal_noise_auto_block_size",
-       p + "algorithm:\n  noise: diagonal\n  block_size: auto\n",
-       {},
-       {"deck.yaml:6:15:", "algorithm.block_size", "expected 0 or 1", "found auto;", "set algorithm.block_size: 1"}},
-      {"diagonal_noise_blocked",
-       p + "algorithm:\n  noise: diagonal\n  block_size: 64\n",
-       {},
-       {"deck.yaml:6:15:", "algorithm.block_size", "algorithm.noise: diagonal", "found 64"}},
       {"diagonal_noise_with_maintained_solve",
        p + "algorithm:\n  noise: diagonal\n  block_size: 1\n  precision_solve: maintained\n",
        {},
        {"deck.yaml:7:", "algorithm.precision_solve", "algorithm.noise: diagonal", "dense"}},
-      {"diagonal_noise_sweep_point",
-       p + "algorithm:\n  noise: diagonal\nsweep:\n  algorithm.block_size: [1, 8]\n",
-       {},
-       {"deck.yaml:7:29:", "sweep point 2 of 2 (algorithm.block_size=8)", "algorithm.block_size", "found 8"}},
   };
 }
 
@@ -821,10 +803,15 @@ algorithm:
   EXPECT_EQ(r["rewhiten_min_count"], 40);
   EXPECT_EQ(r["rewhiten_fmax"], 2.5);
   EXPECT_EQ(r["leverage_floor"], 0.25);
-  // block_size 0 is the sequential kernel too.
-  const auto zero = load_deck_from_string(kMinimal, kDeck, {"algorithm.noise=diagonal", "algorithm.block_size=0"});
-  EXPECT_EQ(zero[0].config.algorithm.noise, mosaic::NoiseModel::diagonal);
-  EXPECT_EQ(zero[0].config.algorithm.block_size, 0);
+  // Every block_size: the sequential kernel (0, 1) and 8.5's blocked form
+  // (auto, the default, and an explicit k), in a sweep too.
+  const auto pts = load_deck_from_string(kMinimal + "sweep:\n  algorithm.block_size: [0, 1, auto, 64]\n", kDeck,
+                                         {"algorithm.noise=diagonal"});
+  ASSERT_EQ(pts.size(), 4u);
+  EXPECT_EQ(pts[0].config.algorithm.block_size, 0);
+  EXPECT_EQ(pts[2].config.algorithm.block_size, mosaic::kAuto);
+  EXPECT_EQ(pts[3].config.algorithm.block_size, 64);
+  for (const auto& pt : pts) EXPECT_EQ(pt.config.algorithm.noise, mosaic::NoiseModel::diagonal);
   // Like refactor_every without precision_solve: maintained, the section 8
   // keys are accepted (range-checked, and recorded) with noise: isotropic.
   const mosaic::RunConfig iso =

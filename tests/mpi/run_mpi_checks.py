@@ -731,10 +731,11 @@ def check_checkpoint_resume(args, which="one", extra=(), steps=CKPT_STEPS):
 
 def check_checkpoint_resume_diagonal(args):
     """checkpoint_resume with noise: diagonal (ALGORITHM.md section 8) and 5%
-    MCAR, re-whitened every 50 steps: the noise profile, leverages and
-    accumulators are in the checkpoint, and the final states (psi.npy
+    MCAR, blocks of 16 (8.5's whitened runs of complete samples between the
+    masked steps), re-whitened every 50 steps: the noise profile, leverages
+    and accumulators are in the checkpoint, and the final states (psi.npy
     included) of the resumed run are the uninterrupted run's bit for bit."""
-    check_checkpoint_resume(args, extra=["--set", "algorithm.block_size=1", "--set", "algorithm.noise=diagonal",
+    check_checkpoint_resume(args, extra=["--set", "algorithm.block_size=16", "--set", "algorithm.noise=diagonal",
                                          "--set", "algorithm.rewhiten_every=50", "--set",
                                          "algorithm.rewhiten_min_count=10", "--set", "algorithm.missing=posterior",
                                          "--set", "source.missing_rate=0.05"], steps=120000)
@@ -1531,8 +1532,8 @@ def check_memory_estimate(args):
     """The memory estimate (memory_estimate.hpp) follows what the run
     allocates, and a run that cannot fit is refused before anything starts.
     - Kokkos' allocations, seen by the test tool, are within 10% of the
-      estimate's execution-space peak for the sequential (isotropic and
-      noise: diagonal) and the blocked kernel, double and float, init data and random, synthetic and npy;
+      estimate's execution-space peak for the sequential and the blocked
+      kernel (isotropic and noise: diagonal), double and float, init data and random, synthetic and npy;
       the peak RSS (VmHWM) is at most the estimate plus 512 MiB for the
       process itself (MPI, Kokkos, the BLAS). (Not at least the Kokkos
       bytes: pages of buffers allocated without initialization that are
@@ -1553,6 +1554,7 @@ def check_memory_estimate(args):
            "--set", "source.chunk_rows=2147483647", "--set", "run.steps=all"]
     for name, extra in (("sequential", ["--set", "algorithm.block_size=1"]),
                         ("diagonal noise", ["--set", "algorithm.block_size=1", "--set", "algorithm.noise=diagonal"]),
+                        ("diagonal noise, blocked", ["--set", "algorithm.noise=diagonal"]),
                         ("blocked", []),
                         ("float, init random", ["--set", "problem.dtype=float", "--set", "algorithm.init=random"]),
                         ("npy", npy)):

@@ -150,6 +150,9 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
     if (c.algorithm.missing == MissingMode::posterior && c.algorithm.missing_rotation == MissingRotation::observed)
       work += B * (3 * 4 + 8 + 4 * d + s * d * r);  // 7.7.2: the runs, the missing rows and U0 there
   }
+  // impl/block_noise.hpp (noise: diagonal, blocked): the whitened block and
+  // its residuals, U0, the mean offset, the residual coefficients, s2_old
+  if (diagonal && k > 1) work += s * B * (2 * k * d + d * r + d + k * (r + k)) + 8 * B * k;
   if (k > 1) {
     work += 8 * B *
             (4 * k * r + k * k + (1 + std::size_t(detail::bm_count)) * r * r + 3 +

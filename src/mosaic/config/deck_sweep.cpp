@@ -264,16 +264,6 @@ RunConfig Loader::resolve(std::map<std::string, Value>& eff) const {
     fail(origin("algorithm.precision_solve"),
          "algorithm.precision_solve: 'maintained' has no masked form yet; with algorithm.missing: " + missing +
              " use dense");
-  // Section 8 runs on the sequential kernel only in this version (8.5's
-  // blocked form is not written yet).
-  if (a.noise == NoiseModel::diagonal && (a.block_size == kAuto || a.block_size > 1)) {
-    const bool bs_explicit = eff.at("algorithm.block_size").explicit_;
-    fail(origin(bs_explicit ? "algorithm.block_size" : "algorithm.noise"),
-         "algorithm.block_size: expected 0 or 1 (the sequential kernel) with algorithm.noise: diagonal, found " +
-             (a.block_size == kAuto ? std::string(bs_explicit ? "auto" : "auto (the default)")
-                                    : std::to_string(a.block_size)) +
-             "; the diagonal-noise model has no blocked form yet (ALGORITHM.md 8.5), set algorithm.block_size: 1");
-  }
   if (a.noise == NoiseModel::diagonal && a.precision_solve == PrecisionSolve::maintained)
     fail(origin("algorithm.precision_solve"),
          "algorithm.precision_solve: 'maintained' has no whitened form yet; with algorithm.noise: diagonal use dense");

@@ -28,6 +28,7 @@
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/blocked_step.hpp"
 #include "mosaic/engine/frame_rotation.hpp"
+#include "mosaic/engine/impl/block_noise.hpp"
 #include "mosaic/engine/impl/masked_blocks.hpp"
 #include "mosaic/engine/impl/masked_step.hpp"
 #include "mosaic/engine/impl/sequential_step.hpp"
@@ -148,15 +149,10 @@ class MosaicEngine {
     // (impl/masked_step.hpp), and with block_size > 1 the blocked update on
     // the runs of complete samples and 7.7.2's shared-mask form on the runs
     // that miss the same coordinates (7.7.3, impl/masked_blocks.hpp). The
-    // diagonal-noise model (section 8) runs the masked sequential kernel
-    // (with or without missing entries), whitened; 8.5's blocked form is
-    // not written: the engine refuses what it cannot do.
+    // diagonal-noise model (section 8) runs the same kernels, whitened (with
+    // or without missing entries): the masked sequential step whitens its
+    // sample, the blocked runs take 8.5's form (impl/block_noise.hpp).
     const bool diagonal = params.noise == NoiseModel::diagonal;
-    if (diagonal && block_size_ > 1)
-      throw std::invalid_argument(
-          "MosaicEngine: noise: diagonal runs the sequential kernel only (block_size 0 or 1; "
-          "ALGORITHM.md 8.5's blocked form is not written), got block_size " +
-          std::to_string(block_size_));
     if (diagonal && params.precision_solve == PrecisionSolve::maintained)
       throw std::invalid_argument(
           "MosaicEngine: precision_solve: maintained has no whitened form (noise: diagonal); "
@@ -213,6 +209,11 @@ class MosaicEngine {
     maintained_ = params.precision_solve == PrecisionSolve::maintained;
     if (block_size_ > 1 || maintained_) allocate_block(block_size_);
     if (masked_kernel_ && block_size_ > 1) allocate_masked_runs(block_size_);
+    if (diagonal && block_size_ > 1) {
+      whitened_.allocate(batch, d, r, block_size_);
+      blk_.res_coef = whitened_.coef;
+      blk_.res_s2 = whitened_.s2_old;
+    }
     set_block_gemm(BlockGemm::automatic);
   }
 
@@ -241,11 +242,14 @@ class MosaicEngine {
 
   // The longest block advance() may take next when `steps_done` steps (the
   // streams' step count, warm-up included) are done: block_size(), cut at
-  // the next multiple of an explicit reorthonormalize_every so that the
-  // Cholesky-QR falls on the same steps as in the sequential kernel.
+  // the next multiple of an explicit reorthonormalize_every, and of
+  // rewhiten_every under noise: diagonal, so that the Cholesky-QR and the
+  // re-whitening fall on the same steps as in the sequential kernel.
   int block_length(std::int64_t steps_done) const {
     std::int64_t n = block_size_;
-    if (blocked() && f_.reorth_every > 0) n = std::min<std::int64_t>(n, f_.reorth_every - steps_done % f_.reorth_every);
+    const auto cut = [&](std::int64_t every) { n = std::min<std::int64_t>(n, every - steps_done % every); };
+    if (blocked() && f_.reorth_every > 0) cut(f_.reorth_every);
+    if (blocked() && masked_.diagonal) cut(masked_.rewhiten_every);
     return int(n);
   }
 
@@ -365,12 +369,28 @@ class MosaicEngine {
   // stream b (all n when stream_n is empty), with the resolved GEMM kernel;
   // with shared_missing, 7.7.2's form for the streams with
   // shared_missing(b) > 0 (launch_shared).
-  void launch_blocked(batch_type& sb, block_view Xb, stream_counts stream_n, stream_counts shared_missing = {}) const;
+  // With `mean` bound, the launch's mean is that B x d view instead of the
+  // batch's (8.5's whitened runs: launch_whitened).
+  using mean_view = Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space>;
+  void launch_blocked(batch_type& sb, block_view Xb, stream_counts stream_n, stream_counts shared_missing = {},
+                      mean_view mean = {}) const;
 
   // The one launch of a block with the GEMM kernel Gemm (its functor type).
   template <class Gemm>
-  void launch_block(batch_type& sb, block_view Xb, stream_counts stream_n, stream_counts shared_missing,
+  void launch_block(batch_type& sb, block_view Xb, stream_counts stream_n, stream_counts shared_missing, mean_view mean,
                     const detail::BlockGemmWork<Scalar, ExecSpace, Gemm>& work) const;
+
+  // noise: diagonal (8.5, impl/block_noise.hpp): the blocked launch of
+  // stream b's first len(b) samples of Xb (n in all) on the whitened block,
+  // then finish_whitened; a shared-mask run (shared_missing bound) calls
+  // finish_whitened itself, after its end (launch_shared).
+  void launch_whitened(batch_type& sb, block_view Xb, stream_counts len, int n,
+                       stream_counts shared_missing = {}) const;
+  // The residuals, the mean in data units, the accumulators and the
+  // re-whitening after a whitened launch; a shared-mask run's mask is the
+  // NaN of Xs(b, shared_off(b), :).
+  void finish_whitened(batch_type& sb, stream_counts len, int n, stream_counts shared_missing = {},
+                       block_view Xs = {}) const;
 
   // 7.7.2: the shared-mask runs of a round (stream b's len[b] samples of Xb
   // from off[b]; impl/masked_blocks.hpp): gathered with D_M = 0, the
@@ -462,6 +482,24 @@ class MosaicEngine {
     return team_size_ > 0 ? policy(ExecSpace(), batch_, team_size_) : policy(ExecSpace(), batch_, Kokkos::AUTO);
   }
 
+  // The masked step's functor bound to the batch (no sample).
+  detail::MaskedStepFunctor<Scalar, ExecSpace> bind_masked(batch_type& sb) const {
+    detail::MaskedStepFunctor<Scalar, ExecSpace> mf = masked_;
+    mf.base = bind(sb);
+    mf.seen = sb.seen;
+    mf.skipped_steps = sb.skipped_steps;
+    mf.dropped_samples = sb.dropped_samples;
+    mf.missing_entries = sb.missing_entries;
+    if (mf.diagonal && !sb.diagonal_noise())
+      throw std::invalid_argument("MosaicEngine: noise: diagonal needs a batch built for it (StreamBatch's noise)");
+    mf.psi = sb.psi;
+    mf.leverage = sb.leverage;
+    mf.noise_residuals = sb.noise_residuals;
+    mf.noise_counts = sb.noise_counts;
+    mf.rewhitenings = sb.rewhitenings;
+    return mf;
+  }
+
   functor_type bind(batch_type& sb) const {
     functor_type f = f_;
     f.mu = sb.mu;
@@ -540,7 +578,8 @@ class MosaicEngine {
     Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space> shared_saved;
     Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> shared_reorths0;
   } runs_;
-  bool shared_runs_ = false;  // 7.7.2's form is taken (allocate_masked_runs)
+  bool shared_runs_ = false;                               // 7.7.2's form is taken (allocate_masked_runs)
+  detail::WhitenedBlockWork<Scalar, ExecSpace> whitened_;  // noise: diagonal, blocked (8.5)
   bool maintained_ = false, vendor_over_streams_allowed_ = false, vendor_over_streams_ = false, phase_timing_ = false;
   int panel_cols_ = Tuning<ExecSpace>::vendor_panel_cols;
   mutable BlockPhases phases_;
@@ -580,21 +619,9 @@ void MosaicEngine<Scalar, ExecSpace>::launch_masked(batch_type& sb, sample_view 
     gram_batch_ = sb.U.data();
     gram_writes_ = sb.host_writes;
   }
-  detail::MaskedStepFunctor<Scalar, ExecSpace> mf = masked_;
-  mf.base = bind(sb);
+  detail::MaskedStepFunctor<Scalar, ExecSpace> mf = bind_masked(sb);
   mf.base.X = X;
-  mf.seen = sb.seen;
-  mf.skipped_steps = sb.skipped_steps;
-  mf.dropped_samples = sb.dropped_samples;
-  mf.missing_entries = sb.missing_entries;
   mf.active = active;
-  if (mf.diagonal && !sb.diagonal_noise())
-    throw std::invalid_argument("MosaicEngine: noise: diagonal needs a batch built for it (StreamBatch's noise)");
-  mf.psi = sb.psi;
-  mf.leverage = sb.leverage;
-  mf.noise_residuals = sb.noise_residuals;
-  mf.noise_counts = sb.noise_counts;
-  mf.rewhitenings = sb.rewhitenings;
   Kokkos::parallel_for("mosaic::masked_step", team_policy(), mf);
 }
 
@@ -614,11 +641,31 @@ void MosaicEngine<Scalar, ExecSpace>::step_block(batch_type& sb, block_view Xb) 
 
 template <class Scalar, class ExecSpace>
 void MosaicEngine<Scalar, ExecSpace>::launch_blocked(batch_type& sb, block_view Xb, stream_counts stream_n,
-                                                     stream_counts shared_missing) const {
+                                                     stream_counts shared_missing, mean_view mean) const {
   if constexpr (is_host_space<ExecSpace>)
-    if (gemm_resolved_ == BlockGemm::tiled) return launch_block(sb, Xb, stream_n, shared_missing, tiled_work_);
-  if (gemm_resolved_ == BlockGemm::vendor) return launch_block(sb, Xb, stream_n, shared_missing, vendor_work_);
-  launch_block(sb, Xb, stream_n, shared_missing, batched_work_);
+    if (gemm_resolved_ == BlockGemm::tiled) return launch_block(sb, Xb, stream_n, shared_missing, mean, tiled_work_);
+  if (gemm_resolved_ == BlockGemm::vendor) return launch_block(sb, Xb, stream_n, shared_missing, mean, vendor_work_);
+  launch_block(sb, Xb, stream_n, shared_missing, mean, batched_work_);
+}
+
+template <class Scalar, class ExecSpace>
+void MosaicEngine<Scalar, ExecSpace>::launch_whitened(batch_type& sb, block_view Xb, stream_counts len, int n,
+                                                      stream_counts shared_missing) const {
+  const auto& w = whitened_;
+  detail::WhitenedRunStart<Scalar, ExecSpace> start{Xb, len, sb.mu, sb.psi, sb.U, w, n, d_, r_};
+  Kokkos::parallel_for("mosaic::whitened_run_start", team_policy(), start);
+  launch_blocked(sb, block_view(Kokkos::subview(w.Dw, Kokkos::ALL(), Kokkos::make_pair(0, n), Kokkos::ALL())), len,
+                 shared_missing, w.mean);
+  if (shared_missing.extent(0) == 0) finish_whitened(sb, len, n);
+}
+
+template <class Scalar, class ExecSpace>
+void MosaicEngine<Scalar, ExecSpace>::finish_whitened(batch_type& sb, stream_counts len, int n,
+                                                      stream_counts shared_missing, block_view Xs) const {
+  detail::residual_gemms(whitened_, batch_, d_, r_, n);
+  detail::WhitenedRunEnd<Scalar, ExecSpace> end{bind_masked(sb), len, shared_missing, runs_.shared_off, Xs,
+                                                whitened_,       n};
+  Kokkos::parallel_for("mosaic::whitened_run_end", team_policy(), end);
 }
 
 template <class Scalar, class ExecSpace>
@@ -650,7 +697,8 @@ void MosaicEngine<Scalar, ExecSpace>::step_masked_block(batch_type& sb, block_vi
                                            Kokkos::make_pair(plan.common_run_off, plan.common_run_off + plan.run_n),
                                            Kokkos::ALL()))
               : gather_runs(Xb, plan.run_off, w.run_off, w.run_len, plan.run_n);
-      launch_blocked(sb, runs, w.run_len);
+      if (masked_.diagonal) launch_whitened(sb, runs, w.run_len, plan.run_n);
+      else launch_blocked(sb, runs, w.run_len);
     }
     if (plan.shared_runs > 0) launch_shared(sb, Xb, plan.shared_off, plan.shared_len, plan.shared_n);
     if (plan.steps > 0) {
@@ -685,8 +733,9 @@ void MosaicEngine<Scalar, ExecSpace>::launch_shared(batch_type& sb, block_view X
                                                       d_,
                                                       r_};
   Kokkos::parallel_for("mosaic::masked_shared_start", team_policy(), start);
-  launch_blocked(sb, block_view(Kokkos::subview(w.gathered, Kokkos::ALL(), Kokkos::make_pair(0, n), Kokkos::ALL())),
-                 w.shared_len, w.shared_missing);
+  const block_view gathered(Kokkos::subview(w.gathered, Kokkos::ALL(), Kokkos::make_pair(0, n), Kokkos::ALL()));
+  if (masked_.diagonal) launch_whitened(sb, gathered, w.shared_len, n, w.shared_missing);
+  else launch_blocked(sb, gathered, w.shared_len, w.shared_missing);
   detail::SharedMaskRunEnd<Scalar, ExecSpace> end;
   end.U = sb.U;
   end.reorths = sb.reorthonormalizations;
@@ -698,6 +747,7 @@ void MosaicEngine<Scalar, ExecSpace>::launch_shared(batch_type& sb, block_view X
   end.r = r_;
   end.r_index = int(detail::bm_F2);
   Kokkos::parallel_for("mosaic::masked_shared_end", team_policy(), end);
+  if (masked_.diagonal) finish_whitened(sb, w.shared_len, n, w.shared_missing, Xb);
 }
 
 template <class Scalar, class ExecSpace>
@@ -713,7 +763,7 @@ auto MosaicEngine<Scalar, ExecSpace>::gather_runs(block_view Xb, const std::vect
 template <class Scalar, class ExecSpace>
 template <class Gemm>
 void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb, stream_counts stream_n,
-                                                   stream_counts shared_missing,
+                                                   stream_counts shared_missing, mean_view mean,
                                                    const detail::BlockGemmWork<Scalar, ExecSpace, Gemm>& work) const {
   detail::BlockFunctor<functor_type, Gemm> f(blk_, work);
   f.stream_n = stream_n;
@@ -723,6 +773,7 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
   f.missing_entries = sb.missing_entries;
   f.cond_max = params_.missing_cond_max;
   f.base = bind(sb);
+  if (mean.extent(0) > 0) f.base.mu = mean;
   f.Rfac = sb.Rfac;
   f.factor_age = sb.factor_age;
   f.refactors = sb.refactors;

@@ -90,6 +90,12 @@ struct BlockCoefficients {
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> saved_rows;  // B x d x r
   view_t<std::int64_t*> skipped_steps, missing_entries;
   double cond_max = 1e4;  // missing_cond_max (7.5)
+  // noise: diagonal (8.5, impl/block_noise.hpp; unbound otherwise): each
+  // completed step's residual coefficients, column t - 1 of stream b =
+  // [alpha_t; beta_t] (e_t = U0 alpha_t + D beta_t; rows r + t.. zero), and
+  // its s2 before the step (-1: sample t left no residual).
+  view_t<Scalar***> res_coef;  // B x k x (r + k)
+  view_t<double**> res_s2;     // B x k
   bool maintained = false;
   // reorthonormalize_every: auto for float: a Cholesky-QR at every block end
   // (base.reorth_every is then 0).
@@ -484,6 +490,12 @@ struct BlockCoefficients {
     }
     symmetrize(m, r, Sp, S);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) { mv(j) += double(base.eta_mu) * c(j); });
+    if (res_s2.extent(0) > 0) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r + K), [&](const int p) {
+        res_coef(b, t - 1, p) = Scalar(p < r ? alpha(p) : (p - r < T ? beta(p - r) : 0.0));
+      });
+      Kokkos::single(Kokkos::PerTeam(m), [&]() { res_s2(b, t - 1) = s2_old; });
+    }
     if (maintained) for_each_entry(m, r, r, [&](const int a, const int e) { Rfac(b, a, e) = F(a, e); });
     m.team_barrier();
     Kokkos::single(Kokkos::PerTeam(m), [&]() {

@@ -196,6 +196,8 @@ struct BlockFunctor : BlockCoefficients<Base> {
       }
       dv(b, bv_m, j) = 0.0;
     });
+    if (Coefficients::res_s2.extent(0) > 0)
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, nb), [&](const int j) { Coefficients::res_s2(b, j) = -1.0; });
     for_each_entry(m, r, r, [&](const int a, const int e) {
       dA(b, a, e) = a == e ? 1.0 : 0.0;
       dM(b, bm_At, a, e) = a == e ? 1.0 : 0.0;

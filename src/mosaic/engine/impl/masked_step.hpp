@@ -305,13 +305,17 @@ struct MaskedStepFunctor {
   }
 
   // 8.3 part 4 every rewhiten_every steps (skipped and dropped steps count,
-  // as steps do): psi <- psi f, U <- diag(f)^-1/2 U, the Cholesky-QR of U
+  // as steps do).
+  KOKKOS_INLINE_FUNCTION void rewhiten_when_due(const member_type& m, int b) const {
+    if (base.steps(b) % rewhiten_every == 0) rewhiten(m, b);
+  }
+
+  // 8.3 part 4: psi <- psi f, U <- diag(f)^-1/2 U, the Cholesky-QR of U
   // with S rotated (the modelled signal covariance is unchanged), the
   // leverages refreshed, the accumulators cleared. psi and U are rescaled
   // together, so a Cholesky-QR that fails (breakdown_reorthonormalize)
   // freezes a stream whose model is still consistent.
-  KOKKOS_INLINE_FUNCTION void rewhiten_when_due(const member_type& m, int b) const {
-    if (base.steps(b) % rewhiten_every != 0) return;
+  KOKKOS_INLINE_FUNCTION void rewhiten(const member_type& m, int b) const {
     const int d = base.d, r = base.r;
     double log_sum = 0;
     int updated = 0;
