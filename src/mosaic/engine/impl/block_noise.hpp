@@ -43,6 +43,8 @@ struct WhitenedBlockWork {
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> mean;    // B x d: D~ m after the launch
   Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space> coef;   // B x k x (r + k): [alpha_t; beta_t]
   Kokkos::View<double**, Kokkos::LayoutRight, memory_space> s2_old;  // B x k
+  // B x d, host spaces: sqrt(psi) in the start, 8.3 part 3's h kappa in the end
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> row_scale;
   int k = 0;
 
   void allocate(int B, int d, int r, int kcap) {
@@ -53,6 +55,7 @@ struct WhitenedBlockWork {
     mean = decltype(mean)("mosaic::whitened_mean", B, d);
     coef = decltype(coef)("mosaic::whitened_residual_coef", B, k, r + k);
     s2_old = decltype(s2_old)("mosaic::whitened_s2_old", B, k);
+    if (is_host_space<ExecSpace>) row_scale = decltype(row_scale)("mosaic::whitened_row_scale", B, d);
   }
 };
 
@@ -73,9 +76,30 @@ struct WhitenedRunStart {
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
     const int b = m.league_rank(), l = len.extent(0) > 0 ? len(b) : n;
     if (l == 0) return;
-    for_each_sample_entry<ExecSpace>(m, n, d, [&](const int j, const int i) {
-      w.Dw(b, j, i) = j < l ? (X(b, j, i) - mu(b, i)) / kmath::sqrt(psi(b, i)) : Scalar(0);
-    });
+    if constexpr (is_host_space<ExecSpace>) {
+      // A thread per sample, its entries a plain loop that vectorizes (the
+      // square roots once per stream; unit stride where X has it).
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d),
+                           [&](const int i) { w.row_scale(b, i) = double(kmath::sqrt(psi(b, i))); });
+      m.team_barrier();
+      const long xs = long(X.stride(2));
+      const Scalar* const mub = &mu(b, 0);
+      const double* const sq = &w.row_scale(b, 0);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n), [&](const int j) {
+        Scalar* const o = &w.Dw(b, j, 0);
+        const Scalar* const x = &X(b, j, 0);
+        if (j >= l)
+          for (int i = 0; i < d; ++i) o[i] = Scalar(0);
+        else if (xs == 1)
+          for (int i = 0; i < d; ++i) o[i] = (x[i] - mub[i]) / Scalar(sq[i]);
+        else
+          for (int i = 0; i < d; ++i) o[i] = (x[i * xs] - mub[i]) / Scalar(sq[i]);
+      });
+    } else {
+      for_each_sample_entry<ExecSpace>(m, n, d, [&](const int j, const int i) {
+        w.Dw(b, j, i) = j < l ? (X(b, j, i) - mu(b, i)) / kmath::sqrt(psi(b, i)) : Scalar(0);
+      });
+    }
     // U's block of one stream is contiguous (BasisLayout), U0's alike.
     const Scalar* const from = stream_block_data(U, b);
     Scalar* const to = stream_block_data(w.U0, b);
@@ -164,19 +188,25 @@ struct WhitenedRunEnd {
     };
     if constexpr (is_host_space<ExecSpace>) {
       // Sample by sample over contiguous rows (E's rows of one sample are
-      // d apart: a loop over the samples of one row would stride by d).
+      // d apart: a loop over the samples of one row would stride by d),
+      // without branches (a row without residuals adds exact zeros).
       team_share(m, d, [&](const int lo, const int hi) {
+        double* const hk = &w.row_scale(b, 0);
+        double* const a = &mf.noise_residuals(b, 0);
+        for (int i = lo; i < hi; ++i) hk[i] = row_scale(i);
+        std::int64_t taken = 0;
         for (int t = 0; t < l; ++t) {
           const double s2 = w.s2_old(b, t);
           if (s2 < 0.0) continue;  // no residual (a skipped run's sample)
+          ++taken;
+          const Scalar* const e = &w.E(b, t, 0);
           for (int i = lo; i < hi; ++i) {
-            const double hk = row_scale(i);
-            if (hk == 0.0) continue;
-            const double e = double(w.E(b, t, i));
-            mf.noise_residuals(b, i) += e * e / (hk * s2);
-            mf.noise_counts(b, i) += 1;
+            const double q = double(e[i]) * double(e[i]) / ((hk[i] == 0.0 ? 1.0 : hk[i]) * s2);
+            a[i] += hk[i] == 0.0 ? 0.0 : q;
           }
         }
+        for (int i = lo; i < hi; ++i)
+          if (hk[i] != 0.0) mf.noise_counts(b, i) += taken;
       });
     } else {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
