@@ -145,14 +145,18 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
   // impl/masked_step.hpp (missing entries or diagonal noise): the row list, vectors and matrices
   if (c.algorithm.missing != MissingMode::error || diagonal)
     work += B * (4 * d + s * (std::size_t(detail::mv_count) * r + std::size_t(detail::mm_count) * r * r));
-  if (c.algorithm.missing != MissingMode::error && k > 1) {  // impl/masked_blocks.hpp: flags, runs, gathered samples
+  // impl/masked_blocks.hpp (the masked kernel's blocks: missing entries or
+  // diagonal noise): flags, runs, gathered samples
+  if ((c.algorithm.missing != MissingMode::error || diagonal) && k > 1) {
     work += B * (k + 4 * 4 + s * k * d);
     if (c.algorithm.missing == MissingMode::posterior && c.algorithm.missing_rotation == MissingRotation::observed)
       work += B * (3 * 4 + 8 + 4 * d + s * d * r);  // 7.7.2: the runs, the missing rows and U0 there
   }
   // impl/block_noise.hpp (noise: diagonal, blocked): the whitened block and
   // its residuals, U0, the mean offset, the residual coefficients, s2_old
-  if (diagonal && k > 1) work += s * B * (2 * k * d + d * r + d + k * (r + k)) + 8 * B * k;
+  // (and on host spaces a row scale per coordinate)
+  if (diagonal && k > 1)
+    work += s * B * (2 * k * d + d * r + d + k * (r + k)) + 8 * B * (k + (is_host_space<Exec> ? d : 0));
   if (k > 1) {
     work += 8 * B *
             (4 * k * r + k * k + (1 + std::size_t(detail::bm_count)) * r * r + 3 +
