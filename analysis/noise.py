@@ -70,6 +70,13 @@ class Run:
     def key(self):
         return (self.d, self.r, self.fraction)
 
+    def identity(self):
+        """The study point and seed: what matches a run across two results of one deck."""
+        return self.key() + (self.model, self.seed)
+
+    def kernel(self):
+        return "%s (block_size %d)" % (self.rec.kernel, self.rec.block_size)
+
     def label(self):
         """The reference study's --label for the same point, or None (bench/run_reference_masked_study.sh)."""
         if self.fraction == 0.0:
@@ -172,6 +179,22 @@ def compare(runs, ref):
     return compared, worst, same_noise, below, sorted(absent)
 
 
+def same_as(runs, other):
+    """(runs matched, {measure: largest relative difference of the window
+    means}, identities only in one of the two, the kernels of each)."""
+    mine = {run.identity(): run for run in runs}
+    theirs = {run.identity(): run for run in other}
+    worst = {name: 0.0 for name, _ in MEASURES}
+    matched = sorted(set(mine) & set(theirs))
+    for ident in matched:
+        for name, _ in MEASURES:
+            a, b = mine[ident].values[name], theirs[ident].values[name]
+            worst[name] = max(worst[name], abs(a - b) / max(abs(b), 1e-300))
+    unmatched = sorted(set(mine) ^ set(theirs))
+    kernels = (sorted({run.kernel() for run in runs}), sorted({run.kernel() for run in other}))
+    return len(matched), worst, unmatched, kernels
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m analysis.noise", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -179,6 +202,9 @@ def main(argv=None):
     parser.add_argument("--window-start", type=int, default=4000, help="first sample index (default %(default)s)")
     parser.add_argument("--window-end", type=int, default=8000, help="end sample index (default %(default)s)")
     parser.add_argument("--reference", metavar="FILE", help="the host reference study's output to compare with")
+    parser.add_argument("--same-as", metavar="FILE",
+                        help="another result of the same deck (another kernel, backend or build): the largest "
+                        "relative differences of the runs' window means")
     parser.add_argument("--no-plots", action="store_true", help="tables only")
     args = parser.parse_args(argv)
     records = C.load_records(args.inputs, validate=args.validate)
@@ -197,6 +223,15 @@ def main(argv=None):
               (args.reference, compared, worst, same_noise, len(below), (": " + ", ".join(below)) if below else ""))
         if absent:
             print("not in the reference study: " + ", ".join(absent))
+    if args.same_as:
+        other, _ = collect(C.load_records([args.same_as], validate=args.validate), args.window_start,
+                           args.window_end)
+        matched, worst, unmatched, kernels = same_as(runs, other)
+        print("\nAgainst %s (kernels: %s here, %s there): %d runs matched; largest relative difference of the "
+              "window means: %s" % (args.same_as, ", ".join(kernels[0]), ", ".join(kernels[1]), matched,
+                                    ", ".join("%s %.1e" % (name, worst[name]) for name, _ in MEASURES)))
+        if unmatched:
+            print("in one result only: " + ", ".join("d=%d r=%d missing=%g %s seed %d" % u for u in unmatched))
     for n in notes:
         print("\nleft out: " + n)
     if not args.no_plots:

@@ -45,6 +45,25 @@ class NoiseStudy(TempDirTest):
         doc["runs"].append(run_entry(template, 64, 0.0, "isotropic", 1, heterogeneous=False))
         return self.write_doc("study.json", doc)
 
+    def test_same_as_gives_the_largest_relative_difference(self):
+        first = self.write_study()
+        doc = load_fixture("synthetic_drift_np1.json")
+        template = doc["runs"][0]
+        doc["runs"] = [run_entry(template, d, f, model, seed) for d in (64, 256) for f in (0.0, 0.2)
+                       for model in ("isotropic", "diagonal") for seed in (1, 2)]
+        # One run's spectrum error moved by a relative 3e-6 inside the window.
+        for e in doc["runs"][5]["diagnostics"]["series"]:
+            e["accuracy"]["spectrum_rel_error_mean"] *= 1 + 3e-6
+        second = self.write_doc("other.json", doc)
+        rc, out, err = run_main(noise, [first, "--same-as", second, "--no-plots"])
+        self.assertEqual(rc, 0, err)
+        line = next(x for x in out.splitlines() if x.startswith("Against " + second))
+        self.assertIn("16 runs matched", line)
+        self.assertIn("distance 0.0e+00, noise 0.0e+00, spectrum 3.0e-06", line)
+        # Seed 3 is in the first result only.
+        self.assertIn("in one result only: d=64 r=", out)
+        self.assertIn("seed 3", out)
+
     def test_window_means_over_seeds_and_ratio(self):
         rc, out, err = run_main(noise, [self.write_study(), "--no-plots"])
         self.assertEqual(rc, 0, err)
