@@ -455,10 +455,9 @@ struct StepFunctor {
     auto SL = Kokkos::subview(wmat, b, 2, Kokkos::ALL(), Kokkos::ALL());
     auto out = Kokkos::subview(wmat, b, 3, Kokkos::ALL(), Kokkos::ALL());
     // U^T U's lower triangle (all cholesky reads): on host spaces by
-    // rank-one updates row after row (unit stride; a column-by-column
-    // TeamGemm over a row-major U took ~30 ms at d = 8192, r = 64 on the
-    // 2-core VM, as long as 1,000 blocked steps' GEMMs), on devices by
-    // TeamGemm.
+    // rank-one updates row after row (unit stride: a column-by-column
+    // TeamGemm reads a row-major U with stride r, r^2 / 2 times over), on
+    // devices by TeamGemm.
     if constexpr (is_host_space<execution_space>) {
       team_gram_lower<execution_space>(
           m, r, d, [&](const int k) { return &Ub(k, 0); }, [&](const int k, const int a) { return Ub(k, a); }, L);
