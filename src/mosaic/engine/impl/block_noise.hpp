@@ -180,12 +180,9 @@ struct WhitenedRunEnd {
           [&](const int i, double& t) { t += missing(i) ? double(mf.leverage(b, i)) : 0.0; }, trN);
     m.team_barrier();
     const double dof = double(d - mrows - r), kappa = dof / (dof + trN);
-    // 8.3 part 3's denominator h_i kappa of row i without s2_old, 0 for a
-    // row that takes no residual (missing, or under the leverage floor).
-    const auto row_scale = [&](const int i) {
-      const double h = 1.0 - double(mf.leverage(b, i));
-      return missing(i) || !(h >= mf.leverage_floor) ? 0.0 : h * kappa;
-    };
+    // 8.3 part 3's denominator of row i without s2_old, 0 for a row that
+    // takes no residual (missing, or under the leverage floor).
+    const auto row_scale = [&](const int i) { return missing(i) ? 0.0 : mf.residual_scale(b, i, kappa); };
     if constexpr (is_host_space<ExecSpace>) {
       // Sample by sample over contiguous rows (E's rows of one sample are
       // d apart: a loop over the samples of one row would stride by d),

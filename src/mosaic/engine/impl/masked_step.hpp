@@ -286,13 +286,21 @@ struct MaskedStepFunctor {
     const double dof = double(n - base.r), kappa = dof / (dof + trN);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, base.d), [&](const int i) {
       if (masked && !observed(b, i)) return;
-      const double h = 1.0 - double(leverage(b, i));
-      if (!(h >= leverage_floor)) return;
+      const double hk = residual_scale(b, i, kappa);
+      if (hk == 0.0) return;
       const double e = double(base.we(b, i));
-      noise_residuals(b, i) += e * e / (h * kappa * double(s2_old));
+      noise_residuals(b, i) += e * e / (hk * double(s2_old));
       noise_counts(b, i) += 1;
     });
     m.team_barrier();
+  }
+
+  // 8.3 part 3's denominator of coordinate i without s2_old, (1 - l_i)
+  // kappa, or 0 where the coordinate takes no residual (1 - l_i under
+  // leverage_floor). Shared with 8.5's blocked form (impl/block_noise.hpp).
+  KOKKOS_INLINE_FUNCTION double residual_scale(int b, int i, double kappa) const {
+    const double h = 1.0 - double(leverage(b, i));
+    return h >= leverage_floor ? h * kappa : 0.0;
   }
 
   // 8.3 part 4's factor of coordinate i before its division by the
