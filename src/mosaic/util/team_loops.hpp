@@ -2,6 +2,8 @@
 // blocked_step.hpp, frame_rotation.hpp).
 #pragma once
 
+#include <type_traits>
+
 #include <Kokkos_Core.hpp>
 
 namespace mosaic::detail {
@@ -90,6 +92,11 @@ KOKKOS_INLINE_FUNCTION void team_span(const Member& m, int lo, int hi, const F& 
   }
 }
 
+// Rows of a right-looking pass taken at once by the host forms below: each
+// entry is loaded and stored once per KP subtractions (or additions),
+// which it still receives one by one in increasing order.
+inline constexpr int team_rows_per_pass = 4;
+
 // X <- L^-1 X for each column of an r x r matrix X (in place), L lower
 // triangular given entry by entry as L(i, k) (a lower factor, or the
 // transpose of an upper one): forward substitution, each X(i, c) its
@@ -103,13 +110,34 @@ template <class Member, class LowerEntry, class XM>
 KOKKOS_INLINE_FUNCTION void lower_solve_columns(const Member& m, int r, const LowerEntry& L, const XM& X) {
   using space = typename Member::execution_space;
   if constexpr (Kokkos::SpaceAccessibility<space, Kokkos::HostSpace>::accessible) {
-    for (int k = 0; k < r; ++k) {
-      const auto lkk = L(k, k);
-      team_span(m, 0, r, [&](const int c) { X(k, c) = X(k, c) / lkk; });
-      m.team_barrier();
-      team_span(m, k + 1, r, [&](const int i) {
-        const auto lik = L(i, k);
-        for (int c = 0; c < r; ++c) X(i, c) -= lik * X(k, c);
+    constexpr int KP = team_rows_per_pass;
+    for (int k0 = 0; k0 < r; k0 += KP) {
+      const int k1 = k0 + KP < r ? k0 + KP : r;
+      for (int k = k0; k < k1; ++k) {  // the panel's rows final, one pivot at a time
+        const auto lkk = L(k, k);
+        team_span(m, 0, r, [&](const int c) { X(k, c) = X(k, c) / lkk; });
+        m.team_barrier();
+        team_span(m, k + 1, k1, [&](const int i) {
+          const auto lik = L(i, k);
+          for (int c = 0; c < r; ++c) X(i, c) -= lik * X(k, c);
+        });
+        m.team_barrier();
+      }
+      team_span(m, k1, r, [&](const int i) {  // the later rows, the panel's pivots in one pass
+        if (k1 - k0 == KP) {
+          std::remove_cv_t<std::remove_reference_t<decltype(L(i, k0))>> l[KP];
+          for (int j = 0; j < KP; ++j) l[j] = L(i, k0 + j);
+          for (int c = 0; c < r; ++c) {
+            auto v = X(i, c);
+            for (int j = 0; j < KP; ++j) v -= l[j] * X(k0 + j, c);
+            X(i, c) = v;
+          }
+        } else {
+          for (int k = k0; k < k1; ++k) {
+            const auto lik = L(i, k);
+            for (int c = 0; c < r; ++c) X(i, c) -= lik * X(k, c);
+          }
+        }
       });
       m.team_barrier();
     }
@@ -137,10 +165,21 @@ template <class Member, class AM, class T, class YM, class OM>
 KOKKOS_INLINE_FUNCTION void plus_gram(const Member& m, int r, const AM& A, T s, const YM& Y, const OM& out) {
   using space = typename Member::execution_space;
   if constexpr (Kokkos::SpaceAccessibility<space, Kokkos::HostSpace>::accessible) {
+    constexpr int KP = team_rows_per_pass;
     team_share(m, r, [&](const int lo, const int hi) {
       for (int a = lo; a < hi; ++a) {
         for (int c = 0; c <= a; ++c) out(a, c) = T(0);
-        for (int k = 0; k < r; ++k) {
+        int k = 0;
+        for (; k + KP <= r; k += KP) {
+          T y[KP];
+          for (int j = 0; j < KP; ++j) y[j] = Y(k + j, a);
+          for (int c = 0; c <= a; ++c) {
+            auto v = out(a, c);
+            for (int j = 0; j < KP; ++j) v += y[j] * Y(k + j, c);
+            out(a, c) = v;
+          }
+        }
+        for (; k < r; ++k) {
           const T yka = Y(k, a);
           for (int c = 0; c <= a; ++c) out(a, c) += yka * Y(k, c);
         }
