@@ -55,6 +55,7 @@ struct Case {
   // noise: diagonal (section 8) on heterogeneous noise, re-whitened every
   // 50 steps; `complete`: no missing entries at all.
   bool diagonal = false, complete = false;
+  double cond_max = 0;  // > 0: missing_cond_max (7.5's guard)
 };
 
 std::string name(const Case& c) {
@@ -62,7 +63,7 @@ std::string name(const Case& c) {
          "/gamma=" + std::to_string(c.gamma) + "/reorth=" + std::to_string(c.reorth) +
          "/k=" + std::to_string(c.block_size) + (c.sparse ? "/sparse" : "") + (c.outage_only ? "/outage" : "") +
          (c.gram_reuse ? "" : "/no-reuse") + "/gemm=" + to_string(c.gemm) + (c.diagonal ? "/diagonal" : "") +
-         (c.complete ? "/complete" : "");
+         (c.complete ? "/complete" : "") + (c.cond_max > 0 ? "/cond_max=" + std::to_string(c.cond_max) : "");
 }
 
 // B streams of the synthetic drifting stream with MCAR, an outage and
@@ -83,6 +84,7 @@ double run_masked(const Case& c, int d, int r, int steps, const std::string& wha
   p.gamma = c.gamma;
   p.reorthonormalize_every = c.reorth;
   p.block_size = c.block_size;
+  if (c.cond_max > 0) p.missing_cond_max = c.cond_max;
   if (c.diagonal) {
     p.noise = NoiseModel::diagonal;
     p.rewhiten_every = 50;
@@ -165,7 +167,7 @@ double run_masked(const Case& c, int d, int r, int steps, const std::string& wha
       EXPECT_GT(rc.run_samples, std::int64_t(B) * steps / 8) << what;
       EXPECT_GT(rc.gathered_launches, 0) << what;
     }
-    const bool shared_form = c.mode == MissingMode::posterior && c.rotation == MissingRotation::observed;
+    const bool shared_form = c.mode == MissingMode::posterior;
     if (shared_form && (c.sparse || c.outage_only)) EXPECT_GT(rc.shared_samples, std::int64_t(B) * 250) << what;
     if (!shared_form) EXPECT_EQ(rc.shared_samples, 0) << what;
     if (cuts) *cuts = rc;
@@ -451,30 +453,56 @@ TEST(MaskedEngine, SharedMaskRunsMatchTheReference) {
   c.outage_only = true;
   c.block_size = 16;
   std::vector<Case> cases;
-  for (const BlockGemm g : {BlockGemm::vendor, BlockGemm::kokkos_batched, BlockGemm::tiled}) {
-    c.gemm = g;
-    if (g != BlockGemm::tiled || is_host_space<Exec>) cases.push_back(c);
+  for (const MissingRotation rotation : {MissingRotation::observed, MissingRotation::geodesic}) {
+    c.rotation = rotation;
+    for (const BlockGemm g : {BlockGemm::vendor, BlockGemm::kokkos_batched, BlockGemm::tiled}) {
+      c.gemm = g;
+      if (g != BlockGemm::tiled || is_host_space<Exec>) cases.push_back(c);
+    }
+    c.gemm = BlockGemm::automatic;
+    c.reorth = 50;
+    c.update = CovarianceUpdate::first_order;
+    c.gamma = 0.0;
+    cases.push_back(c);
+    // 7.5's guard: tr(C^-1) of the outage's first sample is above 5 in
+    // streams 0 and 2 (every sample of their outage skipped, the mean
+    // moving), below it in stream 1; the counters are checked exactly.
+    c.cond_max = 5.0;
+    cases.push_back(c);
+    c = Case{};
+    c.rotation = rotation;
+    c.block_size = 16;
+    c.sparse = true;  // outage, tiles and MCAR: every kind of run, streams gathered
+    cases.push_back(c);
+    c = Case{};
+    c.outage_only = true;
+    c.block_size = 16;
   }
-  c.gemm = BlockGemm::automatic;
-  c.reorth = 50;
-  c.update = CovarianceUpdate::first_order;
-  c.gamma = 0.0;
-  cases.push_back(c);
-  c = Case{};
-  c.block_size = 16;
-  c.sparse = true;  // outage, tiles and MCAR: every kind of run, streams gathered
-  cases.push_back(c);
   for (const Case& k : cases) {
     MaskedRunCounts cuts;
-    const double gap = run_masked<double, Exec>(k, 40, 4, 800, name(k), 0, nullptr, nullptr, &cuts);
+    std::vector<MaskedReferenceState<double>> states;
+    const double gap = run_masked<double, Exec>(k, 40, 4, 800, name(k), 0, &states, nullptr, &cuts);
     EXPECT_LT(gap, 1e-10) << name(k);
     EXPECT_GT(cuts.shared_launches, 0) << name(k);
+    if (k.cond_max > 0) {
+      EXPECT_EQ(states[0].skipped_steps, 300) << name(k);
+      EXPECT_EQ(states[1].skipped_steps, 0) << name(k);
+    }
   }
-  c = Case{};
-  c.outage_only = true;
-  c.block_size = 16;
-  EXPECT_LT((run_masked<float, Exec>(c, 40, 4, 800, "float shared")), 1e-4);
-  EXPECT_LT((run_masked<double, Kokkos::Serial>(c, 40, 4, 400, "serial shared")), 1e-10);
+  for (const MissingRotation rotation : {MissingRotation::observed, MissingRotation::geodesic}) {
+    c = Case{};
+    c.outage_only = true;
+    c.block_size = 16;
+    c.rotation = rotation;
+    EXPECT_LT((run_masked<float, Exec>(c, 40, 4, 800, "float shared " + name(c))), 1e-4);
+    EXPECT_LT((run_masked<double, Kokkos::Serial>(c, 40, 4, 400, "serial shared " + name(c))), 1e-10);
+    c.block_size = 0;  // the guard's skips on the sequential kernel
+    c.cond_max = 5.0;
+    c.reorth = 50;
+    std::vector<MaskedReferenceState<double>> states;
+    EXPECT_LT((run_masked<double, Exec>(c, 40, 4, 800, name(c), 0, &states)), 1e-10);
+    EXPECT_EQ(states[0].skipped_steps, 300) << name(c);
+  }
 }
 
 // 7.8: during an outage (one mask for 300 steps) the masked step keeps the
@@ -650,6 +678,55 @@ TEST(MaskedEngine, InfiniteEntryFreezesTheStreamAndUnsupportedOptionsAreRefused)
   q = p;
   q.precision_solve = PrecisionSolve::maintained;
   EXPECT_THROW((MosaicEngine<T, Exec>(q, B, d, r)), std::invalid_argument);
+}
+
+// A stream stopped by an infinite entry sits out a later shared-mask run
+// of its batch: its basis stays bit for bit (under the geodesic rotation
+// the run's end multiplies the put-back rows by A_M, which such a stream
+// never formed), while the other stream's run moves its missing rows.
+TEST(MaskedEngine, StoppedStreamKeepsItsBasisThroughASharedMaskRun) {
+  using T = double;
+  using Exec = Kokkos::DefaultExecutionSpace;
+  const int d = 16, r = 2, B = 2, n = 8;
+  MosaicParams p;
+  p.missing = MissingMode::posterior;
+  p.missing_rotation = MissingRotation::geodesic;
+  p.block_size = n;
+  StreamBatch<T, Exec> sb(B, d, r, {0, 1});
+  MosaicEngine<T, Exec> eng(p, B, d, r);
+  eng.init_random(sb, 1);
+  Kokkos::View<T***, Kokkos::LayoutRight, Exec::memory_space> X("X", B, n, d);
+  auto hX = transfer::host_buffer(X);
+  for (int round = 0; round < 3; ++round) {
+    for (int b = 0; b < B; ++b)
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < d; ++i) {
+          const T x = T(std::sin(0.37 * (i + 1) * (round * n + j + 1) + b) * (1 + (i % 3)));
+          // round 0: stream 0 stops at an infinite entry; rounds 1-2: both
+          // streams miss coordinates 3-5 (one shared-mask run per round)
+          hX(b, j, i) = round == 0 && b == 0 && j == 2 && i == 7 ? std::numeric_limits<T>::infinity()
+                        : round > 0 && i >= 3 && i <= 5          ? std::numeric_limits<T>::quiet_NaN()
+                                                                 : x;
+        }
+    transfer::copy_from_host(X, hX);
+    const auto U_before = transfer::to_host(sb.U);
+    eng.advance(sb, X);
+    const auto U_after = transfer::to_host(sb.U);
+    bool stream0_same = true, stream1_missing_rows_moved = false;
+    for (int i = 0; i < d; ++i)
+      for (int a = 0; a < r; ++a) {
+        stream0_same = stream0_same && U_after(0, i, a) == U_before(0, i, a);
+        if (i >= 3 && i <= 5) stream1_missing_rows_moved |= U_after(1, i, a) != U_before(1, i, a);
+      }
+    if (round > 0) {
+      EXPECT_TRUE(stream0_same) << "round " << round;
+      EXPECT_TRUE(stream1_missing_rows_moved) << "round " << round;  // the geodesic rotation moves U_M
+    }
+  }
+  const auto status = transfer::to_host(sb.status);
+  EXPECT_EQ(status(0), int(breakdown_nonfinite_sample));
+  EXPECT_EQ(status(1), 0);
+  EXPECT_GT(eng.masked_run_counts().shared_samples, 0);
 }
 
 }  // namespace

@@ -435,9 +435,9 @@ class MosaicEngine {
     w.step_off = decltype(w.step_off)("mosaic::masked_step_off", batch_);
     w.step_on = decltype(w.step_on)("mosaic::masked_step_on", batch_);
     w.gathered = decltype(w.gathered)("mosaic::masked_gathered", batch_, k, d_);
-    // 7.7.2's form: missing: posterior with the observed rotation (the
-    // form of ALGORITHM.md; the other options step sample by sample).
-    shared_runs_ = params_.missing == MissingMode::posterior && params_.missing_rotation == MissingRotation::observed;
+    // 7.7.2's form: missing: posterior with either rotation (the form of
+    // ALGORITHM.md; the other missing modes step sample by sample).
+    shared_runs_ = params_.missing == MissingMode::posterior;
     if (shared_runs_) {
       w.shared_off = decltype(w.shared_off)("mosaic::masked_shared_off", batch_);
       w.shared_len = decltype(w.shared_len)("mosaic::masked_shared_len", batch_);
@@ -746,7 +746,9 @@ void MosaicEngine<Scalar, ExecSpace>::launch_shared(batch_type& sb, block_view X
   end.dM = blk_.dM;
   end.r = r_;
   end.r_index = int(detail::bm_F2);
-  Kokkos::parallel_for("mosaic::masked_shared_end", team_policy(), end);
+  end.am_index = int(detail::bm_AM);
+  end.geodesic = params_.missing_rotation == MissingRotation::geodesic;
+  Kokkos::parallel_for("mosaic::masked_shared_end", decltype(end)::policy(team_policy(), r_), end);
   if (masked_.diagonal) finish_whitened(sb, w.shared_len, n, w.shared_missing, Xb);
 }
 
@@ -772,6 +774,7 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
   f.skipped_steps = sb.skipped_steps;
   f.missing_entries = sb.missing_entries;
   f.cond_max = params_.missing_cond_max;
+  f.geodesic = params_.missing_rotation == MissingRotation::geodesic;
   f.base = bind(sb);
   if (mean.extent(0) > 0) f.base.mu = mean;
   f.Rfac = sb.Rfac;

@@ -49,8 +49,9 @@ enum BlockVec : int {
 // Indices of the double r x r work matrices of one stream
 // (At = A^T; W0 = U0^T U0, measured when the block ends with a Cholesky-QR;
 // the shared-mask form's N = U0_M^T U0_M, K = C^-1 - I, the posterior
-// covariance P and a scratch Y.)
-enum BlockMat : int { bm_S = 0, bm_Sp, bm_F, bm_F2, bm_At, bm_W0, bm_N, bm_K, bm_P, bm_Y, bm_count };
+// covariance P and a scratch Y; under missing_rotation: geodesic the
+// missing rows' coefficient A_M (U_M = U0_M A_M) and Nt = A_M^T N A_M.)
+enum BlockMat : int { bm_S = 0, bm_Sp, bm_F, bm_F2, bm_At, bm_W0, bm_N, bm_K, bm_P, bm_Y, bm_AM, bm_Nt, bm_count };
 
 // What the blocked update does the same way whatever its GEMM kernel: the
 // bound state, the coefficient work arrays and the k coefficient steps.
@@ -90,6 +91,10 @@ struct BlockCoefficients {
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> saved_rows;  // B x d x r
   view_t<std::int64_t*> skipped_steps, missing_entries;
   double cond_max = 1e4;  // missing_cond_max (7.5)
+  // missing_rotation: geodesic (7.7.2's last item): the rotation moves the
+  // missing rows too (U_M = U0_M A_M), so C and K are formed again for
+  // every sample from Nt = A_M^T N A_M.
+  bool geodesic = false;
   // noise: diagonal (8.5, impl/block_noise.hpp; unbound otherwise): each
   // completed step's residual coefficients, column t - 1 of stream b =
   // [alpha_t; beta_t] (e_t = U0 alpha_t + D beta_t; rows r + t.. zero), and
@@ -212,29 +217,82 @@ struct BlockCoefficients {
     return true;
   }
 
-  // 7.7.2: 7.3 part 1's factors of a run whose missing rows are the mrows
-  // rows saved_rows(b, ...) of U0, in double: N = U0_M^T U0_M, C = I - N =
-  // R_C^T R_C, K = N + Z^T Z with Z = R_C^-T N (= C^-1 - I). False when C
-  // does not factor or tr(C^-1) = r + tr(K) exceeds cond_max (7.5: every
-  // sample of the run is then skipped).
+  // 7.7.2: the Gram of a run's missing rows, the mrows rows saved_rows(b,
+  // ...) of U0, in double: N = U0_M^T U0_M (bm_N); A_M = I under the
+  // geodesic rotation. Then 7.3 part 1's factors from N
+  // (observed_gram_factors).
   KOKKOS_INLINE_FUNCTION bool shared_mask_factors(const member_type& m, int b, int mrows) const {
     const int r = base.r;
     auto N = Kokkos::subview(dM, b, int(bm_N), Kokkos::ALL(), Kokkos::ALL());
-    auto K = Kokkos::subview(dM, b, int(bm_K), Kokkos::ALL(), Kokkos::ALL());
-    auto Z = Kokkos::subview(dM, b, int(bm_Y), Kokkos::ALL(), Kokkos::ALL());
-    auto Kraw = Kokkos::subview(dM, b, int(bm_P), Kokkos::ALL(), Kokkos::ALL());
-    auto RC = Kokkos::subview(dM, b, int(bm_F2), Kokkos::ALL(), Kokkos::ALL());
     team_gram_lower<execution_space>(
         m, r, mrows, [&](const int k) { return &saved_rows(b, k, 0); },
         [&](const int k, const int a) { return saved_rows(b, k, a); }, N);
     for_each_entry(m, r, r, [&](const int a, const int c) {
-      const double v = a >= c ? N(a, c) : N(c, a);
-      RC(a, c) = (a == c ? 1.0 : 0.0) - v;
-      Z(a, c) = v;
+      if (a < c) N(a, c) = N(c, a);
+      if (geodesic) dM(b, bm_AM, a, c) = a == c ? 1.0 : 0.0;
     });
     m.team_barrier();
+    return observed_gram_factors(m, b, N);
+  }
+
+  // Under the geodesic rotation, before sample t >= 2 of a shared-mask run:
+  // Nt = A_M^T N A_M (each entry one running sum, in increasing index, of
+  // running sums; Sp as scratch, free before a step), then its factors.
+  KOKKOS_INLINE_FUNCTION bool geodesic_sample_factors(const member_type& m, int b) const {
+    missing_rows_gram(m, b);
+    return observed_gram_factors(m, b, Kokkos::subview(dM, b, int(bm_Nt), Kokkos::ALL(), Kokkos::ALL()));
+  }
+
+  // Nt = A_M^T N A_M (bm_Nt), the Gram of the missing rows U0_M A_M; Sp as
+  // scratch.
+  KOKKOS_INLINE_FUNCTION void missing_rows_gram(const member_type& m, int b) const {
+    const int r = base.r;
+    auto N = Kokkos::subview(dM, b, int(bm_N), Kokkos::ALL(), Kokkos::ALL());
+    auto AM = Kokkos::subview(dM, b, int(bm_AM), Kokkos::ALL(), Kokkos::ALL());
+    auto NA = Kokkos::subview(dM, b, int(bm_Sp), Kokkos::ALL(), Kokkos::ALL());
+    auto Nt = Kokkos::subview(dM, b, int(bm_Nt), Kokkos::ALL(), Kokkos::ALL());
+    team_share(m, r, [&](const int lo, const int hi) {  // NA(q, :) = sum_p N(q, p) A_M(p, :)
+      for (int q = lo; q < hi; ++q) rows_combination(r, r, &NA(q, 0), &N(q, 0), 1, &AM(0, 0), false);
+    });
+    m.team_barrier();
+    team_share(m, r, [&](const int lo, const int hi) {  // Nt(a, :) = sum_q A_M(q, a) NA(q, :)
+      for (int a = lo; a < hi; ++a) rows_combination(r, r, &Nt(a, 0), &AM(0, a), r, &NA(0, 0), false);
+    });
+    m.team_barrier();
+    symmetrize(m, r, Nt, NA);
+    m.team_barrier();
+    for_each_entry(m, r, r, [&](const int a, const int c) { Nt(a, c) = NA(a, c); });
+    m.team_barrier();
+  }
+
+  // out[c] (+)= sum_{q < nq} coef[q * ldc] rows[q * r + c] for c < r: one
+  // running sum per entry in increasing q, along unit-stride rows of length r.
+  KOKKOS_INLINE_FUNCTION static void rows_combination(int r, int nq, double* out, const double* coef, long ldc,
+                                                      const double* rows, bool accumulate) {
+    if (!accumulate)
+      for (int c = 0; c < r; ++c) out[c] = 0.0;
+    for (int q = 0; q < nq; ++q) {
+      const double cq = coef[q * ldc];
+      const double* const row = rows + long(q) * r;
+      for (int c = 0; c < r; ++c) out[c] += cq * row[c];
+    }
+  }
+
+  // 7.3 part 1's factors from the missing rows' Gram N (symmetric): C = I
+  // - N = R_C^T R_C, K = N + Z^T Z with Z = R_C^-T N (= C^-1 - I), in bm_K.
+  // False when C does not factor or tr(C^-1) = r + tr(K) exceeds cond_max
+  // (7.5: the sample is skipped, and under the observed rotation every
+  // sample of the run). Y, P and F2 as scratch.
+  template <class NM>
+  KOKKOS_INLINE_FUNCTION bool observed_gram_factors(const member_type& m, int b, const NM& N) const {
+    const int r = base.r;
+    auto K = Kokkos::subview(dM, b, int(bm_K), Kokkos::ALL(), Kokkos::ALL());
+    auto Z = Kokkos::subview(dM, b, int(bm_Y), Kokkos::ALL(), Kokkos::ALL());
+    auto Kraw = Kokkos::subview(dM, b, int(bm_P), Kokkos::ALL(), Kokkos::ALL());
+    auto RC = Kokkos::subview(dM, b, int(bm_F2), Kokkos::ALL(), Kokkos::ALL());
     for_each_entry(m, r, r, [&](const int a, const int c) {
-      if (a < c) N(a, c) = N(c, a);
+      RC(a, c) = (a == c ? 1.0 : 0.0) - N(a, c);
+      Z(a, c) = N(a, c);
     });
     m.team_barrier();
     if (!cholesky_upper(m, RC, r)) return false;
@@ -255,7 +313,9 @@ struct BlockCoefficients {
   // z_ls = b + K b, alpha = -A z_ls, beta = c - B z_ls, rho^2 with
   // alpha^T C alpha, the posterior (7.3 part 2), v = C^-1 g and the rotation
   // A += ((cos-1) A vh + sin alpha / rho) gh^T (B alike), n - r degrees of
-  // freedom; the rest is section 2's.
+  // freedom; the rest is section 2's. Under the geodesic rotation K is the
+  // sample's (geodesic_sample_factors), the rotation section 2's (vh = gh)
+  // and A_M += (cos-1) A_M gh gh^T; rho^2 keeps U0's C = I - N.
   // `unresolved`: the computed rho^2 is below 64 eps ||y_t||^2 (file comment).
   KOKKOS_INLINE_FUNCTION int coef_step(const member_type& m, int b, int t, int mrows, bool& clamped,
                                        bool& unresolved) const {
@@ -392,9 +452,11 @@ struct BlockCoefficients {
     }
     m.team_barrier();
     // 7.7.2: v = g + K g (= C^-1 g), beta = sqrt(g^T g + g^T K g) in place
-    // of ||g||, and the transport's extra noise term with gh^T K gh.
+    // of ||g||, and the transport's extra noise term with gh^T K gh (the
+    // observed rotation; the geodesic one is section 2's).
+    const bool observed_rotation = masked && !geodesic;
     double gnorm = 0, ghKgh = 0;
-    if (masked) {
+    if (observed_rotation) {
       rows_times(m, r, r, &Km(0, 0), r, &g(0), &v(0), false);
       double gg = 0, gKg = 0;
       for (int a = 0; a < r; ++a) {
@@ -454,10 +516,11 @@ struct BlockCoefficients {
     // terms, so At and Bt stay the exact transposes), S, s2, mean
     // coefficients, factor.
     if (rotate) {
-      // A vh and B vh: vh = v / beta (7.7.2), gh without missing rows.
-      if (masked) Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) { vh(a) = v(a) / gnorm; });
+      // A vh and B vh: vh = v / beta (7.7.2's observed rotation), else gh.
+      if (observed_rotation)
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) { vh(a) = v(a) / gnorm; });
       m.team_barrier();
-      const double* const vhp = masked ? &vh(0) : &gh(0);
+      const double* const vhp = observed_rotation ? &vh(0) : &gh(0);
       rows_times(m, r, r, dAtp, r, vhp, &av(0), false);   // A vh
       rows_times(m, T, r, dBtp, K, vhp, &bvv(0), false);  // B vh
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r),
@@ -487,6 +550,17 @@ struct BlockCoefficients {
         }
       });
       m.team_barrier();
+      if (masked && geodesic) {  // A_M += (cos - 1) (A_M gh) gh^T (v as work)
+        auto AM = Kokkos::subview(dM, b, int(bm_AM), Kokkos::ALL(), Kokkos::ALL());
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int p) {
+          double s = 0;
+          for (int a = 0; a < r; ++a) s += AM(p, a) * gh(a);
+          v(p) = cm1 * s;
+        });
+        m.team_barrier();
+        for_each_entry(m, r, r, [&](const int p, const int a) { AM(p, a) += v(p) * gh(a); });
+        m.team_barrier();
+      }
     }
     symmetrize(m, r, Sp, S);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, T), [&](const int j) { mv(j) += double(base.eta_mu) * c(j); });

@@ -2,8 +2,9 @@
 // (blocked_step.hpp, step 4): U^T U from the products and the
 // coefficients, its Cholesky factor R, then A, B and S rotated by it, so
 // that the one GEMM that forms U writes the re-orthonormalized basis. A
-// shared-mask run (7.7.2) keeps U0's missing rows, so its U^T U swaps
-// their A^T N A for N, and their R^-1 is applied when they are put back
+// shared-mask run (7.7.2) keeps U0's missing rows (or moves them to
+// U0_M A_M under the geodesic rotation), so its U^T U swaps their A^T N A
+// for N (A_M^T N A_M), and their R^-1 is applied when they are put back
 // (impl/masked_blocks.hpp, SharedMaskRunEnd).
 #pragma once
 
@@ -31,17 +32,8 @@ KOKKOS_INLINE_FUNCTION bool BlockCoefficients<Base>::reorthonormalize_coefficien
   // running sum in increasing q then j.
   auto combine = [&](double* out, const double* ca, const double* cb, const double* rows_a, const double* rows_b,
                      int ldb, int nb) {
-    for (int c = 0; c < r; ++c) out[c] = 0.0;
-    for (int q = 0; q < r; ++q) {
-      const double coef = ca[q];
-      const double* row = rows_a + long(q) * r;
-      for (int c = 0; c < r; ++c) out[c] += coef * row[c];
-    }
-    for (int j = 0; j < nb; ++j) {
-      const double coef = cb[long(j) * ldb];
-      const double* row = rows_b + long(j) * r;
-      for (int c = 0; c < r; ++c) out[c] += coef * row[c];
-    }
+    rows_combination(r, r, out, ca, 1, rows_a, false);
+    rows_combination(r, nb, out, cb, ldb, rows_b, true);
   };
   const double* const Ap = &dA(b, 0, 0);
   const double* const Bp = &dB(b, 0, 0);
@@ -56,8 +48,10 @@ KOKKOS_INLINE_FUNCTION bool BlockCoefficients<Base>::reorthonormalize_coefficien
     for (int a = lo; a < hi; ++a) combine(&Gr(a, 0), &dM(b, bm_At, a, 0), &dBt(b, a, 0), &P(0, 0), &dQ(b, 0, 0), 1, K);
   });
   m.team_barrier();
-  if (mrows > 0) {  // Gr += N - A^T N A (T1 = N A)
+  if (mrows > 0) {  // Gr += N_M - A^T N A (T1 = N A): N_M = N, or A_M^T N A_M under the geodesic rotation
     auto N = Kokkos::subview(dM, b, int(bm_N), Kokkos::ALL(), Kokkos::ALL());
+    if (geodesic) missing_rows_gram(m, b);
+    auto NM = Kokkos::subview(dM, b, int(geodesic ? bm_Nt : bm_N), Kokkos::ALL(), Kokkos::ALL());
     team_share(m, r, [&](const int lo, const int hi) {
       for (int q = lo; q < hi; ++q) combine(&T1(q, 0), &N(q, 0), &N(q, 0), Ap, Ap, 1, 0);
     });
@@ -66,7 +60,7 @@ KOKKOS_INLINE_FUNCTION bool BlockCoefficients<Base>::reorthonormalize_coefficien
       for (int a = lo; a < hi; ++a) {
         double* const row = &P(a, 0);  // (A^T N A)(a, :)
         combine(row, &dM(b, bm_At, a, 0), &dM(b, bm_At, a, 0), &T1(0, 0), &T1(0, 0), 1, 0);
-        for (int c = 0; c < r; ++c) Gr(a, c) += N(a, c) - row[c];
+        for (int c = 0; c < r; ++c) Gr(a, c) += NM(a, c) - row[c];
       }
     });
     m.team_barrier();

@@ -54,6 +54,8 @@ struct BlockFunctor : BlockCoefficients<Base> {
   using Coefficients::dsc;
   using Coefficients::dv;
   using Coefficients::factor_age;
+  using Coefficients::geodesic;
+  using Coefficients::geodesic_sample_factors;
   using Coefficients::maintained;
   using Coefficients::missing_entries;
   using Coefficients::n;
@@ -175,6 +177,10 @@ struct BlockFunctor : BlockCoefficients<Base> {
       // form_gh does not run: reset the pack's minima here (see allocate).
       if constexpr (std::is_same_v<Gemm, gemm::Vendor>)
         Kokkos::single(Kokkos::PerTeam(m), [&]() { gw.first_bad(b, 0) = gw.first_bad(b, 1) = INT_MAX; });
+      // A stopped stream's shared-mask run puts its rows back as they were
+      // (SharedMaskRunEnd multiplies them by A_M under the geodesic rotation).
+      if (geodesic && nb > 0 && shared_missing.extent(0) > 0 && shared_missing(b) > 0)
+        for_each_entry(m, base.r, base.r, [&](const int a, const int e) { dM(b, bm_AM, a, e) = a == e ? 1.0 : 0.0; });
       return;
     }
     const int r = base.r;
@@ -211,20 +217,24 @@ struct BlockFunctor : BlockCoefficients<Base> {
     m.team_barrier();
 
     // 3. The n steps on the coefficients. A shared-mask run whose C fails
-    // 7.5's tests skips every sample: its mean moves (m_t), nothing else.
-    const bool skip_run = mrows > 0 && !shared_mask_factors(m, b, mrows);
-    int done = 0, code = 0;
+    // 7.5's tests skips every sample from there: its mean moves (m_t),
+    // nothing else (a skipped step leaves U, hence C, as it was). Under the
+    // geodesic rotation C is formed again before every sample.
+    bool skip_run = mrows > 0 && !shared_mask_factors(m, b, mrows);
+    int done = 0, code = 0, skipped = 0;
     for (int t = 1; t <= nb; ++t) {
       if (t - 1 >= n_ok) {
         code = breakdown_nonfinite_sample;
         break;
       }
+      if (!skip_run && mrows > 0 && geodesic && t > 1) skip_run = !geodesic_sample_factors(m, b);
       if (skip_run) {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, t), [&](const int j) {
           dv(b, bv_m, j) += double(base.eta_mu) * ((j == t - 1 ? 1.0 : 0.0) - dv(b, bv_m, j));
         });
         m.team_barrier();
         done = t;
+        ++skipped;
         continue;
       }
       bool clamped = false, unresolved = false;
@@ -240,9 +250,11 @@ struct BlockFunctor : BlockCoefficients<Base> {
     m.team_barrier();
 
     // 4. The Cholesky-QR (on the coefficients) when the block completed and
-    // one is due, then the state after the last completed step.
+    // one is due, then the state after the last completed step. Not after a
+    // skipped step (a shared-mask run's last samples skipped by 7.5): a
+    // skipped step performs 7.3 part 9 only, as the reference's.
     int reorth_code = 0;
-    if (code == 0 && done > 0 && reorth_planned) {
+    if (code == 0 && done > 0 && reorth_planned && !skip_run) {
       if (!reorthonormalize_coefficients(m, b, done, mrows)) reorth_code = breakdown_reorthonormalize;
       // S was rotated (S <- R S R^T): the maintained factor no longer
       // matches it; take a fresh one at the next step (no drift recorded).
@@ -258,7 +270,7 @@ struct BlockFunctor : BlockCoefficients<Base> {
       base.steps(b) = step0 + done;
       if (mrows > 0) {  // as the masked step counts them: every sample taken, the failing one too
         missing_entries(b) += std::int64_t(mrows) * (done + (code != 0 ? 1 : 0));
-        if (skip_run) skipped_steps(b) += done;
+        skipped_steps(b) += skipped;
       }
       base.clamped_steps(b) += std::int64_t(dsc(b, 1));
       base.unresolved_residual_steps(b) += std::int64_t(dsc(b, 2));

@@ -175,10 +175,11 @@ struct SharedMaskRunStart {
 };
 
 // 7.7.2's launch, after: the saved rows of U0 put back (the observed
-// rotation leaves U_M unchanged; the blocked form wrote U0_M A there), times
-// R^-1 where the launch ended with the Cholesky-QR on the coefficients
-// (the stream's count of them grew past reorths0(b); R in
-// dM(b, bm_F2, :, :), impl/block_reorthonormalize.hpp).
+// rotation leaves U_M unchanged; the blocked form wrote U0_M A there),
+// times A_M under the geodesic rotation (U_M = U0_M A_M, A_M in
+// dM(b, bm_AM, :, :)), then times R^-1 where the launch ended with the
+// Cholesky-QR on the coefficients (the stream's count of them grew past
+// reorths0(b); R in dM(b, bm_F2, :, :), impl/block_reorthonormalize.hpp).
 template <class Scalar, class ExecSpace>
 struct SharedMaskRunEnd {
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
@@ -190,26 +191,83 @@ struct SharedMaskRunEnd {
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> saved;
   Kokkos::View<const std::int64_t*, Kokkos::LayoutRight, memory_space> reorths0;
   Kokkos::View<const double****, Kokkos::LayoutRight, memory_space> dM;  // the blocked coefficients' matrices
-  int r = 0, r_index = 0;                                                // r_index: bm_F2
+  int r = 0, r_index = 0, am_index = 0;                                  // bm_F2, bm_AM
+  bool geodesic = false;
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
     const int b = m.league_rank(), count = missing(b);
     if (count == 0) return;
     const bool rotated = reorths(b) > reorths0(b);
-    // Each row x <- x R^-1 (x R = the saved row: forward in the columns,
-    // each sum in double in increasing q over the entries already written).
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count), [&](const int k) {
-      const int i = rows(b, k);
-      for (int c = 0; c < r; ++c) {
-        double x = double(saved(b, k, c));
-        if (rotated) {
-          for (int q = 0; q < c; ++q) x -= double(U(b, i, q)) * dM(b, r_index, q, c);
-          x /= dM(b, r_index, c, c);
+    // Each row: y = saved row (times A_M, each entry a running sum in
+    // double in increasing q, rounded to Scalar), then x <- y R^-1 (x R =
+    // y: forward in the columns, each entry's subtractions in double in
+    // increasing q, of the entries already rounded to Scalar and written,
+    // then its division).
+    if constexpr (is_host_space<ExecSpace>) {
+      // Right-looking, the row's running values in thread scratch: entry q
+      // final, then subtracted from the later entries along row q of R
+      // (contiguous; a loop that vectorizes, where a running sum per entry
+      // was a chain of dependent additions). The A_M product likewise.
+      scratch_row x(m.thread_scratch(0), r);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count), [&](const int k) {
+        const int i = rows(b, k);
+        if (!geodesic && !rotated) {
+          for (int c = 0; c < r; ++c) U(b, i, c) = saved(b, k, c);
+          return;
         }
-        U(b, i, c) = Scalar(x);
-      }
-    });
+        if (geodesic) {
+          for (int c = 0; c < r; ++c) x(c) = 0.0;
+          for (int q = 0; q < r; ++q) {
+            const double sq = double(saved(b, k, q));
+            const double* const aq = &dM(b, am_index, q, 0);
+            for (int c = 0; c < r; ++c) x(c) += sq * aq[c];
+          }
+          for (int c = 0; c < r; ++c) x(c) = double(Scalar(x(c)));
+        } else {
+          for (int c = 0; c < r; ++c) x(c) = double(saved(b, k, c));
+        }
+        if (!rotated) {
+          for (int c = 0; c < r; ++c) U(b, i, c) = Scalar(x(c));
+          return;
+        }
+        for (int q = 0; q < r; ++q) {
+          const Scalar u = Scalar(x(q) / dM(b, r_index, q, q));
+          U(b, i, q) = u;
+          const double uq = double(u);
+          const double* const rq = &dM(b, r_index, q, 0);
+          for (int c = q + 1; c < r; ++c) x(c) -= uq * rq[c];
+        }
+      });
+    } else {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count), [&](const int k) {
+        const int i = rows(b, k);
+        if (geodesic)
+          for (int c = 0; c < r; ++c) {
+            double y = 0.0;
+            for (int q = 0; q < r; ++q) y += double(saved(b, k, q)) * dM(b, am_index, q, c);
+            U(b, i, c) = Scalar(y);
+          }
+        for (int c = 0; c < r; ++c) {
+          double x = double(geodesic ? U(b, i, c) : saved(b, k, c));
+          if (rotated) {
+            for (int q = 0; q < c; ++q) x -= double(U(b, i, q)) * dM(b, r_index, q, c);
+            x /= dM(b, r_index, c, c);
+          }
+          U(b, i, c) = Scalar(x);
+        }
+      });
+    }
     m.team_barrier();
+  }
+
+  using scratch_row =
+      Kokkos::View<double*, Kokkos::LayoutRight, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  // The launch: one team per stream, on host spaces r doubles of thread
+  // scratch (the device form needs none).
+  template <class Policy>
+  static Policy policy(Policy p, int r) {
+    if constexpr (is_host_space<ExecSpace>) return p.set_scratch_size(0, Kokkos::PerThread(scratch_row::shmem_size(r)));
+    return p;
   }
 };
 
