@@ -266,8 +266,12 @@ struct SharedMaskRunEnd {
   // scratch (the device form needs none).
   template <class Policy>
   static Policy policy(Policy p, int r) {
-    if constexpr (is_host_space<ExecSpace>) return p.set_scratch_size(0, Kokkos::PerThread(scratch_row::shmem_size(r)));
-    return p;
+    if constexpr (is_host_space<ExecSpace>) {
+      return p.set_scratch_size(0, Kokkos::PerThread(scratch_row::shmem_size(r)));
+    } else {
+      (void)r;
+      return p;
+    }
   }
 };
 
