@@ -5,7 +5,9 @@
 // them), within rounding of the loops on devices (nvcc may fuse a product
 // and its subtraction into an FMA where the host build does not). Also:
 // R^T R = A and (R^T R) x = b to rounding, and a failed pivot seen by every
-// thread of the team.
+// thread of the team. The posterior's other r x r routines
+// (team_loops.hpp: the triangular solve of r right-hand sides and
+// A + s Y^T Y) likewise against their plain loops.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/team_cholesky.hpp"
 #include "mosaic/engine/transfer.hpp"
+#include "mosaic/util/team_loops.hpp"
 
 namespace {
 
@@ -195,6 +198,82 @@ TEST(TeamCholesky, EqualsThePlainLoopsAtEveryTeamSize) {
           else ASSERT_NEAR(t.x[b][i], plainx[b][i], 1e-10 * (1 + std::abs(plainx[b][i]))) << where << ", x " << i;
         }
       }
+    }
+  }
+}
+
+// lower_solve_columns (L given as a lower factor and as the transpose of an
+// upper one) and plus_gram on teams of every size against the plain loops:
+// X(i, c) = (X(i, c) - sum_{k < i} L(i, k) X(k, c)) / L(i, i), each sum in
+// increasing k; out = A + s sum_k Y(k, a) Y(k, c), from 0 in increasing k.
+TEST(TeamLoops, SolveAndGramEqualThePlainLoopsAtEveryTeamSize) {
+  using M3 = Kokkos::View<double***, Kokkos::LayoutRight, Mem>;  // matrices x r x r
+  std::mt19937_64 gen(20261205);
+  std::normal_distribution<double> n01;
+  for (int r : {1, 2, 3, 4, 5, 7, 8, 13, 37, 64}) {
+    std::vector<double> L(std::size_t(r) * r), X(L.size()), Y(L.size()), A(L.size());
+    for (int i = 0; i < r; ++i)
+      for (int j = 0; j < r; ++j) {
+        L[i * r + j] = j < i ? n01(gen) : j == i ? 1.5 + std::abs(n01(gen)) : 0.0;
+        X[i * r + j] = n01(gen);
+        Y[i * r + j] = n01(gen);
+      }
+    for (int i = 0; i < r; ++i)
+      for (int j = 0; j <= i; ++j) A[i * r + j] = A[j * r + i] = n01(gen);
+    std::vector<double> solved = X, gram(L.size());
+    for (int c = 0; c < r; ++c)
+      for (int i = 0; i < r; ++i) {
+        double v = solved[i * r + c];
+        for (int k = 0; k < i; ++k) v -= L[i * r + k] * solved[k * r + c];
+        solved[i * r + c] = v / L[i * r + i];
+      }
+    for (int a = 0; a < r; ++a)
+      for (int c = 0; c < r; ++c) {
+        double v = 0;
+        for (int k = 0; k < r; ++k) v += Y[k * r + a] * Y[k * r + c];
+        gram[a * r + c] = A[a * r + c] - 0.5 * v;
+      }
+    for (int ts : team_sizes()) {
+      M3 in("in", 5, r, r), out("out", 3, r, r);  // in: L, L^T, X, Y, A; out: L^-1 X twice, A - Y^T Y / 2
+      auto h = mosaic::transfer::to_host(in);
+      for (int i = 0; i < r; ++i)
+        for (int j = 0; j < r; ++j) {
+          h(0, i, j) = L[i * r + j];
+          h(1, j, i) = L[i * r + j];
+          h(2, i, j) = X[i * r + j];
+          h(3, i, j) = Y[i * r + j];
+          h(4, i, j) = A[i * r + j];
+        }
+      mosaic::transfer::copy_from_host(in, h);
+      using policy = Kokkos::TeamPolicy<Exec>;
+      Kokkos::parallel_for(
+          "test::team_loops", policy(1, ts), KOKKOS_LAMBDA(const policy::member_type& m) {
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int e) {
+              out(0, e / r, e % r) = in(2, e / r, e % r);
+              out(1, e / r, e % r) = in(2, e / r, e % r);
+            });
+            m.team_barrier();
+            auto X0 = Kokkos::subview(out, 0, Kokkos::ALL(), Kokkos::ALL());
+            auto X1 = Kokkos::subview(out, 1, Kokkos::ALL(), Kokkos::ALL());
+            mosaic::detail::lower_solve_columns(
+                m, r, [&](const int i, const int k) { return in(0, i, k); }, X0);
+            mosaic::detail::lower_solve_columns(
+                m, r, [&](const int i, const int k) { return in(1, k, i); }, X1);
+            mosaic::detail::plus_gram(m, r, Kokkos::subview(in, 4, Kokkos::ALL(), Kokkos::ALL()), -0.5,
+                                      Kokkos::subview(in, 3, Kokkos::ALL(), Kokkos::ALL()),
+                                      Kokkos::subview(out, 2, Kokkos::ALL(), Kokkos::ALL()));
+          });
+      const auto ho = mosaic::transfer::to_host(out);
+      for (int i = 0; i < r; ++i)
+        for (int j = 0; j < r; ++j) {
+          const std::string where = "r = " + std::to_string(r) + ", team size " + std::to_string(ts) + ", entry (" +
+                                    std::to_string(i) + ", " + std::to_string(j) + ")";
+          const double want[3] = {solved[i * r + j], solved[i * r + j], gram[i * r + j]};
+          for (int q = 0; q < 3; ++q) {
+            if (on_host) ASSERT_TRUE(same_bits(ho(q, i, j), want[q])) << where << ", result " << q;
+            else ASSERT_NEAR(ho(q, i, j), want[q], 1e-10 * (1 + std::abs(want[q]))) << where << ", result " << q;
+          }
+        }
     }
   }
 }
