@@ -78,6 +78,32 @@ void on_teams(const Mats& A, const Vecs& x, const Flags& ok, int r, int team_siz
   Kokkos::fence();
 }
 
+// lower_solve_columns and plus_gram on one team of `team_size` threads:
+// in holds L, L^T, X, Y, A; out gets L^-1 X (L read as lower), L^-1 X (L
+// read as the transpose of an upper factor) and A - Y^T Y / 2. A free
+// function: Cuda's extended lambdas may not sit in a test body.
+void team_loops_on_one_team(const Mats& in, const Mats& out, int r, int team_size) {
+  using policy = Kokkos::TeamPolicy<Exec>;
+  Kokkos::parallel_for(
+      "test::team_loops", policy(1, team_size), KOKKOS_LAMBDA(const policy::member_type& m) {
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int e) {
+          out(0, e / r, e % r) = in(2, e / r, e % r);
+          out(1, e / r, e % r) = in(2, e / r, e % r);
+        });
+        m.team_barrier();
+        auto X0 = Kokkos::subview(out, 0, Kokkos::ALL(), Kokkos::ALL());
+        auto X1 = Kokkos::subview(out, 1, Kokkos::ALL(), Kokkos::ALL());
+        mosaic::detail::lower_solve_columns(
+            m, r, [&](const int i, const int k) { return in(0, i, k); }, X0);
+        mosaic::detail::lower_solve_columns(
+            m, r, [&](const int i, const int k) { return in(1, k, i); }, X1);
+        mosaic::detail::plus_gram(m, r, Kokkos::subview(in, 4, Kokkos::ALL(), Kokkos::ALL()), -0.5,
+                                  Kokkos::subview(in, 3, Kokkos::ALL(), Kokkos::ALL()),
+                                  Kokkos::subview(out, 2, Kokkos::ALL(), Kokkos::ALL()));
+      });
+  Kokkos::fence();
+}
+
 // An SPD r x r matrix X X^T / r + I (upper triangle stored, lower left as
 // garbage that must not be read) in a row of leading dimension ld.
 std::vector<double> spd(int r, int ld, std::mt19937_64& gen) {
@@ -207,7 +233,6 @@ TEST(TeamCholesky, EqualsThePlainLoopsAtEveryTeamSize) {
 // X(i, c) = (X(i, c) - sum_{k < i} L(i, k) X(k, c)) / L(i, i), each sum in
 // increasing k; out = A + s sum_k Y(k, a) Y(k, c), from 0 in increasing k.
 TEST(TeamLoops, SolveAndGramEqualThePlainLoopsAtEveryTeamSize) {
-  using M3 = Kokkos::View<double***, Kokkos::LayoutRight, Mem>;  // matrices x r x r
   std::mt19937_64 gen(20261205);
   std::normal_distribution<double> n01;
   for (int r : {1, 2, 3, 4, 5, 7, 8, 13, 37, 64}) {
@@ -234,7 +259,7 @@ TEST(TeamLoops, SolveAndGramEqualThePlainLoopsAtEveryTeamSize) {
         gram[a * r + c] = A[a * r + c] - 0.5 * v;
       }
     for (int ts : team_sizes()) {
-      M3 in("in", 5, r, r), out("out", 3, r, r);  // in: L, L^T, X, Y, A; out: L^-1 X twice, A - Y^T Y / 2
+      Mats in("in", 5, r, r), out("out", 3, r, r);  // in: L, L^T, X, Y, A; out: L^-1 X twice, A - Y^T Y / 2
       auto h = mosaic::transfer::to_host(in);
       for (int i = 0; i < r; ++i)
         for (int j = 0; j < r; ++j) {
@@ -245,24 +270,7 @@ TEST(TeamLoops, SolveAndGramEqualThePlainLoopsAtEveryTeamSize) {
           h(4, i, j) = A[i * r + j];
         }
       mosaic::transfer::copy_from_host(in, h);
-      using policy = Kokkos::TeamPolicy<Exec>;
-      Kokkos::parallel_for(
-          "test::team_loops", policy(1, ts), KOKKOS_LAMBDA(const policy::member_type& m) {
-            Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r), [&](const int e) {
-              out(0, e / r, e % r) = in(2, e / r, e % r);
-              out(1, e / r, e % r) = in(2, e / r, e % r);
-            });
-            m.team_barrier();
-            auto X0 = Kokkos::subview(out, 0, Kokkos::ALL(), Kokkos::ALL());
-            auto X1 = Kokkos::subview(out, 1, Kokkos::ALL(), Kokkos::ALL());
-            mosaic::detail::lower_solve_columns(
-                m, r, [&](const int i, const int k) { return in(0, i, k); }, X0);
-            mosaic::detail::lower_solve_columns(
-                m, r, [&](const int i, const int k) { return in(1, k, i); }, X1);
-            mosaic::detail::plus_gram(m, r, Kokkos::subview(in, 4, Kokkos::ALL(), Kokkos::ALL()), -0.5,
-                                      Kokkos::subview(in, 3, Kokkos::ALL(), Kokkos::ALL()),
-                                      Kokkos::subview(out, 2, Kokkos::ALL(), Kokkos::ALL()));
-          });
+      team_loops_on_one_team(in, out, r, ts);
       const auto ho = mosaic::transfer::to_host(out);
       for (int i = 0; i < r; ++i)
         for (int j = 0; j < r; ++j) {
