@@ -155,12 +155,13 @@ KOKKOS_INLINE_FUNCTION void lower_solve_columns(const Member& m, int r, const Lo
 
 // out = A + s (Y^T Y) for r x r matrices with A symmetric (the callers' N
 // and Delta), each sum over k in increasing order (the same arithmetic in
-// both forms). Devices: one entry per thread. Host spaces: each thread its
-// rows a of out's lower triangle, accumulated over k with the columns a
-// unit-stride loop, then the upper triangle mirrored from it: the same
-// numbers, since out(a, c) and out(c, a) are the same sums of the same
-// products (A symmetric), at half the multiply-adds. out must not alias A
-// or Y. Ends with a team barrier.
+// both forms, and out(a, c) and out(c, a) the same number). Devices: one
+// entry per thread. Host spaces: each thread its rows a of out, all r
+// columns a unit-stride loop, in passes of team_rows_per_pass k (the lower
+// triangle alone, then mirrored, does half the multiply-adds but ran slower
+// at r = 64: its rows of varying length vectorize worse). out is exactly
+// symmetric and needs no symmetrize; it must not alias A or Y. Ends with a
+// team barrier.
 template <class Member, class AM, class T, class YM, class OM>
 KOKKOS_INLINE_FUNCTION void plus_gram(const Member& m, int r, const AM& A, T s, const YM& Y, const OM& out) {
   using space = typename Member::execution_space;
@@ -168,12 +169,12 @@ KOKKOS_INLINE_FUNCTION void plus_gram(const Member& m, int r, const AM& A, T s, 
     constexpr int KP = team_rows_per_pass;
     team_share(m, r, [&](const int lo, const int hi) {
       for (int a = lo; a < hi; ++a) {
-        for (int c = 0; c <= a; ++c) out(a, c) = T(0);
+        for (int c = 0; c < r; ++c) out(a, c) = T(0);
         int k = 0;
         for (; k + KP <= r; k += KP) {
           T y[KP];
           for (int j = 0; j < KP; ++j) y[j] = Y(k + j, a);
-          for (int c = 0; c <= a; ++c) {
+          for (int c = 0; c < r; ++c) {
             auto v = out(a, c);
             for (int j = 0; j < KP; ++j) v += y[j] * Y(k + j, c);
             out(a, c) = v;
@@ -181,15 +182,10 @@ KOKKOS_INLINE_FUNCTION void plus_gram(const Member& m, int r, const AM& A, T s, 
         }
         for (; k < r; ++k) {
           const T yka = Y(k, a);
-          for (int c = 0; c <= a; ++c) out(a, c) += yka * Y(k, c);
+          for (int c = 0; c < r; ++c) out(a, c) += yka * Y(k, c);
         }
-        for (int c = 0; c <= a; ++c) out(a, c) = A(a, c) + s * out(a, c);
+        for (int c = 0; c < r; ++c) out(a, c) = A(a, c) + s * out(a, c);
       }
-    });
-    m.team_barrier();
-    team_share(m, r, [&](const int lo, const int hi) {
-      for (int a = lo; a < hi; ++a)
-        for (int c = a + 1; c < r; ++c) out(a, c) = out(c, a);
     });
   } else {
     for_each_entry(m, r, r, [&](const int a, const int c) {

@@ -282,13 +282,12 @@ struct BlockCoefficients {
   // - N = R_C^T R_C, K = N + Z^T Z with Z = R_C^-T N (= C^-1 - I), in bm_K.
   // False when C does not factor or tr(C^-1) = r + tr(K) exceeds cond_max
   // (7.5: the sample is skipped, and under the observed rotation every
-  // sample of the run). Y, P and F2 as scratch.
+  // sample of the run). Y and F2 as scratch.
   template <class NM>
   KOKKOS_INLINE_FUNCTION bool observed_gram_factors(const member_type& m, int b, const NM& N) const {
     const int r = base.r;
     auto K = Kokkos::subview(dM, b, int(bm_K), Kokkos::ALL(), Kokkos::ALL());
     auto Z = Kokkos::subview(dM, b, int(bm_Y), Kokkos::ALL(), Kokkos::ALL());
-    auto Kraw = Kokkos::subview(dM, b, int(bm_P), Kokkos::ALL(), Kokkos::ALL());
     auto RC = Kokkos::subview(dM, b, int(bm_F2), Kokkos::ALL(), Kokkos::ALL());
     for_each_entry(m, r, r, [&](const int a, const int c) {
       RC(a, c) = (a == c ? 1.0 : 0.0) - N(a, c);
@@ -298,9 +297,7 @@ struct BlockCoefficients {
     if (!cholesky_upper(m, RC, r)) return false;
     lower_solve_columns(
         m, r, [&](const int i, const int k) { return RC(k, i); }, Z);
-    plus_gram(m, r, N, 1.0, Z, Kraw);
-    symmetrize(m, r, Kraw, K);
-    m.team_barrier();
+    plus_gram(m, r, N, 1.0, Z, K);  // N symmetric: K exactly so
     double trK = 0;
     for (int j = 0; j < r; ++j) trK += K(j, j);
     return double(r) + trK <= cond_max;
@@ -396,9 +393,7 @@ struct BlockCoefficients {
           m, r, [&](const int i, const int k) { return F(k, i); }, Y);
       for_each_entry(m, r, r, [&](const int a, const int e) { F2(a, e) = s2_old * Km(a, e); });
       m.team_barrier();
-      plus_gram(m, r, F2, -1.0, Y, Sp);
-      symmetrize(m, r, Sp, P);
-      m.team_barrier();
+      plus_gram(m, r, F2, -1.0, Y, P);  // Delta symmetric: P exactly so
     } else {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = z(j); });
       if (maintained) {

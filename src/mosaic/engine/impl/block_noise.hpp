@@ -96,8 +96,9 @@ struct WhitenedRunStart {
           for (int i = 0; i < d; ++i) o[i] = (x[i * xs] - mub[i]) / Scalar(sq[i]);
       });
     } else {
-      for_each_sample_entry<ExecSpace>(m, n, d, [&](const int j, const int i) {
-        w.Dw(b, j, i) = j < l ? (X(b, j, i) - mu(b, i)) / kmath::sqrt(psi(b, i)) : Scalar(0);
+      const Scalar* const x = X.data();
+      for_each_sample_entry<ExecSpace>(m, n, d, long(X.stride(2)), [&](const int j, const int i, const long ix) {
+        w.Dw(b, j, i) = j < l ? (x[sample_row_offset(X, b, j) + ix] - mu(b, i)) / kmath::sqrt(psi(b, i)) : Scalar(0);
       });
     }
     // U's block of one stream is contiguous (BasisLayout), U0's alike.

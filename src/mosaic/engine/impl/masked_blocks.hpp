@@ -37,6 +37,67 @@
 namespace mosaic {
 namespace detail {
 
+// Offset of entry i of sample row j of stream b in a B x n x d View of
+// samples with strides (s0, s1, s2), split as row(b, j) + i * s2, so that
+// the loops below can run over i with the stride known to be 1.
+template <class V>
+KOKKOS_INLINE_FUNCTION long sample_row_offset(const V& X, int b, int j) {
+  return long(b) * long(X.stride(0)) + long(j) * long(X.stride(1));
+}
+
+// f(j, i, ix) for every entry of a team's n x d samples, ix = i * xs the
+// entry's offset along a sample row of stride xs: on devices one entry per
+// thread (coalesced along i); on host spaces a thread per sample, its
+// entries a plain loop, with a unit stride a loop of its own that
+// vectorizes (the flattened index's division per entry made a gathered
+// block cost about as much as its steps; the strided View's index kept a
+// shared-mask block's copy scalar, 4 us per sample at d = 8192).
+template <class ExecSpace, class Member, class F>
+KOKKOS_INLINE_FUNCTION void for_each_sample_entry(const Member& m, int n, int d, long xs, const F& f) {
+  if constexpr (is_host_space<ExecSpace>) {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n), [&](const int j) {
+      if (xs == 1)
+        for (int i = 0; i < d; ++i) f(j, i, long(i));
+      else
+        for (int i = 0; i < d; ++i) f(j, i, i * xs);
+    });
+  } else {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n * d), [&](const int e) {
+      const int j = e / d, i = e - j * d;
+      f(j, i, i * xs);
+    });
+  }
+}
+
+// The sum over i < d of f(i, ix) (0 or 1 each), ix = i * xs as above, for
+// the whole team: on devices over the team's threads; on host spaces each
+// thread a contiguous share, a unit stride in a loop of its own that
+// vectorizes. Ends with a team barrier (a caller may count again at once).
+template <class ExecSpace, class Member, class F>
+KOKKOS_INLINE_FUNCTION int count_sample_entries(const Member& m, int d, long xs, const F& f) {
+  int total = 0;
+  if constexpr (is_host_space<ExecSpace>) {
+    const int ts = m.team_size();
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, ts),
+        [&](const int part, int& acc) {
+          const int lo = int((long(d) * part) / ts), hi = int((long(d) * (part + 1)) / ts);
+          int c = 0;
+          if (xs == 1)
+            for (int i = lo; i < hi; ++i) c += f(i, long(i));
+          else
+            for (int i = lo; i < hi; ++i) c += f(i, i * xs);
+          acc += c;
+        },
+        total);
+  } else {
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, d), [&](const int i, int& acc) { acc += f(i, i * xs); }, total);
+  }
+  m.team_barrier();
+  return total;
+}
+
 // What sample j of stream b's block is (SampleKinds), a set of flags:
 // sample_complete when every entry is finite and every coordinate of the
 // stream has been seen (7.6); sample_shareable when it has missing (NaN)
@@ -61,19 +122,20 @@ struct SampleKinds {
     int unseen = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(m, d), [&](const int i, int& u) { u += seen(b, i) == 0 ? 1 : 0; }, unseen);
+    m.team_barrier();  // the counts below reduce again (team reductions share one buffer)
     for (int j = 0; j < n; ++j) {
       // entries that are NaN, infinite, and NaN where sample j - 1's are not (or the reverse)
       int nan = 0, inf = 0, changed = 0;
       if (unseen == 0) {
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(m, d), [&](const int i, int& nn) { nn += kmath::isnan(Xb(b, j, i)) ? 1 : 0; }, nan);
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(m, d), [&](const int i, int& ni) { ni += kmath::isinf(Xb(b, j, i)) ? 1 : 0; }, inf);
-        if (j > 0)
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(m, d),
-              [&](const int i, int& nc) { nc += kmath::isnan(Xb(b, j, i)) != kmath::isnan(Xb(b, j - 1, i)) ? 1 : 0; },
-              changed);
+        const long xs = long(Xb.stride(2));
+        const Scalar* const x = Xb.data() + sample_row_offset(Xb, b, j);
+        nan = count_sample_entries<ExecSpace>(m, d, xs, [&](int, const long ix) { return int(kmath::isnan(x[ix])); });
+        inf = count_sample_entries<ExecSpace>(m, d, xs, [&](int, const long ix) { return int(kmath::isinf(x[ix])); });
+        if (j > 0) {
+          const Scalar* const xp = Xb.data() + sample_row_offset(Xb, b, j - 1);
+          changed = count_sample_entries<ExecSpace>(
+              m, d, xs, [&](int, const long ix) { return int(kmath::isnan(x[ix]) != kmath::isnan(xp[ix])); });
+        }
       }
       Kokkos::single(Kokkos::PerTeam(m), [&]() {
         int k = 0;
@@ -85,24 +147,6 @@ struct SampleKinds {
     }
   }
 };
-
-// f(j, i) for every entry of a team's n x d samples: on devices one entry
-// per thread (coalesced along i); on host spaces a thread per sample, its
-// entries a plain loop that vectorizes (the flattened index's division per
-// entry made a gathered block cost about as much as its steps).
-template <class ExecSpace, class Member, class F>
-KOKKOS_INLINE_FUNCTION void for_each_sample_entry(const Member& m, int n, int d, const F& f) {
-  if constexpr (is_host_space<ExecSpace>) {
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n), [&](const int j) {
-      for (int i = 0; i < d; ++i) f(j, i);
-    });
-  } else {
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n * d), [&](const int e) {
-      const int j = e / d;
-      f(j, e - j * d);
-    });
-  }
-}
 
 // out(b, j, :) = Xb(b, off(b) + j, :) for j < len(b), 0 for len(b) <= j < n:
 // the samples of each stream's run at the front of a block of its own.
@@ -117,8 +161,10 @@ struct GatherRuns {
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
     const int b = m.league_rank(), o = off(b), l = len(b);
-    for_each_sample_entry<ExecSpace>(
-        m, n, d, [&](const int j, const int i) { out(b, j, i) = j < l ? Xb(b, o + j, i) : Scalar(0); });
+    const Scalar* const x = Xb.data();
+    for_each_sample_entry<ExecSpace>(m, n, d, long(Xb.stride(2)), [&](const int j, const int i, const long ix) {
+      out(b, j, i) = j < l ? x[sample_row_offset(Xb, b, o + j) + ix] : Scalar(0);
+    });
   }
 };
 
@@ -150,11 +196,13 @@ struct SharedMaskRunStart {
       Kokkos::single(Kokkos::PerTeam(m), [&]() { missing(b) = 0; });
       return;
     }
-    int count = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(m, d), [&](const int i, int& c) { c += kmath::isnan(Xb(b, o, i)) ? 1 : 0; }, count);
+    const long xs = long(Xb.stride(2));
+    const Scalar* const x = Xb.data();
+    const Scalar* const x0 = x + sample_row_offset(Xb, b, o);
+    const int count =
+        count_sample_entries<ExecSpace>(m, d, xs, [&](int, const long ix) { return int(kmath::isnan(x0[ix])); });
     Kokkos::parallel_scan(Kokkos::TeamThreadRange(m, d), [&](const int i, int& pos, const bool final) {
-      const bool take = kmath::isnan(Xb(b, o, i));
+      const bool take = kmath::isnan(x0[i * xs]);
       if (final && take) rows(b, pos) = i;
       pos += take ? 1 : 0;
     });
@@ -163,14 +211,40 @@ struct SharedMaskRunStart {
       reorths0(b) = reorths(b);
     });
     m.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count * r), [&](const int e) {
-      const int k = e / r, a = e - k * r;
-      saved(b, k, a) = U(b, rows(b, k), a);
-    });
-    for_each_sample_entry<ExecSpace>(m, n, d, [&](const int j, const int i) {
-      const Scalar x = j < l ? Xb(b, o + j, i) : Scalar(0);
-      out(b, j, i) = kmath::isnan(x) ? mu(b, i) : x;
-    });
+    if constexpr (is_host_space<ExecSpace>) {  // a saved row is a row of U (BasisLayout): a contiguous copy
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count), [&](const int k) {
+        const int i = rows(b, k);
+        for (int a = 0; a < r; ++a) saved(b, k, a) = U(b, i, a);
+      });
+    } else {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count * r), [&](const int e) {
+        const int k = e / r, a = e - k * r;
+        saved(b, k, a) = U(b, rows(b, k), a);
+      });
+    }
+    if constexpr (is_host_space<ExecSpace>) {
+      // Row pointers, a unit stride in a loop of its own and the fill
+      // value loaded either way: a select that vectorizes (through the
+      // Views' indices the loop stayed scalar with a branch per entry).
+      const Scalar* const mu0 = &mu(b, 0);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n), [&](const int j) {
+        Scalar* const y = &out(b, j, 0);
+        if (j >= l) {
+          for (int i = 0; i < d; ++i) y[i] = Scalar(0);
+          return;
+        }
+        const Scalar* const xj = x + sample_row_offset(Xb, b, o + j);
+        if (xs == 1)
+          for (int i = 0; i < d; ++i) y[i] = kmath::isnan(xj[i]) ? mu0[i] : xj[i];
+        else
+          for (int i = 0; i < d; ++i) y[i] = kmath::isnan(xj[i * xs]) ? mu0[i] : xj[i * xs];
+      });
+    } else {
+      for_each_sample_entry<ExecSpace>(m, n, d, xs, [&](const int j, const int i, const long ix) {
+        const Scalar v = j < l ? x[sample_row_offset(Xb, b, o + j) + ix] : Scalar(0);
+        out(b, j, i) = kmath::isnan(v) ? mu(b, i) : v;
+      });
+    }
   }
 };
 
