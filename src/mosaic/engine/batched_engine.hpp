@@ -721,6 +721,7 @@ void MosaicEngine<Scalar, ExecSpace>::launch_shared(batch_type& sb, block_view X
   detail::SharedMaskRunStart<Scalar, ExecSpace> start{Xb,
                                                       w.shared_off,
                                                       w.shared_len,
+                                                      sb.status,
                                                       sb.U,
                                                       sb.mu,
                                                       sb.reorthonormalizations,

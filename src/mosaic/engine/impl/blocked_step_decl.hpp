@@ -177,10 +177,6 @@ struct BlockFunctor : BlockCoefficients<Base> {
       // form_gh does not run: reset the pack's minima here (see allocate).
       if constexpr (std::is_same_v<Gemm, gemm::Vendor>)
         Kokkos::single(Kokkos::PerTeam(m), [&]() { gw.first_bad(b, 0) = gw.first_bad(b, 1) = INT_MAX; });
-      // A stopped stream's shared-mask run puts its rows back as they were
-      // (SharedMaskRunEnd multiplies them by A_M under the geodesic rotation).
-      if (geodesic && nb > 0 && shared_missing.extent(0) > 0 && shared_missing(b) > 0)
-        for_each_entry(m, base.r, base.r, [&](const int a, const int e) { dM(b, bm_AM, a, e) = a == e ? 1.0 : 0.0; });
       return;
     }
     const int r = base.r;

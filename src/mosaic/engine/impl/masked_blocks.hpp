@@ -168,18 +168,20 @@ struct GatherRuns {
   }
 };
 
-// 7.7.2's launch, before: for each stream b with len(b) > 0, the missing
-// rows of its run (the NaN entries of sample off(b)) listed in
+// 7.7.2's launch, before: for each healthy stream b with len(b) > 0, the
+// missing rows of its run (the NaN entries of sample off(b)) listed in
 // rows(b, 0..missing(b)), U0's rows there saved in saved(b, k, :), and the
 // run's samples gathered into out(b, j, :) with mu0 in place of a missing
 // entry (D_M = 0 exactly: mu0_i - mu0_i), its count of Cholesky-QRs kept
-// in reorths0(b); missing(b) = 0 for the others.
+// in reorths0(b); missing(b) = 0 for the others (a stopped stream's rows
+// are neither saved nor put back).
 template <class Scalar, class ExecSpace>
 struct SharedMaskRunStart {
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using memory_space = typename ExecSpace::memory_space;
   Kokkos::View<const Scalar***, Kokkos::LayoutStride, memory_space> Xb;  // B x (block) x d
   Kokkos::View<const int*, Kokkos::LayoutRight, memory_space> off, len;
+  Kokkos::View<const int*, Kokkos::LayoutRight, memory_space> status;  // BreakdownCode: nonzero = stopped
   typename StreamBatch<Scalar, ExecSpace>::basis_view U;
   Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> mu;
   Kokkos::View<const std::int64_t*, Kokkos::LayoutRight, memory_space> reorths;
@@ -192,7 +194,7 @@ struct SharedMaskRunStart {
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
     const int b = m.league_rank(), o = off(b), l = len(b);
-    if (l == 0) {
+    if (l == 0 || status(b) != 0) {  // a stopped stream's rows stay as they are (the launch skips it)
       Kokkos::single(Kokkos::PerTeam(m), [&]() { missing(b) = 0; });
       return;
     }
