@@ -158,8 +158,8 @@ KOKKOS_INLINE_FUNCTION void lower_solve_columns(const Member& m, int r, const Lo
 // both forms, and out(a, c) and out(c, a) the same number). Devices: one
 // entry per thread. Host spaces: each thread its rows a of out, all r
 // columns a unit-stride loop, in passes of team_rows_per_pass k (the lower
-// triangle alone, then mirrored, does half the multiply-adds but ran slower
-// at r = 64: its rows of varying length vectorize worse). out is exactly
+// triangle alone, then mirrored, does half the multiply-adds, but its rows
+// of varying length vectorize worse; docs/PERFORMANCE.md). out is exactly
 // symmetric and needs no symmetrize; it must not alias A or Y. Ends with a
 // team barrier.
 template <class Member, class AM, class T, class YM, class OM>
