@@ -50,8 +50,8 @@ KOKKOS_INLINE_FUNCTION long sample_row_offset(const V& X, int b, int j) {
 // thread (coalesced along i); on host spaces a thread per sample, its
 // entries a plain loop, with a unit stride a loop of its own that
 // vectorizes (the flattened index's division per entry made a gathered
-// block cost about as much as its steps; the strided View's index kept a
-// shared-mask block's copy scalar, 4 us per sample at d = 8192).
+// block cost about as much as its steps; through the strided View's index
+// the loop stayed scalar).
 template <class ExecSpace, class Member, class F>
 KOKKOS_INLINE_FUNCTION void for_each_sample_entry(const Member& m, int n, int d, long xs, const F& f) {
   if constexpr (is_host_space<ExecSpace>) {
@@ -213,21 +213,15 @@ struct SharedMaskRunStart {
       reorths0(b) = reorths(b);
     });
     m.team_barrier();
-    if constexpr (is_host_space<ExecSpace>) {  // a saved row is a row of U (BasisLayout): a contiguous copy
+    if constexpr (is_host_space<ExecSpace>) {
+      // A saved row is a row of U (BasisLayout): a contiguous copy. The
+      // samples through row pointers, a unit stride in a loop of its own
+      // that vectorizes (through the Views' indices the loop stayed
+      // scalar, with a branch per entry).
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count), [&](const int k) {
         const int i = rows(b, k);
         for (int a = 0; a < r; ++a) saved(b, k, a) = U(b, i, a);
       });
-    } else {
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count * r), [&](const int e) {
-        const int k = e / r, a = e - k * r;
-        saved(b, k, a) = U(b, rows(b, k), a);
-      });
-    }
-    if constexpr (is_host_space<ExecSpace>) {
-      // Row pointers, a unit stride in a loop of its own and the fill
-      // value loaded either way: a select that vectorizes (through the
-      // Views' indices the loop stayed scalar with a branch per entry).
       const Scalar* const mu0 = &mu(b, 0);
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, n), [&](const int j) {
         Scalar* const y = &out(b, j, 0);
@@ -242,6 +236,10 @@ struct SharedMaskRunStart {
           for (int i = 0; i < d; ++i) y[i] = kmath::isnan(xj[i * xs]) ? mu0[i] : xj[i * xs];
       });
     } else {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count * r), [&](const int e) {
+        const int k = e / r, a = e - k * r;
+        saved(b, k, a) = U(b, rows(b, k), a);
+      });
       for_each_sample_entry<ExecSpace>(m, n, d, xs, [&](const int j, const int i, const long ix) {
         const Scalar v = j < l ? x[sample_row_offset(Xb, b, o + j) + ix] : Scalar(0);
         out(b, j, i) = kmath::isnan(v) ? mu(b, i) : v;
