@@ -20,7 +20,7 @@
 //      one running sum over the rows in increasing i, as the reference;
 //      gram_rows, a host and a device form of the same sums);
 //      the Cholesky of C (failure: skipped), Z = L_C^-1 N, K = N + Z^T Z
-//      (symmetrized); all of it kept from the step before when that step
+//      (exactly symmetric); all of it kept from the step before when that step
 //      left them for the same missing rows under the observed rotation
 //      (7.8: U_M has not moved, so they are bitwise the same; an outage
 //      pays its Gram and factors once); the tr(C^-1) guard (skipped),
@@ -167,14 +167,13 @@ struct MaskedStepFunctor {
   // 7.3 part 1's factors: the rows of the smaller of O and M (rows of them)
   // compacted into widx, their Gram, C = U_O^T U_O and N = U_M^T U_M (one
   // from the other), L_C in C's lower triangle, Z = L_C^-1 N and
-  // K = N + Z^T Z (symmetrized). False when C is not positive definite.
+  // K = N + Z^T Z (exactly symmetric). False when C is not positive definite.
   // Forced inline: as a call of its own (GCC 12, OpenMP) the masked step
   // added about 2.4x the time per sample (5% MCAR at d = 8192, r = 64: 3.7x
   // the unmasked step against 2.2x inline, mosaic_bench, docs/PERFORMANCE.md).
   template <class BM, class MM>
   KOKKOS_FORCEINLINE_FUNCTION bool gram_and_factor(const member_type& m, int b, const BM& Ub, bool from_missing,
-                                                   int rows, const MM& N, const MM& C, const MM& Z, const MM& Kraw,
-                                                   const MM& K) const {
+                                                   int rows, const MM& N, const MM& C, const MM& Z, const MM& K) const {
     const int r = base.r;
     Kokkos::parallel_scan(Kokkos::TeamThreadRange(m, base.d), [&](const int i, int& pos, const bool final) {
       const bool take = observed(b, i) != from_missing;
@@ -204,9 +203,7 @@ struct MaskedStepFunctor {
     for_each_entry(m, r, r, [&](const int a, const int c) { Z(a, c) = N(a, c); });
     m.team_barrier();
     lower_solve_columns(m, r, C, Z);
-    plus_gram(m, r, N, Scalar(1), Z, Kraw);
-    symmetrize(m, r, Kraw, K);
-    m.team_barrier();
+    plus_gram(m, r, N, Scalar(1), Z, K);  // N symmetric: K exactly so
     return true;
   }
 
@@ -395,7 +392,7 @@ struct MaskedStepFunctor {
     }
     if (reuse) {
       Kokkos::single(Kokkos::PerTeam(m), [&]() { gram_reused(b) += 1; });
-    } else if (!gram_and_factor(m, b, Ub, from_missing, from_missing ? n_missing : n, N, C, Z, Kraw, K)) {
+    } else if (!gram_and_factor(m, b, Ub, from_missing, from_missing ? n_missing : n, N, C, Z, K)) {
       mean_only(m, b, step_index, false);
       return false;
     }
