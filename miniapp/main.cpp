@@ -158,6 +158,13 @@ void print_summary(const nlohmann::json& run) {
     std::printf("  projector distance to truth (max) %.3e   noise rel. error (max) %.3e\n",
                 fin["accuracy"]["projector_distance_max"].get<double>(),
                 fin["accuracy"]["noise_rel_error_max"].get<double>());
+  const auto& preq = run["prequential"];
+  auto value = [](const nlohmann::json& v) { return v.is_null() ? NAN : v.get<double>(); };
+  std::printf(
+      "  prequential         NLL/coordinate %.4g (interval median %.4g)   residual fraction %.3e   surprise rate "
+      "%.3e (calibrated 0.001)   %lld samples evaluated\n",
+      value(preq["nll_mean"]), value(preq["nll_interval_median"]), value(preq["residual_fraction_mean"]),
+      value(preq["surprise_rate"]), preq["samples"].get<long long>());
   if (run.contains("io")) {
     const auto& io = run["io"];
     std::printf(

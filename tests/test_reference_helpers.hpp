@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "mosaic/algorithm/host_linalg.hpp"
+#include "mosaic/algorithm/prequential.hpp"
 #include "mosaic/algorithm/reference.hpp"
 #include "mosaic/algorithm/synthetic.hpp"
 
@@ -123,6 +125,29 @@ ReferenceState<T> random_state(int d, int r, TestRng& rng, double s2 = 0.05) {
   st.S = cast<T>(random_spd(r, rng, 0.3, 3.0));
   st.s2 = T(s2);
   return st;
+}
+
+// Section 4's prequential sums of two streams (an engine's and the
+// reference's): the sample counts exactly (and the surprises when
+// `exact_surprises`: a float run may put one sample on the other side of
+// the threshold), and returns the larger relative gap of the residual
+// fraction and NLL sums (the NLL's relative to max(|sum|, samples): a
+// per-coordinate NLL can be near 0). Fails when nothing was evaluated and
+// `evaluated` says something should have been.
+template <class T>
+double prequential_gap(const ReferenceState<T>& a, const ReferenceState<T>& b, bool exact_surprises, bool evaluated,
+                       const std::string& what) {
+  const auto& pa = a.prequential;
+  const auto& pb = b.prequential;
+  EXPECT_EQ(pa[preq_samples], pb[preq_samples]) << what;
+  EXPECT_EQ(pa[preq_zero_norm], pb[preq_zero_norm]) << what;
+  if (exact_surprises) EXPECT_EQ(pa[preq_surprises], pb[preq_surprises]) << what;
+  if (evaluated) EXPECT_GT(pb[preq_samples], 0.0) << what;
+  const double frac =
+      std::fabs(pa[preq_residual_fraction] - pb[preq_residual_fraction]) / std::max(pb[preq_residual_fraction], 1e-300);
+  const double nll = std::fabs(pa[preq_nll] - pb[preq_nll]) / std::max(std::fabs(pb[preq_nll]), pb[preq_samples]);
+  if (pb[preq_samples] == 0) return 0.0;
+  return std::max(frac, nll);
 }
 
 // A synthetic stream and the state after init: data on its first n0 samples.

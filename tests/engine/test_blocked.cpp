@@ -26,6 +26,7 @@
 #include "mosaic/engine/batch_diagnostics.hpp"
 #include "mosaic/engine/batched_engine.hpp"
 #include "mosaic/sources/synthetic_source.hpp"
+#include "test_reference_helpers.hpp"
 
 namespace {
 
@@ -152,6 +153,7 @@ ReferenceState<double> widen(const ReferenceState<T>& s) {
   o.steps = s.steps;
   o.clamped_steps = s.clamped_steps;
   o.reorthonormalizations = s.reorthonormalizations;
+  o.prequential = s.prequential;
   return o;
 }
 
@@ -298,6 +300,10 @@ void expect_agree(const Outcome& a, const Outcome& ref, double tol, const std::s
     EXPECT_EQ(a.states[b].steps, ref.states[b].steps) << what;
     if (same_clamps) EXPECT_EQ(a.states[b].clamped_steps, ref.states[b].clamped_steps) << what;
     EXPECT_EQ(a.status[b], ref.status[b]) << what;
+    // Section 4's sums (the surprises exactly where the clamps are: both
+    // are thresholds on q).
+    const double preq = test::prequential_gap(a.states[b], ref.states[b], same_clamps, ref.states[b].steps > 0, what);
+    EXPECT_LE(preq, tol) << what << " stream " << b << ": prequential sums";
     EXPECT_EQ(a.breakdown_step[b], ref.breakdown_step[b]) << what;
   }
 }

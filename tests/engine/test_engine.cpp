@@ -17,6 +17,7 @@
 #include "mosaic/engine/batch_diagnostics.hpp"
 #include "mosaic/engine/batched_engine.hpp"
 #include "mosaic/sources/synthetic_source.hpp"
+#include "test_reference_helpers.hpp"
 
 namespace {
 
@@ -102,6 +103,9 @@ void expect_close(const ReferenceState<T>& eng, const ReferenceState<T>& ref, do
   EXPECT_EQ(eng.steps, ref.steps) << what;
   EXPECT_EQ(eng.clamped_steps, ref.clamped_steps) << what;
   EXPECT_EQ(eng.reorthonormalizations, ref.reorthonormalizations) << what;
+  const double preq = test::prequential_gap(eng, ref, std::is_same_v<T, double>, eng.steps > 0, what);
+  if (std::getenv("MOSAIC_TEST_GAPS")) std::printf("%s: prequential %.2e\n", what.c_str(), preq);
+  EXPECT_LE(preq, tol) << what << ": prequential sums";
 }
 
 // Runs `steps` steps of engine and reference on the same samples (after init

@@ -8,7 +8,7 @@ two cores) and inspects what it wrote. Usage:
       --deck tests/decks/mpi_small.yaml --workdir DIR CHECK [--ranks N]
 
 CHECK is one of: weak, strong_invariance, sweep, unwritable_output, bad_deck,
-npy_stream, npy_bad_file, npy_blocked, npy_blocked_nonfinite, checkpoint_resume,
+npy_stream, npy_bad_file, npy_blocked, npy_blocked_nonfinite, prequential, checkpoint_resume,
 checkpoint_resume_diagonal,
 checkpoint_redistribute, checkpoint_crash_safety, checkpoint_refused, checkpoint_npy,
 blocked_schedules, init_rank_deficient, kokkos_misspelt, kokkos_num_threads,
@@ -387,6 +387,74 @@ def check_npy_blocked(args):
             fail(f"clamped steps differ: sequential {clamps[0]}, blocked {clamps[16]}")
         print(f"npy blocked k=16 vs sequential, reorthonormalize_every={reorth}: gap {gap:.2e}, "
               f"clamped steps {clamps[0]}, steps {list(states[0]['steps'])}")
+
+
+def check_prequential(args):
+    """Section 4's prequential sums and interval means against the NumPy
+    twin of tests/mpi/numpy_mosaic.py on three .npy streams (one with a jump
+    in scale, which makes surprises), on 2 ranks: double sequential and
+    blocked to 1e-9 with the surprises exactly, float to 2e-3."""
+    import numpy as np
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import numpy_mosaic
+    d, r, rows = 48, 3, [320, 330, 340]
+    paths, data = [], []
+    for k, n in enumerate(rows):
+        rng = np.random.default_rng(200 + k)
+        basis, _ = np.linalg.qr(rng.standard_normal((d, r)))
+        latent = rng.standard_normal((n, r)) * np.array([3.0, 1.5, 0.8])
+        x = latent @ basis.T + 0.2 * rng.standard_normal((n, d)) + 1.0
+        if k == 0:
+            x[160:] *= 4.0  # a jump in scale: the state is surprised until it adapts
+        path = os.path.join(args.workdir, f"preq_{k}.npy")
+        np.save(path, x)
+        paths.append(path)
+        data.append(x)
+    n0 = 2 * r
+    used = min(rows)
+    per_stream = [numpy_mosaic.run_stream(x[:used], r, n0) for x in data]
+    for dtype, k in (("double", 0), ("double", 16), ("float", 0), ("float", 16)):
+        what = f"{dtype}, block_size {k}"
+        state_dir = os.path.join(args.workdir, f"preq_states_{dtype}_{k}")
+        doc, proc = run_ok(args, 2, npy_args(paths, state_dir) + [
+            "--set", f"problem.dtype={dtype}", "--set", f"algorithm.block_size={k}",
+            "--set", "run.diagnostics_every=100"], f"prequential_{dtype}_{k}.json")
+        run = doc["runs"][0]
+        warmup = run["steps"]["warmup"]
+        bounds = [0] + [warmup + e["step"] for e in run["diagnostics"]["series"]]
+        if bounds[-1] != used - n0:
+            fail(f"{what}: the series ends after {bounds[-1]} steps, the streams took {used - n0}")
+        tol = 1e-9 if dtype == "double" else 2e-3
+        for entry, lo, hi in zip(run["diagnostics"]["series"], bounds[:-1], bounds[1:]):
+            for key, got, lo_, hi_ in (("sums", entry["prequential"]["sums"], 0, hi),
+                                       ("interval", entry["prequential"]["interval"], lo, hi)):
+                part = np.concatenate([p[lo_:hi_] for p in per_stream])
+                samples = len(part)
+                nll, frac, surprises = part[:, 0].sum(), part[:, 1].sum(), part[:, 2].sum()
+                if key == "sums":
+                    vals = (got["samples"], got["nll"], got["residual_fraction"], got["surprises"])
+                else:
+                    vals = (got["samples"], got["nll_mean"] * samples, got["residual_fraction_mean"] * samples,
+                            got["surprise_rate"] * samples)
+                at = f"{what}, step {entry['step']}, {key}"
+                if vals[0] != samples:
+                    fail(f"{at}: {vals[0]} samples evaluated, NumPy {samples}")
+                if not abs(vals[1] - nll) <= tol * max(abs(nll), samples):
+                    fail(f"{at}: NLL sum {vals[1]!r}, NumPy {nll!r}")
+                if not abs(vals[2] - frac) <= tol * frac:
+                    fail(f"{at}: residual fraction sum {vals[2]!r}, NumPy {frac!r}")
+                slack = 0 if dtype == "double" else max(2, 0.02 * surprises)
+                if not abs(round(vals[3]) - surprises) <= slack:
+                    fail(f"{at}: {vals[3]} surprises, NumPy {surprises}")
+        total = np.concatenate(per_stream)
+        if not total[:, 2].sum() > 0.01 * len(total):
+            fail(f"the jump made only {total[:, 2].sum()} surprises: the check would not see a threshold error")
+        summary = run["prequential"]
+        if summary["samples"] != len(total) or "interval median" not in proc.stdout.replace("(interval median", "interval median"):
+            fail(f"{what}: the summary's prequential entry or line: {summary}")
+        print(f"prequential {what}: NLL/coordinate {summary['nll_mean']:.6f} (NumPy {total[:, 0].mean():.6f}), "
+              f"surprise rate {summary['surprise_rate']:.4f} (NumPy {total[:, 2].mean():.4f}), "
+              f"{summary['samples']} samples")
 
 
 def expect_input_error(proc, what, words, out, state_dir):
@@ -1907,7 +1975,7 @@ def check_npy_special_files(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("check", choices=["weak", "strong_invariance", "sweep", "unwritable_output", "bad_deck",
-                                     "npy_stream", "npy_bad_file", "npy_blocked", "npy_blocked_nonfinite",
+                                     "npy_stream", "npy_bad_file", "npy_blocked", "npy_blocked_nonfinite", "prequential",
                                      "checkpoint_resume", "checkpoint_resume_diagonal", "checkpoint_redistribute",
                                      "checkpoint_crash_safety",
                                      "checkpoint_refused", "checkpoint_npy", "checkpoint_mpiexec_sigterm", "blocked_schedules",

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include "mosaic/algorithm/counter_rng.hpp"
 #include "mosaic/algorithm/host_linalg.hpp"
 #include "mosaic/algorithm/params.hpp"
+#include "mosaic/algorithm/prequential.hpp"
 
 namespace mosaic {
 
@@ -47,6 +49,8 @@ struct ReferenceState {
   std::int64_t steps = 0;          // MOSAIC steps taken (init samples excluded)
   std::int64_t clamped_steps = 0;  // steps whose covariance step hit max_step
   std::int64_t reorthonormalizations = 0;
+  // Running sums of section 4's prequential accuracy (prequential.hpp).
+  std::array<double, preq_columns> prequential{};
 
   ReferenceState() = default;
   ReferenceState(int d_, int r_)
@@ -215,13 +219,14 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
   for (int i = 0; i < d; ++i) y[i] = x[i] - st.mu[i];
   for (int i = 0; i < d; ++i)
     for (int j = 0; j < r; ++j) z[j] += st.u(i, j) * y[i];
-  T rho2 = 0;
+  T rho2 = 0, yy = 0;
   for (int i = 0; i < d; ++i) {
     T uz = 0;
     for (int j = 0; j < r; ++j) uz += st.u(i, j) * z[j];
     e[i] = y[i] - uz;
     rho2 += e[i] * e[i];
   }
+  for (int i = 0; i < d; ++i) yy += y[i] * y[i];
   const T rho = std::sqrt(rho2);
 
   // 2. Precision solve.
@@ -231,6 +236,15 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
   const std::vector<T> w = host::cholesky_solve(L, r, z);
   T q = 0;
   for (int j = 0; j < r; ++j) q += z[j] * w[j];
+  // Section 4's prequential accuracy of the state before the step.
+  PrequentialSample preq;
+  preq.n = d;
+  preq.r = r;
+  preq.yy = double(yy);
+  preq.rho2 = double(rho2);
+  preq.s2 = double(st.s2);
+  preq.m2 = double(q) + double(rho2) / double(st.s2);
+  preq.logdet_sd = logdet_from_factor(r, [&](int j) { return L[std::size_t(j) * r + j]; });
 
   // 3-5. Step length and clamp, covariance update in the old frame, direction (old S).
   T ell = 0;
@@ -276,6 +290,7 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
   st.S.swap(Snew);
   st.s2 = s2new;
   st.mu.swap(munew);
+  preq.add_to([&](int c) -> double& { return st.prequential[c]; });
 
   st.steps += 1;
   detail::finish_step(st, p, info, q, ell, eta, rho, theta);

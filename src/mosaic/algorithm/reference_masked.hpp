@@ -84,6 +84,8 @@ struct ObservedFit {
   std::vector<T> z_ls;  // r: C^-1 U_O^T y_O
   std::vector<T> e;     // d: the least-squares residual e_O, 0 on the missing rows
   T rho2 = 0;           // ||e_O||^2
+  T yy = 0;             // ||y_O||^2
+  double logdet_c = 0;  // log det C (section 4's likelihood on the observed rows)
 };
 
 template <class T>
@@ -109,6 +111,7 @@ ObservedFit<T> observed_fit(const ReferenceState<T>& st, const std::vector<T>& y
     }
   std::vector<T> LC;
   if (!host::cholesky(C, r, LC)) return f;
+  f.logdet_c = logdet_from_factor(r, [&](int j) { return LC[std::size_t(j) * r + j]; });
   // Z = L_C^-1 N (forward substitution, column by column), K = N + Z^T Z.
   std::vector<T> Z(std::size_t(r) * r);
   for (int c = 0; c < r; ++c)
@@ -144,6 +147,7 @@ ObservedFit<T> observed_fit(const ReferenceState<T>& st, const std::vector<T>& y
     f.e[i] = y[i] - uz;
     f.rho2 += f.e[i] * f.e[i];
   }
+  for (const int i : mk.observed) f.yy += y[i] * y[i];
   f.ok = true;
   return f;
 }
@@ -156,6 +160,9 @@ struct FramePosterior {
   std::vector<T> w;  // r: S^-1 z
   std::vector<T> P;  // r x r: Cov[U^T y | y_O] (project: 0)
   T q = 0;           // z^T w
+  // Section 4: log det of the factored matrix (S + Delta; project: S) and
+  // z_ls^T w (= z_ls^T (S + Delta)^-1 z_ls for the posterior).
+  double logdet_sd = 0, zls_w = 0;
 };
 
 template <class T>
@@ -202,6 +209,8 @@ FramePosterior<T> frame_posterior(const std::vector<T>& S, T s2, const ObservedF
     symmetrize(post.P, r);
   }
   for (int j = 0; j < r; ++j) post.q += post.z[j] * post.w[j];
+  post.logdet_sd = logdet_from_factor(r, [&](int j) { return L[std::size_t(j) * r + j]; });
+  for (int j = 0; j < r; ++j) post.zls_w += double(fit.z_ls[j]) * double(post.w[j]);
   return post;
 }
 
@@ -318,6 +327,7 @@ MaskedStepInfo reference_masked_step(MaskedReferenceState<T>& st, const T* x, co
   // as if everything were observed.
   std::vector<T> y(std::size_t(d), T(0));
   for (const int i : mk.observed) y[i] = x[i] - st.mu[i];
+  const bool complete = mk.missing.empty();
   if (p.missing == MissingMode::zero_fill) {
     mk.observed.resize(std::size_t(d));
     for (int i = 0; i < d; ++i) mk.observed[i] = i;
@@ -435,6 +445,22 @@ MaskedStepInfo reference_masked_step(MaskedReferenceState<T>& st, const T* x, co
       st.residuals[i] += double(fit.e[i]) * double(fit.e[i]) / (h * kappa * double(s2_old));
       st.counts[i] += 1;
     }
+  }
+  // Section 4's prequential accuracy on the observed rows: evaluated for
+  // the posterior (whose factor is that of S + Delta) and for complete
+  // samples; not (yet) with diagonal noise, whose likelihood in data units
+  // needs the profile's log-determinant.
+  if ((complete || p.missing == MissingMode::posterior) && !st.diagonal_noise()) {
+    PrequentialSample preq;
+    preq.n = n;
+    preq.r = r;
+    preq.yy = double(fit.yy);
+    preq.rho2 = double(fit.rho2);
+    preq.s2 = double(s2_old);
+    preq.m2 = post.zls_w + double(fit.rho2) / double(s2_old);
+    preq.logdet_sd = post.logdet_sd;
+    preq.logdet_c = fit.logdet_c;
+    preq.add_to([&](int c) -> double& { return st.prequential[c]; });
   }
   count_step();
   detail::finish_step(st, p, info, post.q, ell, eta, rho, theta);

@@ -134,12 +134,12 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
     e.items.push_back({what, exec, when, bytes});
   };
 
-  // The state, the counters and the maintained factor, section 7's seen
-  // flags (one byte per coordinate) and, with noise: diagonal, section 8's
-  // profile and leverages (scalar) and accumulators (double, int64) per
-  // coordinate.
+  // The state, the counters, section 4's prequential sums and the
+  // maintained factor, section 7's seen flags (one byte per coordinate) and,
+  // with noise: diagonal, section 8's profile and leverages (scalar) and
+  // accumulators (double, int64) per coordinate.
   const bool diagonal = c.algorithm.noise == NoiseModel::diagonal;
-  add("stream states", true, B * (state + 8 * r * r + 8 * 16 + d + (diagonal ? d * (2 * s + 16) : 0)));
+  add("stream states", true, B * (state + 8 * r * r + 8 * (16 + preq_columns) + d + (diagonal ? d * (2 * s + 16) : 0)));
   const std::size_t nc = std::size_t(Tuning<Exec>::reduction_chunks);
   std::size_t work = s * B * (2 * d + nc * r + 6 * r + 4 * r * r + nc);
   // impl/masked_step.hpp (missing entries or diagonal noise): the row list, vectors and matrices
@@ -159,7 +159,7 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
     work += s * B * (2 * k * d + d * r + d + k * (r + k)) + 8 * B * (k + (is_host_space<Exec> ? d : 0));
   if (k > 1) {
     work += 8 * B *
-            (4 * k * r + k * k + (1 + std::size_t(detail::bm_count)) * r * r + 3 +
+            (4 * k * r + k * k + (1 + std::size_t(detail::bm_count)) * r * r + 4 +
              std::size_t(detail::bv_count) * std::max(r, k));  // the blocked coefficients
     const std::size_t rk = r + k;
     if (vendor_gemm_tpl<Exec>()) work += s * B * (d * rk + rk * rk + rk * r);

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mosaic/app/prequential_report.hpp"
 #include "mosaic/app/run_checkpoint.hpp"
 #include "mosaic/app/run_context.hpp"
 #include "mosaic/app/run_statistics.hpp"
@@ -63,6 +64,8 @@ std::pair<nlohmann::json, BatchDiagnostics> diagnose(RunContext<Scalar>& run, st
   nlohmann::json entry;
   run.timers.time("reduce", [&] {
     entry = reduce_diagnostics(diag, acc ? &*acc : nullptr, run.B, run.decomp.total_streams, run.comm);
+    entry["prequential"] = prequential_entry(reduce_prequential(diag, run.comm),
+                                             run.series.empty() ? nlohmann::json() : run.series.back());
   });
   entry["step"] = steps_done;
   entry["sample_index"] = run.t - 1;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mosaic/app/memory_estimate.hpp"
+#include "mosaic/app/prequential_report.hpp"
 #include "mosaic/app/run_checkpoint.hpp"
 #include "mosaic/app/run_context.hpp"
 #include "mosaic/app/run_statistics.hpp"
@@ -168,6 +169,7 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
         {"per_rank_update_samples_per_second_max", total["per_rank_update_samples_per_second_max"].get<double>()},
         {"communication_seconds_max", timer_stats["reduce"]["max_s"]}}},
       {"diagnostics", {{"final", run.final_diag}, {"series", run.series}}},
+      {"prequential", prequential_summary(run.final_diag, run.series)},
       {"memory",
        {{"state_bytes_per_stream", state_bytes},
         {"state_bytes_total", state_bytes * std::size_t(run.decomp.total_streams)},

@@ -69,7 +69,8 @@ inline std::string accuracy_checks(const RunConfig& cfg, const nlohmann::json& f
   const double clamped = steps_taken > 0 ? clamped_steps / steps_taken : 0.0;
   checks.push_back(named_check("accuracy", "clamped_step_fraction", clamped, "<=", cfg.run.max_clamped_fraction,
                                clamped <= cfg.run.max_clamped_fraction));
-  if (!final_diag.contains("accuracy")) return "clamped steps only (the source has no truth to track)";
+  if (!final_diag.contains("accuracy"))
+    return "clamped steps only (the source has no truth to track; the prequential accuracy is reported, not checked)";
   const double proj = final_diag["accuracy"]["projector_distance_max"];
   // E[1 - ||U^T V||_F^2 / k] for U uniformly random
   const double random = 1.0 - double(cfg.problem.rank) / double(cfg.problem.d);

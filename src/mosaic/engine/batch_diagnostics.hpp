@@ -27,6 +27,7 @@
 #include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
 
+#include "mosaic/algorithm/prequential.hpp"
 #include "mosaic/algorithm/tridiagonal_eigen.hpp"
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/stream_batch.hpp"
@@ -76,6 +77,11 @@ struct BatchDiagnostics {
   std::vector<double> per_stream_checksum;
   // Per-stream values behind the maxima (same order as the batch).
   std::vector<double> per_stream_orthonormality_error, per_stream_s_min_eig, per_stream_s_max_eig;
+  // Section 4's prequential running sums of each stream (preq_columns per
+  // stream, algorithm/prequential.hpp) and the streams' global ids: the run
+  // adds them in id order, so the totals do not depend on the rank count.
+  std::vector<double> per_stream_prequential;
+  std::vector<unsigned long long> per_stream_ids;
 };
 
 namespace detail {
@@ -319,6 +325,7 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb, D
   const auto dropped = transfer::to_host(sb.dropped_samples);
   const auto missing = transfer::to_host(sb.missing_entries);
   const auto steps = transfer::to_host(sb.steps);
+  const auto preq = transfer::to_host(sb.prequential);
   std::int64_t unseen = 0;  // a B x d count on the execution space, one number back
   const auto seen = sb.seen;
   const std::int64_t sb_d = sb.d;
@@ -381,6 +388,8 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb, D
     diag.dropped_samples += dropped(b);
     diag.missing_entries += missing(b);
     diag.stepped_entries += steps(b) * std::int64_t(sb.d);
+    for (int c = 0; c < preq_columns; ++c) diag.per_stream_prequential.push_back(preq(b, c));
+    diag.per_stream_ids.push_back(sb.stream_ids[b]);
     if (status(b) != 0) {
       diag.breakdown_streams += 1;
       diag.breakdowns.push_back(BreakdownRecord{sb.stream_ids[b], bstep(b), status(b)});

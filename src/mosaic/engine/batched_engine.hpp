@@ -508,6 +508,7 @@ class MosaicEngine {
     f.s2 = sb.s2;
     f.steps = sb.steps;
     f.clamped_steps = sb.clamped_steps;
+    f.prequential = sb.prequential;
     f.breakdown_step = sb.breakdown_step;
     f.reorths = sb.reorthonormalizations;
     f.unresolved_residual_steps = sb.unresolved_residual_steps;
@@ -530,7 +531,7 @@ class MosaicEngine {
     f.dBt = decltype(f.dBt)("mosaic::block_dBt", B, r, K);
     f.dM = decltype(f.dM)("mosaic::block_dM", B, int(detail::bm_count), r, r);
     f.dv = decltype(f.dv)("mosaic::block_dv", B, int(detail::bv_count), std::max(r, K));
-    f.dsc = decltype(f.dsc)("mosaic::block_dsc", B, 3);
+    f.dsc = decltype(f.dsc)("mosaic::block_dsc", B, 4);
   }
 
   // The work arrays of the chosen GEMM kernel of the blocked update.

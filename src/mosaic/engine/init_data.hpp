@@ -223,6 +223,7 @@ std::vector<std::string> init_data_batch(
   const auto ssteps = sb.steps, sclamped = sb.clamped_steps, sreorths = sb.reorthonormalizations,
              sunresolved = sb.unresolved_residual_steps, sbreak = sb.breakdown_step, sage = sb.factor_age;
   const auto sstatus = sb.status;
+  const auto spreq = sb.prequential;
   Kokkos::parallel_for(
       "mosaic::init_round", Kokkos::RangePolicy<ExecSpace>(0, B * d), KOKKOS_LAMBDA(const int bi) {
         const int b = bi / d, i = bi % d;
@@ -241,6 +242,7 @@ std::vector<std::string> init_data_batch(
           sstatus(b) = 0;
           sbreak(b) = -1;
           sage(b) = -1;
+          for (int c = 0; c < int(preq_columns); ++c) spreq(b, c) = 0.0;
         }
       });
   Kokkos::fence();

@@ -104,6 +104,9 @@ struct StreamBatch {
   Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> steps, clamped_steps, breakdown_step,
       reorthonormalizations, unresolved_residual_steps;
   Kokkos::View<int*, Kokkos::LayoutRight, memory_space> status;  // BreakdownCode; nonzero = frozen
+  // Running sums of section 4's prequential accuracy, B x preq_columns
+  // (algorithm/prequential.hpp), in double whatever Scalar is.
+  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> prequential;
   // precision_solve: maintained (blocked_step.hpp): upper-triangular R with
   // R^T R = S, kept in double; factor_age = steps since R was last computed
   // afresh (-1 = none yet: the next step factors S); refactors = fresh
@@ -152,6 +155,7 @@ struct StreamBatch {
     reorthonormalizations = decltype(reorthonormalizations)("mosaic::reorth", batch);
     unresolved_residual_steps = decltype(unresolved_residual_steps)("mosaic::unresolved_residual_steps", batch);
     status = decltype(status)("mosaic::status", batch);
+    prequential = decltype(prequential)("mosaic::prequential", batch, int(preq_columns));
     Kokkos::deep_copy(breakdown_step, std::int64_t(-1));
     Rfac = decltype(Rfac)("mosaic::Rfac", batch, r, r);
     factor_age = decltype(factor_age)("mosaic::factor_age", batch);
@@ -196,6 +200,8 @@ struct StreamBatch {
     st.steps = read_scalar(steps, b);
     st.clamped_steps = read_scalar(clamped_steps, b);
     st.reorthonormalizations = read_scalar(reorthonormalizations, b);
+    const auto h_preq = transfer::to_host(Kokkos::subview(prequential, b, Kokkos::ALL()));
+    for (int c = 0; c < preq_columns; ++c) st.prequential[c] = h_preq(c);
     return st;
   }
 
@@ -220,6 +226,10 @@ struct StreamBatch {
     transfer::copy_from_host(d_mu, h_mu);
     transfer::copy_from_host(d_U, h_U);
     transfer::copy_from_host(d_S, h_S);
+    auto d_preq = Kokkos::subview(prequential, b, Kokkos::ALL());
+    const auto h_preq = transfer::host_buffer(d_preq);
+    for (int c = 0; c < preq_columns; ++c) h_preq(c) = st.prequential[c];
+    transfer::copy_from_host(d_preq, h_preq);
     write_scalar(s2, b, st.s2);
     write_scalar(steps, b, st.steps);
     write_scalar(clamped_steps, b, st.clamped_steps);

@@ -81,7 +81,9 @@ struct BlockCoefficients {
   view_t<double***> dQ;                   // B x k x r: G^T A + H B (the coefficient Cholesky-QR)
   view_t<double****> dM;                  // B x bm_count x r x r
   view_t<double***> dv;                   // B x bv_count x max(r, k)
-  view_t<double**> dsc;                   // B x 3: s2, clamped and unresolved-residual steps of the block
+  // B x 4: s2, clamped and unresolved-residual steps of the block, and
+  // log det C of a shared-mask run's current factors (section 4's likelihood)
+  view_t<double**> dsc;
   // A launch of 7.7.2's shared-mask form (impl/masked_blocks.hpp): stream
   // b's run shares the missing rows whose U0 rows are saved_rows(b, 0..
   // shared_missing(b)) (0: the stream's block has nothing missing); empty
@@ -105,6 +107,10 @@ struct BlockCoefficients {
   // reorthonormalize_every: auto for float: a Cholesky-QR at every block end
   // (base.reorth_every is then 0).
   bool reorth_at_block_end = false;
+  // Section 4's prequential sums take the block's samples unless they are
+  // whitened (noise: diagonal), whose likelihood in data units needs the
+  // profile's log-determinant.
+  KOKKOS_INLINE_FUNCTION bool evaluate_prequential() const { return res_s2.extent(0) == 0; }
   // Unit roundoff of the scalar type of D, G and H (the unresolved-residual test).
   static constexpr double scalar_eps = double(std::numeric_limits<Scalar>::epsilon());
   int refactor_every = 64;
@@ -295,6 +301,8 @@ struct BlockCoefficients {
     });
     m.team_barrier();
     if (!cholesky_upper(m, RC, r)) return false;
+    const double logdet_c = logdet_from_factor(r, [&](const int j) { return RC(j, j); });
+    Kokkos::single(Kokkos::PerTeam(m), [&]() { dsc(b, 3) = logdet_c; });
     lower_solve_columns(
         m, r, [&](const int i, const int k) { return RC(k, i); }, Z);
     plus_gram(m, r, N, 1.0, Z, K);  // N symmetric: K exactly so
@@ -314,8 +322,10 @@ struct BlockCoefficients {
   // sample's (geodesic_sample_factors), the rotation section 2's (vh = gh)
   // and A_M += (cos-1) A_M gh gh^T; rho^2 keeps U0's C = I - N.
   // `unresolved`: the computed rho^2 is below 64 eps ||y_t||^2 (file comment).
-  KOKKOS_INLINE_FUNCTION int coef_step(const member_type& m, int b, int t, int mrows, bool& clamped,
-                                       bool& unresolved) const {
+  // `preq`: section 4's quantities of the sample (n = 0 when not evaluated:
+  // whitened samples, noise: diagonal).
+  KOKKOS_INLINE_FUNCTION int coef_step(const member_type& m, int b, int t, int mrows, bool& clamped, bool& unresolved,
+                                       PrequentialSample& preq) const {
     const int r = base.r, T = t;
     auto V = [&](int k) { return Kokkos::subview(dv, b, k, Kokkos::ALL()); };
     const auto c = V(bv_c), mv = V(bv_m), gc = V(bv_gc), hc = V(bv_hc), z = V(bv_z), w = V(bv_w), g = V(bv_g),
@@ -387,6 +397,13 @@ struct BlockCoefficients {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = zls(j); });
       if (!cholesky_upper(m, F, r)) return breakdown_s_not_spd;
       solve_upper(m, F, w, r);
+      if (evaluate_prequential()) {
+        double zls_w = 0;
+        for (int j = 0; j < r; ++j) zls_w += zls(j) * w(j);
+        preq.m2 = zls_w + rho2 / s2_old;
+        preq.logdet_sd = logdet_from_factor(r, [&](const int j) { return F(j, j); });
+        preq.logdet_c = dsc(b, 3);
+      }
       rows_times(m, r, r, &Km(0, 0), r, &w(0), &xv(0), false);
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { z(j) = zls(j) - s2_old * xv(j); });
       lower_solve_columns(
@@ -400,14 +417,24 @@ struct BlockCoefficients {
         if (!ensure_factor(m, b)) return breakdown_s_not_spd;
         auto R = Kokkos::subview(Rfac, b, Kokkos::ALL(), Kokkos::ALL());
         solve_upper(m, R, w, r);
+        if (evaluate_prequential()) preq.logdet_sd = logdet_from_factor(r, [&](const int j) { return R(j, j); });
       } else {
         for_each_entry(m, r, r, [&](const int a, const int e) { F(a, e) = S(a, e); });
         if (!cholesky_upper(m, F, r)) return breakdown_s_not_spd;
         solve_upper(m, F, w, r);
+        if (evaluate_prequential()) preq.logdet_sd = logdet_from_factor(r, [&](const int j) { return F(j, j); });
       }
     }
     double q = 0;
     for (int j = 0; j < r; ++j) q += z(j) * w(j);
+    if (evaluate_prequential()) {
+      preq.n = base.d - mrows;
+      preq.r = r;
+      preq.yy = yy;
+      preq.rho2 = rho2;
+      preq.s2 = s2_old;
+      if (!masked) preq.m2 = q + rho2 / s2_old;
+    }
 
     // Step length, clamp, covariance update in the old frame.
     const double ell = eta_S * kmath::sqrt((q - 1) * (q - 1) + double(r - 1));

@@ -234,13 +234,14 @@ struct BlockFunctor : BlockCoefficients<Base> {
         continue;
       }
       bool clamped = false, unresolved = false;
-      code = coef_step(m, b, t, mrows, clamped, unresolved);
+      PrequentialSample preq;
+      code = coef_step(m, b, t, mrows, clamped, unresolved, preq);
       if (code != 0) break;
-      if (clamped || unresolved)
-        Kokkos::single(Kokkos::PerTeam(m), [&]() {
-          if (clamped) dsc(b, 1) += 1.0;
-          if (unresolved) dsc(b, 2) += 1.0;
-        });
+      Kokkos::single(Kokkos::PerTeam(m), [&]() {
+        if (clamped) dsc(b, 1) += 1.0;
+        if (unresolved) dsc(b, 2) += 1.0;
+        if (preq.n > 0) preq.add_to([&](const int c) -> double& { return base.prequential(b, c); });
+      });
       done = t;
     }
     m.team_barrier();

@@ -249,7 +249,7 @@ struct MaskedStepFunctor {
     // 2. The cases that are not 7.3.
     const Scalar s2_old = base.s2(b);
     if (n_missing == 0 || mode == MissingMode::zero_fill) {
-      base.section_two(m, b, step_index, DataY{this, b});
+      base.section_two(m, b, step_index, DataY{this, b}, n_missing == 0 && !diagonal);
       m.team_barrier();
       if (base.status(b) != 0) return;
       if (diagonal) accumulate_residuals(m, b, s2_old, d, false);
@@ -411,6 +411,18 @@ struct MaskedStepFunctor {
     const Scalar rho2 = base.residual(m, b, zls, [&](const int i) { return observed(b, i); });
     const Scalar rho = kmath::sqrt(rho2);
     const Scalar s2_old = base.s2(b);
+    // Section 4 on the observed rows (posterior only; y_M = 0 in wy, so
+    // ||y_O||^2 is the whole sum): log det C from C's factor L_C.
+    const bool evaluate = mode == MissingMode::posterior && !diagonal;
+    PrequentialSample preq;  // n = 0: not evaluated
+    if (evaluate) {
+      preq.n = n;
+      preq.r = r;
+      preq.yy = double(base.team_sum(m, b, d, [&](const int i) { return base.wy(b, i) * base.wy(b, i); }));
+      preq.rho2 = double(rho2);
+      preq.s2 = double(s2_old);
+      preq.logdet_c = logdet_from_factor(r, [&](const int j) { return C(j, j); });
+    }
 
     // 4. Part 2.
     if (mode == MissingMode::project) {
@@ -437,6 +449,12 @@ struct MaskedStepFunctor {
         return false;
       }
       base.cholesky_solve(m, L, w);
+      if (evaluate) {
+        double zls_w = 0;
+        for (int j = 0; j < r; ++j) zls_w += double(zls(j)) * double(w(j));
+        preq.m2 = zls_w + double(rho2) / double(s2_old);
+        preq.logdet_sd = logdet_from_factor(r, [&](const int j) { return L(j, j); });
+      }
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {
         Scalar dw = 0;
         for (int k = 0; k < r; ++k) dw += Delta(j, k) * w(k);
@@ -493,7 +511,7 @@ struct MaskedStepFunctor {
 
     // 7. Parts 8-9 (mu_M stays: y_M = 0), the seen rule; U_M moved only if
     // a Cholesky-QR was due.
-    base.commit(m, b, Sp, s2_new, step_index, cs.clamped, DataY{this, b});
+    base.commit(m, b, Sp, s2_new, step_index, cs.clamped, DataY{this, b}, preq);
     if (keep_gram)
       Kokkos::single(Kokkos::PerTeam(m), [&]() {
         const bool reorth = base.reorth_every > 0 && (step_index + 1) % base.reorth_every == 0;

@@ -53,6 +53,7 @@
 #include <KokkosBatched_Trsv_Decl.hpp>
 #include <Kokkos_Core.hpp>
 
+#include "mosaic/algorithm/prequential.hpp"
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/frame_rotation.hpp"
 #include "mosaic/engine/impl/team_gram.hpp"
@@ -92,6 +93,7 @@ struct StepFunctor {
   view_t<Scalar*> s2;
   view_t<std::int64_t*> steps, clamped_steps, breakdown_step, reorths, unresolved_residual_steps;
   view_t<int*> status;
+  view_t<double**> prequential;  // B x preq_columns: section 4's running sums
   // sample (a row of a staged block: any strides)
   Kokkos::View<const Scalar**, Kokkos::LayoutStride, memory_space> X;
   // work
@@ -216,14 +218,16 @@ struct StepFunctor {
 
   // Steps 2-9 on the centred sample in wy(b, :) (and its copy in we(b, :)).
   KOKKOS_INLINE_FUNCTION void section_two(const member_type& m, int b, std::int64_t step_index) const {
-    section_two(m, b, step_index, CentredSample{wy, b});
+    section_two(m, b, step_index, CentredSample{wy, b}, true);
   }
   // The same with the mean moved by eta_mu data_y(i): wy(b, i) in section 2,
   // the data-unit x_i - mu_i where wy holds a whitened sample (ALGORITHM.md
-  // 8.3: mu lives in data units).
+  // 8.3: mu lives in data units). `evaluate`: the sample enters section 4's
+  // prequential sums (not for a zero-filled or whitened sample, whose
+  // likelihood this step's quantities do not give).
   template <class DataY>
-  KOKKOS_INLINE_FUNCTION void section_two(const member_type& m, int b, std::int64_t step_index,
-                                          const DataY& data_y) const {
+  KOKKOS_INLINE_FUNCTION void section_two(const member_type& m, int b, std::int64_t step_index, const DataY& data_y,
+                                          bool evaluate) const {
     auto z = Kokkos::subview(wvec, b, 0, Kokkos::ALL());
     auto w = Kokkos::subview(wvec, b, 1, Kokkos::ALL());
     auto g = Kokkos::subview(wvec, b, 2, Kokkos::ALL());
@@ -237,6 +241,14 @@ struct StepFunctor {
     const Scalar rho2 = residual(m, b, z);
     const Scalar rho = kmath::sqrt(rho2);
     const Scalar s2_old = s2(b);
+    PrequentialSample preq;  // n = 0: not evaluated
+    if (evaluate) {
+      preq.n = d;
+      preq.r = r;
+      preq.yy = double(team_sum(m, b, d, [&](const int i) { return wy(b, i) * wy(b, i); }));
+      preq.rho2 = double(rho2);
+      preq.s2 = double(s2_old);
+    }
 
     // 4. Precision solve w = S^{-1} z.
     for_each_entry(m, r, r, [&](const int a, const int c) { A1(a, c) = S(b, a, c); });
@@ -248,6 +260,10 @@ struct StepFunctor {
     cholesky_solve(m, A1, w);
     Scalar q = 0;
     for (int j = 0; j < r; ++j) q += z(j) * w(j);
+    if (evaluate) {
+      preq.m2 = double(q) + double(rho2) / double(s2_old);
+      preq.logdet_sd = logdet_from_factor(r, [&](const int j) { return A1(j, j); });
+    }
 
     // 5. Step length, clamp, covariance update in the old frame.
     const CovarianceStep cs = covariance_step(m, b, z, q, Sp);
@@ -269,7 +285,7 @@ struct StepFunctor {
 
     // 8. Writes: frame rotation (fused U gh and rank-one update per row), S, s2, mu.
     if (rot.rotate) rotate_rows(m, b, gh, gh, rho, rot, AllRows());
-    commit(m, b, Sp, s2_new, step_index, cs.clamped, data_y);
+    commit(m, b, Sp, s2_new, step_index, cs.clamped, data_y, preq);
   }
 
   // The centred sample y = wy(b, :) as the mean's step.
@@ -423,16 +439,18 @@ struct StepFunctor {
 
   // The rest of step 8 and step 9: S <- sym(S'), mu += eta_mu y (y =
   // data_y(i) in data units, 0 on rows that must not move), s2, the
-  // counters, and the Cholesky-QR when due.
+  // counters, the prequential sums (preq.n = 0: the sample is not
+  // evaluated), and the Cholesky-QR when due.
   template <class M, class DataY>
   KOKKOS_INLINE_FUNCTION void commit(const member_type& m, int b, const M& Sp, Scalar s2_new, std::int64_t step_index,
-                                     bool clamped, const DataY& data_y) const {
+                                     bool clamped, const DataY& data_y, const PrequentialSample& preq) const {
     symmetrize(m, r, Sp, Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL()));
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) { mu(b, i) += eta_mu * data_y(i); });
     Kokkos::single(Kokkos::PerTeam(m), [&]() {
       s2(b) = s2_new;
       steps(b) = step_index + 1;
       if (clamped) clamped_steps(b) += 1;
+      if (preq.n > 0) preq.add_to([&](const int c) -> double& { return prequential(b, c); });
     });
     m.team_barrier();
     if (reorth_every > 0 && (step_index + 1) % reorth_every == 0) reorthonormalize(m, b, step_index);

@@ -33,8 +33,9 @@ struct CheckpointError : std::runtime_error {
 
 namespace ckpt {
 
-constexpr int kFormatVersion =
-    4;  // 2: unresolved_residual_steps; 3: seen and section 7's counters; 4: section 8's noise state
+// 2: unresolved_residual_steps; 3: seen and section 7's counters; 4: section
+// 8's noise state; 5: section 4's prequential sums
+constexpr int kFormatVersion = 5;
 constexpr char kMagic[8] = {'M', 'O', 'S', 'C', 'K', 'P', 'T', '1'};
 constexpr const char* kManifestName = "MANIFEST.json";
 constexpr const char* kDirPrefix = "ckpt_";
@@ -112,6 +113,7 @@ void for_each_state_view(Batch& sb, F&& f) {
   f("reorthonormalizations", sb.reorthonormalizations);
   f("unresolved_residual_steps", sb.unresolved_residual_steps);
   f("status", sb.status);
+  f("prequential", sb.prequential);
   f("Rfac", sb.Rfac);
   f("factor_age", sb.factor_age);
   f("refactors", sb.refactors);
@@ -227,6 +229,7 @@ std::vector<std::pair<std::string, std::string>> expected_fields() {
     decltype(none->s2) s2;
     decltype(none->steps) steps, clamped_steps, breakdown_step, reorthonormalizations, unresolved_residual_steps;
     decltype(none->status) status;
+    decltype(none->prequential) prequential;
     decltype(none->Rfac) Rfac;
     decltype(none->factor_age) factor_age, refactors;
     decltype(none->solve_drift) solve_drift;
