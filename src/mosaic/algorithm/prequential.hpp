@@ -64,23 +64,24 @@ struct PrequentialSample {
     return 0.5 * (double(n) * log_two_pi + logdet_c + logdet_sd + double(n - r) * kmath::log(s2) + m2) / double(n);
   }
 
-  // Adds this sample to a stream's running sums acc(column).
-  template <class Acc>
-  KOKKOS_INLINE_FUNCTION void add_to(const Acc& acc) const {
-    acc(preq_samples) += 1.0;
-    if (yy > 0.0) acc(preq_residual_fraction) += rho2 / yy;
-    else acc(preq_zero_norm) += 1.0;
-    acc(preq_nll) += nll();
-    if (m2 > chi2_quantile_0999(double(n))) acc(preq_surprises) += 1.0;
+  // Adds this sample to a stream's running sums acc[0 .. preq_columns).
+  KOKKOS_INLINE_FUNCTION void add_to(double* acc) const {
+    acc[preq_samples] += 1.0;
+    if (yy > 0.0) acc[preq_residual_fraction] += rho2 / yy;
+    else acc[preq_zero_norm] += 1.0;
+    acc[preq_nll] += nll();
+    if (m2 > chi2_quantile_0999(double(n))) acc[preq_surprises] += 1.0;
   }
 };
 
-// 2 sum_j log R(j, j): the log-determinant of A = R^T R (or L L^T) from
-// the diagonal of its Cholesky factor.
-template <class Diag>
-KOKKOS_INLINE_FUNCTION double logdet_from_factor(int r, const Diag& diag) {
+// 2 sum_j log a(j, j): the log-determinant of A = R^T R (or L L^T) from
+// the diagonal of its Cholesky factor a, row j at a + j * ld. (A pointer,
+// not a functor: the host reference calls it with its vectors, and a host
+// lambda in a host-device function is what nvcc warns about.)
+template <class T>
+KOKKOS_INLINE_FUNCTION double logdet_from_factor(int r, const T* a, long ld) {
   double s = 0;
-  for (int j = 0; j < r; ++j) s += kmath::log(double(diag(j)));
+  for (int j = 0; j < r; ++j) s += kmath::log(double(a[j * (ld + 1)]));
   return 2.0 * s;
 }
 

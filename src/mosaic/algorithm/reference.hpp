@@ -244,7 +244,7 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
   preq.rho2 = double(rho2);
   preq.s2 = double(st.s2);
   preq.m2 = double(q) + double(rho2) / double(st.s2);
-  preq.logdet_sd = logdet_from_factor(r, [&](int j) { return L[std::size_t(j) * r + j]; });
+  preq.logdet_sd = logdet_from_factor(r, L.data(), r);
 
   // 3-5. Step length and clamp, covariance update in the old frame, direction (old S).
   T ell = 0;
@@ -290,7 +290,7 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
   st.S.swap(Snew);
   st.s2 = s2new;
   st.mu.swap(munew);
-  preq.add_to([&](int c) -> double& { return st.prequential[c]; });
+  preq.add_to(st.prequential.data());
 
   st.steps += 1;
   detail::finish_step(st, p, info, q, ell, eta, rho, theta);

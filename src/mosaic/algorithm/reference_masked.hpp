@@ -111,7 +111,7 @@ ObservedFit<T> observed_fit(const ReferenceState<T>& st, const std::vector<T>& y
     }
   std::vector<T> LC;
   if (!host::cholesky(C, r, LC)) return f;
-  f.logdet_c = logdet_from_factor(r, [&](int j) { return LC[std::size_t(j) * r + j]; });
+  f.logdet_c = logdet_from_factor(r, LC.data(), r);
   // Z = L_C^-1 N (forward substitution, column by column), K = N + Z^T Z.
   std::vector<T> Z(std::size_t(r) * r);
   for (int c = 0; c < r; ++c)
@@ -209,7 +209,7 @@ FramePosterior<T> frame_posterior(const std::vector<T>& S, T s2, const ObservedF
     symmetrize(post.P, r);
   }
   for (int j = 0; j < r; ++j) post.q += post.z[j] * post.w[j];
-  post.logdet_sd = logdet_from_factor(r, [&](int j) { return L[std::size_t(j) * r + j]; });
+  post.logdet_sd = logdet_from_factor(r, L.data(), r);
   for (int j = 0; j < r; ++j) post.zls_w += double(fit.z_ls[j]) * double(post.w[j]);
   return post;
 }
@@ -460,7 +460,7 @@ MaskedStepInfo reference_masked_step(MaskedReferenceState<T>& st, const T* x, co
     preq.m2 = post.zls_w + double(fit.rho2) / double(s2_old);
     preq.logdet_sd = post.logdet_sd;
     preq.logdet_c = fit.logdet_c;
-    preq.add_to([&](int c) -> double& { return st.prequential[c]; });
+    preq.add_to(st.prequential.data());
   }
   count_step();
   detail::finish_step(st, p, info, post.q, ell, eta, rho, theta);

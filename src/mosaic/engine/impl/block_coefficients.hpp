@@ -301,7 +301,7 @@ struct BlockCoefficients {
     });
     m.team_barrier();
     if (!cholesky_upper(m, RC, r)) return false;
-    const double logdet_c = logdet_from_factor(r, [&](const int j) { return RC(j, j); });
+    const double logdet_c = logdet_from_factor(r, &RC(0, 0), long(RC.stride(0)));
     Kokkos::single(Kokkos::PerTeam(m), [&]() { dsc(b, 3) = logdet_c; });
     lower_solve_columns(
         m, r, [&](const int i, const int k) { return RC(k, i); }, Z);
@@ -401,7 +401,7 @@ struct BlockCoefficients {
         double zls_w = 0;
         for (int j = 0; j < r; ++j) zls_w += zls(j) * w(j);
         preq.m2 = zls_w + rho2 / s2_old;
-        preq.logdet_sd = logdet_from_factor(r, [&](const int j) { return F(j, j); });
+        preq.logdet_sd = logdet_from_factor(r, &F(0, 0), long(F.stride(0)));
         preq.logdet_c = dsc(b, 3);
       }
       rows_times(m, r, r, &Km(0, 0), r, &w(0), &xv(0), false);
@@ -417,12 +417,12 @@ struct BlockCoefficients {
         if (!ensure_factor(m, b)) return breakdown_s_not_spd;
         auto R = Kokkos::subview(Rfac, b, Kokkos::ALL(), Kokkos::ALL());
         solve_upper(m, R, w, r);
-        if (evaluate_prequential()) preq.logdet_sd = logdet_from_factor(r, [&](const int j) { return R(j, j); });
+        if (evaluate_prequential()) preq.logdet_sd = logdet_from_factor(r, &R(0, 0), long(R.stride(0)));
       } else {
         for_each_entry(m, r, r, [&](const int a, const int e) { F(a, e) = S(a, e); });
         if (!cholesky_upper(m, F, r)) return breakdown_s_not_spd;
         solve_upper(m, F, w, r);
-        if (evaluate_prequential()) preq.logdet_sd = logdet_from_factor(r, [&](const int j) { return F(j, j); });
+        if (evaluate_prequential()) preq.logdet_sd = logdet_from_factor(r, &F(0, 0), long(F.stride(0)));
       }
     }
     double q = 0;

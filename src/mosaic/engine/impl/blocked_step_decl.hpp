@@ -240,7 +240,7 @@ struct BlockFunctor : BlockCoefficients<Base> {
       Kokkos::single(Kokkos::PerTeam(m), [&]() {
         if (clamped) dsc(b, 1) += 1.0;
         if (unresolved) dsc(b, 2) += 1.0;
-        if (preq.n > 0) preq.add_to([&](const int c) -> double& { return base.prequential(b, c); });
+        if (preq.n > 0) preq.add_to(&base.prequential(b, 0));
       });
       done = t;
     }

@@ -421,7 +421,7 @@ struct MaskedStepFunctor {
       preq.yy = double(base.team_sum(m, b, d, [&](const int i) { return base.wy(b, i) * base.wy(b, i); }));
       preq.rho2 = double(rho2);
       preq.s2 = double(s2_old);
-      preq.logdet_c = logdet_from_factor(r, [&](const int j) { return C(j, j); });
+      preq.logdet_c = logdet_from_factor(r, &C(0, 0), long(C.stride(0)));
     }
 
     // 4. Part 2.
@@ -453,7 +453,7 @@ struct MaskedStepFunctor {
         double zls_w = 0;
         for (int j = 0; j < r; ++j) zls_w += double(zls(j)) * double(w(j));
         preq.m2 = zls_w + double(rho2) / double(s2_old);
-        preq.logdet_sd = logdet_from_factor(r, [&](const int j) { return L(j, j); });
+        preq.logdet_sd = logdet_from_factor(r, &L(0, 0), long(L.stride(0)));
       }
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {
         Scalar dw = 0;

@@ -262,7 +262,7 @@ struct StepFunctor {
     for (int j = 0; j < r; ++j) q += z(j) * w(j);
     if (evaluate) {
       preq.m2 = double(q) + double(rho2) / double(s2_old);
-      preq.logdet_sd = logdet_from_factor(r, [&](const int j) { return A1(j, j); });
+      preq.logdet_sd = logdet_from_factor(r, &A1(0, 0), long(A1.stride(0)));
     }
 
     // 5. Step length, clamp, covariance update in the old frame.
@@ -450,7 +450,7 @@ struct StepFunctor {
       s2(b) = s2_new;
       steps(b) = step_index + 1;
       if (clamped) clamped_steps(b) += 1;
-      if (preq.n > 0) preq.add_to([&](const int c) -> double& { return prequential(b, c); });
+      if (preq.n > 0) preq.add_to(&prequential(b, 0));
     });
     m.team_barrier();
     if (reorth_every > 0 && (step_index + 1) % reorth_every == 0) reorthonormalize(m, b, step_index);
