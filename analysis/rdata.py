@@ -19,6 +19,7 @@ import gzip
 import lzma
 import math
 import struct
+import zlib
 
 NILVALUE, EMPTYENV, BASEENV, GLOBALENV, UNBOUNDVALUE, MISSINGARG, BASENAMESPACE = 254, 242, 241, 253, 252, 251, 247
 REFSXP, PERSISTSXP, PACKAGESXP, NAMESPACESXP, ALTREP, ATTRLIST, ATTRLANG = 255, 247, 250, 249, 238, 239, 240
@@ -163,7 +164,11 @@ def loads(data):
     data = decompress(data)
     if data[:5] not in (b"RDX2\n", b"RDX3\n"):
         raise RDataError("not an R workspace (it starts %r, not RDX2 or RDX3)" % data[:5])
-    r = _Reader(data[5:])
+    return _pairlist_dict(_serialization(_Reader(data[5:])).item())
+
+
+def _serialization(r):
+    """The reader r past the header of the serialization it starts with."""
     if r.take(2) != b"X\n":
         raise RDataError("only R's XDR (big-endian binary) serialization is supported")
     version = r.int()
@@ -173,12 +178,123 @@ def loads(data):
         r.string()  # the native encoding
     elif version != 2:
         raise RDataError("serialization version %d is not supported (2 or 3)" % version)
-    return _pairlist_dict(r.item())
+    return r
 
 
 def load(path):
     with open(path, "rb") as f:
         return loads(f.read())
+
+
+# R's lazy-load databases, what R CMD INSTALL makes of a package's data/ (and
+# help/): NAME.rdx is saveRDS() of list(variables = {name: c(offset, length)},
+# references = {name: c(offset, length)}, compressed = TRUE, 2 or 3), and
+# NAME.rdb holds the serialized values at those byte ranges, each compressed
+# as R_compress1/2/3 in R's src/main/connections.c write it: a 4-byte
+# big-endian length of the serialization, then (compressed = TRUE) a zlib
+# stream, or (2, 3) a type byte and the stream: '0' stored, '1' zlib,
+# '2' bzip2, 'Z' (3 only) raw LZMA2 with xz's preset 6.
+_LZMA2_RAW = [{"id": lzma.FILTER_LZMA2, "preset": 6}]
+_ENTRY_CODECS = {b"0": lambda b: b, b"1": zlib.decompress, b"2": bz2.decompress,
+                 b"Z": lambda b: lzma.decompress(b, format=lzma.FORMAT_RAW, filters=_LZMA2_RAW)}
+
+
+class _LazyReader(_Reader):
+    """The reader of one lazy-load entry: R writes the environments an entry
+    refers to through its persistence hook (PERSISTSXP, then a string vector:
+    the environment's name in the index's references)."""
+
+    def __init__(self, data, environment):
+        super().__init__(data)
+        self.environment = environment
+
+    def item(self):
+        # Looked at before _Reader.item, which takes 247 for BASENAMESPACE
+        # (R's BASENAMESPACE_SXP is 250): its flags' low byte, big-endian.
+        flags = self.b[self.pos:self.pos + 4]
+        if len(flags) < 4 or flags[3] != PERSISTSXP:
+            return super().item()
+        self.take(4)
+        if self.int() != 0:
+            raise RDataError("malformed persistent reference at offset %d" % (self.pos - 4))
+        names = [self.item() for _ in range(self.int())]
+        obj = self.environment(names[0])
+        self.refs.append(obj)
+        return obj
+
+
+class _LazyLoadDB:
+    def __init__(self, rdb_path, rdx_path):
+        self.rdb_path = rdb_path
+        with open(rdx_path, "rb") as f:
+            index = _serialization(_Reader(decompress(f.read()))).item()
+        names = index.attrs.get("names") if isinstance(index, RVector) else None
+        if not names or "variables" not in names:
+            raise RDataError("%s: not a lazy-load index (no list with 'variables')" % rdx_path)
+        fields = dict(zip(names, index))
+        self.variables = _keys(fields["variables"])
+        self.references = _keys(fields.get("references"))
+        self.compressed = int((fields.get("compressed") or [True])[0])
+        with open(rdb_path, "rb") as f:
+            self.rdb = f.read()
+        self.environments = {}
+
+    def fetch(self, key):
+        offset, length = key
+        blob = self.rdb[offset:offset + length]
+        if len(blob) != length:
+            raise RDataError("%s: entry at %d+%d is past the end (%d bytes)" % (self.rdb_path, offset, length,
+                                                                               len(self.rdb)))
+        if self.compressed:
+            size = struct.unpack(">I", blob[:4])[0]
+            if self.compressed == 1:
+                codec, blob = zlib.decompress, blob[4:]
+            else:
+                kind, blob = blob[4:5], blob[5:]
+                codec = _ENTRY_CODECS.get(kind)
+                if codec is None:
+                    raise RDataError("%s: entry at %d has compression type %r (expected '0', '1', '2' or 'Z')" % (
+                        self.rdb_path, offset, kind))
+            try:
+                blob = codec(blob)
+            except (zlib.error, OSError, lzma.LZMAError, ValueError) as e:
+                raise RDataError("%s: entry at %d does not decompress: %s" % (self.rdb_path, offset, e))
+            if len(blob) != size:
+                raise RDataError("%s: entry at %d is %d bytes decompressed, its header says %d" % (
+                    self.rdb_path, offset, len(blob), size))
+        return _serialization(_LazyReader(blob, self.environment)).item()
+
+    def environment(self, name):
+        """The environment references[name], as R's lazyLoadDBexec rebuilds
+        it: registered before its entry is read, which may refer back to it."""
+        if name in self.environments:
+            return self.environments[name]
+        if name not in self.references:
+            raise RDataError("%s: an entry refers to environment %r, which the index lacks" % (self.rdb_path, name))
+        env = self.environments[name] = RObject("environment")
+        data = self.fetch(self.references[name])
+        parts = dict(zip(data.attrs.get("names") or [], data))
+        bindings = parts.get("bindings") or []
+        env.fields.update(enclos=parts.get("enclos"), frame=dict(zip(bindings.attrs.get("names") or [], bindings)))
+        env.attrs = _pairlist_dict(parts.get("attributes"))
+        return env
+
+
+def _keys(named_list):
+    """{name: (offset, length)} of an index's variables or references."""
+    if not named_list:
+        return {}
+    return {name: (int(key[0]), int(key[1])) for name, key in zip(named_list.attrs["names"], named_list)}
+
+
+def load_lazy(rdb_path, rdx_path, name):
+    """The object `name` of the lazy-load database rdb_path (index rdx_path).
+    Environments it refers to become RObject("environment") whose "frame"
+    field is a dict of their bindings."""
+    db = _LazyLoadDB(rdb_path, rdx_path)
+    if name not in db.variables:
+        raise RDataError("%s: no object %r (it has: %s)" % (rdb_path, name, ", ".join(sorted(db.variables))))
+    return db.fetch(db.variables[name])
 
 
 def is_missing(v):

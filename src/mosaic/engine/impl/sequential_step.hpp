@@ -28,7 +28,9 @@
 //   7. rotation angle, gh, transport of S', symmetrization; s2'; finiteness
 //      of all new scalars and of S' is checked here.
 //   8. writes: U <- U + ((cos-1) U gh + sin e/rho) gh^T (one fused pass per
-//      row), S, s2, mu, counters.
+//      row), S, s2, mu, counters, and section 4's prequential sums of the
+//      state before the step (||y||^2 by one more fixed-order sum, log det S
+//      from step 4's factor: algorithm/prequential.hpp).
 //   9. every reorthonormalize_every steps: Cholesky-QR of U with S rotated
 //      (KokkosBatched::TeamGemm for U^T U, the team Cholesky for its factor).
 // Formula order follows reference.hpp term by term (including cos(theta)-1
