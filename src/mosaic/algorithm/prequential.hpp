@@ -54,14 +54,17 @@ struct PrequentialSample {
   int r = 0;             // retained rank
   double yy = 0;         // ||y||^2 on those coordinates
   double rho2 = 0;       // squared residual off the frame
-  double m2 = 0;         // y^T Sigma^-1 y
+  double quad = 0;       // z_ls^T (S + Delta)^-1 z_ls (q with nothing missing)
   double logdet_sd = 0;  // log det(S + Delta) (log det S with nothing missing)
   double logdet_c = 0;   // log det C (0 with nothing missing)
   double s2 = 0;         // the noise variance before the step
 
+  // y^T Sigma^-1 y.
+  KOKKOS_INLINE_FUNCTION double m2() const { return quad + rho2 / s2; }
+
   KOKKOS_INLINE_FUNCTION double nll() const {
     constexpr double log_two_pi = 1.8378770664093454836;
-    return 0.5 * (double(n) * log_two_pi + logdet_c + logdet_sd + double(n - r) * kmath::log(s2) + m2) / double(n);
+    return 0.5 * (double(n) * log_two_pi + logdet_c + logdet_sd + double(n - r) * kmath::log(s2) + m2()) / double(n);
   }
 
   // Adds this sample to a stream's running sums acc[0 .. preq_columns).
@@ -70,7 +73,7 @@ struct PrequentialSample {
     if (yy > 0.0) acc[preq_residual_fraction] += rho2 / yy;
     else acc[preq_zero_norm] += 1.0;
     acc[preq_nll] += nll();
-    if (m2 > chi2_quantile_0999(double(n))) acc[preq_surprises] += 1.0;
+    if (m2() > chi2_quantile_0999(double(n))) acc[preq_surprises] += 1.0;
   }
 };
 

@@ -243,7 +243,7 @@ StepInfo reference_step(ReferenceState<T>& st, const T* x, const MosaicParams& p
   preq.yy = double(yy);
   preq.rho2 = double(rho2);
   preq.s2 = double(st.s2);
-  preq.m2 = double(q) + double(rho2) / double(st.s2);
+  preq.quad = double(q);
   preq.logdet_sd = logdet_from_factor(r, L.data(), r);
 
   // 3-5. Step length and clamp, covariance update in the old frame, direction (old S).

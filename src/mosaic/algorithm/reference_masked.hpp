@@ -457,7 +457,7 @@ MaskedStepInfo reference_masked_step(MaskedReferenceState<T>& st, const T* x, co
     preq.yy = double(fit.yy);
     preq.rho2 = double(fit.rho2);
     preq.s2 = double(s2_old);
-    preq.m2 = post.zls_w + double(fit.rho2) / double(s2_old);
+    preq.quad = post.zls_w;
     preq.logdet_sd = post.logdet_sd;
     preq.logdet_c = fit.logdet_c;
     preq.add_to(st.prequential.data());

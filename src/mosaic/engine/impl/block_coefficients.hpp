@@ -398,9 +398,7 @@ struct BlockCoefficients {
       if (!cholesky_upper(m, F, r)) return breakdown_s_not_spd;
       solve_upper(m, F, w, r);
       if (evaluate_prequential()) {
-        double zls_w = 0;
-        for (int j = 0; j < r; ++j) zls_w += zls(j) * w(j);
-        preq.m2 = zls_w + rho2 / s2_old;
+        for (int j = 0; j < r; ++j) preq.quad += zls(j) * w(j);
         preq.logdet_sd = logdet_from_factor(r, &F(0, 0), long(F.stride(0)));
         preq.logdet_c = dsc(b, 3);
       }
@@ -433,7 +431,7 @@ struct BlockCoefficients {
       preq.yy = yy;
       preq.rho2 = rho2;
       preq.s2 = s2_old;
-      if (!masked) preq.m2 = q + rho2 / s2_old;
+      if (!masked) preq.quad = q;
     }
 
     // Step length, clamp, covariance update in the old frame.

@@ -450,9 +450,7 @@ struct MaskedStepFunctor {
       }
       base.cholesky_solve(m, L, w);
       if (evaluate) {
-        double zls_w = 0;
-        for (int j = 0; j < r; ++j) zls_w += double(zls(j)) * double(w(j));
-        preq.m2 = zls_w + double(rho2) / double(s2_old);
+        for (int j = 0; j < r; ++j) preq.quad += double(zls(j)) * double(w(j));
         preq.logdet_sd = logdet_from_factor(r, &L(0, 0), long(L.stride(0)));
       }
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {

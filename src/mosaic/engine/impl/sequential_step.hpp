@@ -263,7 +263,7 @@ struct StepFunctor {
     Scalar q = 0;
     for (int j = 0; j < r; ++j) q += z(j) * w(j);
     if (evaluate) {
-      preq.m2 = double(q) + double(rho2) / double(s2_old);
+      preq.quad = double(q);
       preq.logdet_sd = logdet_from_factor(r, &A1(0, 0), long(A1.stride(0)));
     }
 
