@@ -1,8 +1,11 @@
 """What the dataset builders share: a Debian binary package fetched into a
 cache (apt-get download, run in the cache directory) or given as a .deb,
 unpacked with dpkg -x into a temporary directory, its version, sha256 and
-licence; and the dataset written as OUTDIR/<dataset>.npy (float64, C order,
-shape (samples, features)) with the provenance sidecar OUTDIR/<dataset>.json.
+licence; and the dataset written as OUTDIR/<dataset>.npy (float64 unless
+told otherwise, C order, shape (samples, features)) with the provenance
+sidecar OUTDIR/<dataset>.json (write_dataset, or its pieces package_fields,
+save_array, array_fields and write_sidecar for builders whose files differ);
+the command line they share (argument_parser, positive).
 
 Defaults, relative to the repository root whatever the working directory:
 the output inputs/real_data/<dataset>, the .deb cache inputs/real_data/debian.
@@ -32,16 +35,31 @@ def numpy():
     return numpy
 
 
-def argument_parser(module, doc, package, dataset):
-    """The builders' common command line: [OUTDIR] [--deb PATH] [--cache DIR]."""
+def argument_parser(module, doc, package, dataset, outputs=None):
+    """The builders' common command line: [OUTDIR] [--deb PATH] [--cache DIR].
+    OUTDIR's help names `outputs`, the files written there (default:
+    "<dataset>.npy and <dataset>.json")."""
+    if outputs is None:
+        outputs = "%s.npy and %s.json" % (dataset, dataset)
     parser = argparse.ArgumentParser(prog="python3 -m " + module, description=doc,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("outdir", nargs="?", default=os.path.join(DATA_ROOT, dataset),
-                        help="directory for %s.npy and %s.json, created (default: %%(default)s)" % (dataset, dataset))
+                        help="directory for %s, created (default: %%(default)s)" % outputs)
     parser.add_argument("--deb", help="the %s .deb to use instead of the cache or apt-get download" % package)
     parser.add_argument("--cache", default=DEFAULT_CACHE,
                         help="directory that keeps the downloaded .deb for later runs (default: %(default)s)")
     return parser
+
+
+def positive(text):
+    """argparse type: a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError("expected a positive integer, got %r" % text)
+    return value
 
 
 def sha256_file(path):
@@ -153,27 +171,56 @@ def check_increasing(days, what):
                 what, k + 1, days[k], days[k - 1]))
 
 
-def write_dataset(outdir, dataset, x, pkg, provenance):
-    """Writes OUTDIR/<dataset>.npy (x as float64, C order) and the sidecar
-    OUTDIR/<dataset>.json: the package's provenance and licence, then
-    `provenance` (source files, object, conversion parameters, columns, time
-    span), then the array's shape, dtype, sha256 of the .npy file and NaN
-    fraction. Returns (path of the .npy, the sidecar's dict)."""
-    np = numpy()
-    x = np.ascontiguousarray(x, dtype=np.float64)
-    if x.ndim != 2 or 0 in x.shape:
-        raise C.AnalysisError("%s: expected a non-empty (samples, features) array, got shape %s" % (dataset, x.shape))
-    os.makedirs(outdir, exist_ok=True)
-    npy = os.path.join(outdir, dataset + ".npy")
-    np.save(npy, x, allow_pickle=False)
-    meta = {"dataset": dataset, "package": pkg.name, "version": pkg.version, "deb": os.path.basename(pkg.deb),
+def package_fields(dataset, pkg):
+    """The sidecar's first fields: the dataset's name, then the Package's
+    name, version, .deb (file name) and its sha256, copyright file and
+    licence lines."""
+    return {"dataset": dataset, "package": pkg.name, "version": pkg.version, "deb": os.path.basename(pkg.deb),
             "deb_sha256": pkg.sha256, "copyright_file": pkg.copyright_file, "licence": pkg.licence}
-    meta.update(provenance)
-    meta.update({"npy": os.path.basename(npy), "shape": list(x.shape), "dtype": str(x.dtype), "order": "C",
-                 "npy_sha256": sha256_file(npy), "nan_fraction": float(np.isnan(x).mean())})
-    with open(os.path.join(outdir, dataset + ".json"), "w", encoding="utf-8") as f:
+
+
+def save_array(path, x, dtype):
+    """Writes the .npy `path` (its directory created): x as `dtype`, C order.
+    Returns the file's sha256."""
+    np = numpy()
+    directory = os.path.dirname(path)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    np.save(path, np.ascontiguousarray(x, dtype=dtype), allow_pickle=False)
+    return sha256_file(path)
+
+
+def array_fields(npy, shape, dtype, sha256, nan_fraction):
+    """The sidecar's fields on the .npy written: its file name, shape, dtype,
+    order (C), sha256 and NaN fraction."""
+    return {"npy": os.path.basename(npy), "shape": list(shape), "dtype": str(dtype), "order": "C",
+            "npy_sha256": sha256, "nan_fraction": float(nan_fraction)}
+
+
+def write_sidecar(path, meta):
+    """Writes the sidecar `path`: meta as JSON, indent 1, in meta's order."""
+    with open(path, "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=1)
         f.write("\n")
+
+
+def write_dataset(outdir, dataset, x, pkg, provenance, dtype="float64"):
+    """Writes OUTDIR/<dataset>.npy (x as `dtype`, C order) and the sidecar
+    OUTDIR/<dataset>.json: the package's provenance and licence
+    (package_fields), then `provenance` (source files, object, conversion
+    parameters, columns, time span), then the array's shape, dtype, sha256
+    of the .npy file and NaN fraction (array_fields). Returns (path of the
+    .npy, the sidecar's dict)."""
+    np = numpy()
+    x = np.ascontiguousarray(x, dtype=dtype)
+    if x.ndim != 2 or 0 in x.shape:
+        raise C.AnalysisError("%s: expected a non-empty (samples, features) array, got shape %s" % (dataset, x.shape))
+    npy = os.path.join(outdir, dataset + ".npy")
+    sha256 = save_array(npy, x, dtype)
+    meta = package_fields(dataset, pkg)
+    meta.update(provenance)
+    meta.update(array_fields(npy, x.shape, x.dtype, sha256, np.isnan(x).mean()))
+    write_sidecar(os.path.join(outdir, dataset + ".json"), meta)
     return npy, meta
 
 

@@ -1,9 +1,11 @@
 """analysis.datasets and rdata.load_lazy: R lazy-load databases written here
 byte by byte (each compression R uses, a persisted environment that refers
 to itself), the licence lines of both kinds of Debian copyright file, the
-wind and DJ30 conversions, the .deb cache, and both builders end to end on
-fake packages built with dpkg-deb (no network)."""
+wind and DJ30 conversions, the .deb cache, the sidecar and .npy writers and
+the shared command line, and both builders end to end on fake packages
+built with dpkg-deb (no network)."""
 
+import argparse
 import bz2
 import gzip
 import hashlib
@@ -15,6 +17,7 @@ import shutil
 import struct
 import subprocess
 import tempfile
+import types
 import unittest
 import zlib
 from unittest import mock
@@ -245,6 +248,76 @@ class Cache(unittest.TestCase):
             open(os.path.join(cache, "r-cran-x_0.9-1_all.deb"), "wb").close()
             with self.assertRaisesRegex(C.AnalysisError, "found 2 .*r-cran-x_0.9-1_all.deb, r-cran-x_1.0-1_all.deb"):
                 D.fetch_deb("r-cran-x", cache)
+
+
+class Writing(unittest.TestCase):
+    """The pieces of debian.write_dataset that the media builders use on
+    their own, and the command line the builders share."""
+
+    PKG = types.SimpleNamespace(name="r-cran-x", version="1.0-1", deb="/cache/r-cran-x_1.0-1_all.deb",
+                                sha256="ab" * 32, copyright_file="usr/share/doc/r-cran-x/copyright",
+                                licence=["Copyright: 2020 A", "License: GPL-2+"])
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def test_package_fields(self):
+        self.assertEqual(list(D.package_fields("x", self.PKG).items()), [
+            ("dataset", "x"), ("package", "r-cran-x"), ("version", "1.0-1"), ("deb", "r-cran-x_1.0-1_all.deb"),
+            ("deb_sha256", "ab" * 32), ("copyright_file", "usr/share/doc/r-cran-x/copyright"),
+            ("licence", ["Copyright: 2020 A", "License: GPL-2+"])])
+
+    def test_save_array_in_c_order_as_dtype(self):
+        import numpy as np
+        x = np.asfortranarray(np.arange(6, dtype=np.int64).reshape(2, 3))
+        npy = os.path.join(self.tmp, "a", "b", "x.npy")
+        sha = D.save_array(npy, x, np.float32)
+        with open(npy, "rb") as f:
+            self.assertEqual(sha, hashlib.sha256(f.read()).hexdigest())
+        y = np.load(npy)
+        self.assertEqual((y.dtype.str, y.flags["C_CONTIGUOUS"], y.tolist()), ("<f4", True, x.tolist()))
+
+    def test_write_dataset_from_its_pieces(self):
+        import numpy as np
+        x = [[1.0, np.nan], [3.0, 4.0]]
+        npy, meta = D.write_dataset(os.path.join(self.tmp, "out"), "x", x, self.PKG, {"columns": ["a", "b"]})
+        self.assertEqual(list(meta), ["dataset", "package", "version", "deb", "deb_sha256", "copyright_file",
+                                      "licence", "columns", "npy", "shape", "dtype", "order", "npy_sha256",
+                                      "nan_fraction"])
+        self.assertEqual((meta["npy"], meta["shape"], meta["dtype"], meta["order"], meta["nan_fraction"]),
+                         ("x.npy", [2, 2], "float64", "C", 0.25))
+        self.assertEqual(np.load(npy).dtype.str, "<f8")
+        with open(os.path.join(self.tmp, "out", "x.json"), encoding="utf-8") as f:
+            text = f.read()
+        self.assertEqual(text, json.dumps(meta, indent=1) + "\n")
+        self.assertEqual(meta, dict(D.package_fields("x", self.PKG), columns=["a", "b"],
+                                    **D.array_fields(npy, (2, 2), "float64", D.sha256_file(npy), 0.25)))
+        npy, meta = D.write_dataset(os.path.join(self.tmp, "out32"), "x", x, self.PKG, {}, dtype="float32")
+        self.assertEqual((np.load(npy).dtype.str, meta["dtype"], meta["npy_sha256"]),
+                         ("<f4", "float32", D.sha256_file(npy)))
+        with self.assertRaisesRegex(C.AnalysisError, r"x: expected a non-empty \(samples, features\) array"):
+            D.write_dataset(os.path.join(self.tmp, "empty"), "x", np.zeros((0, 3)), self.PKG, {})
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "empty")))
+
+    def test_write_sidecar(self):
+        path = os.path.join(self.tmp, "x.json")
+        D.write_sidecar(path, {"b": 1, "a": [1.5, "é"]})
+        with open(path, encoding="utf-8") as f:
+            self.assertEqual(f.read(), '{\n "b": 1,\n "a": [\n  1.5,\n  "\\u00e9"\n ]\n}\n')
+
+    def test_argument_parser_and_positive(self):
+        def outdir_help(parser):
+            return " ".join(parser.format_help().split())
+        parser = D.argument_parser("analysis.datasets.x", "doc", "r-cran-x", "x")
+        self.assertIn("outdir directory for x.npy and x.json, created (default: ", outdir_help(parser))
+        parser = D.argument_parser("analysis.datasets.x", "doc", "r-cran-x", "x", "a.npy and b.npy")
+        self.assertIn("outdir directory for a.npy and b.npy, created (default: ", outdir_help(parser))
+        self.assertEqual(parser.parse_args([]).outdir, os.path.join(D.DATA_ROOT, "x"))
+        self.assertEqual([D.positive(t) for t in ("1", "96")], [1, 96])
+        for text in ("0", "-3", "1.5", "x"):
+            with self.assertRaisesRegex(argparse.ArgumentTypeError, "expected a positive integer, got %r" % text):
+                D.positive(text)
 
 
 @unittest.skipUnless(shutil.which("dpkg-deb") and shutil.which("dpkg"), "needs dpkg and dpkg-deb")

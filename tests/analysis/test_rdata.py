@@ -7,11 +7,13 @@ import gzip
 import lzma
 import math
 import os
+import re
 import struct
 import unittest
 
 import analysis_test_support as S
 
+from analysis import common as C
 from analysis import rdata
 
 NA_REAL = struct.unpack(">d", bytes.fromhex("7ff00000000007a2"))[0]
@@ -118,25 +120,35 @@ class RData(unittest.TestCase):
             rdata.loads(b"RDX2\nA\n2\n")
 
 
-class Pm10Stream(unittest.TestCase):
+class Pm10(unittest.TestCase):
+    """analysis.datasets.pm10's conversion of air.rda (its builder end to
+    end: test_datasets_pm10_eop)."""
+
     def test_one_row_per_day_from_the_column_major_matrix(self):
-        from analysis import pm10_stream
+        from analysis.datasets import pm10
         air = rdata.RVector([10.0, 20.0, 11.0, NA_REAL, 12.0, 22.0], "double",
                             {"dim": [2, 3], "dimnames": [["DEA", "DEB"], None]})
         dates = rdata.RVector([10227.0, 10228.0, 10229.0], "double", {"class": ["Date"]})
-        rows, stations, days = pm10_stream.stream_from_workspace({"air": air, "dates": dates})
+        x, stations, days = pm10.stations_by_day({"air": air, "dates": dates})
         self.assertEqual(stations, ["DEA", "DEB"])
         self.assertEqual([str(d) for d in days], ["1998-01-01", "1998-01-02", "1998-01-03"])
-        self.assertEqual(rows[0], [10.0, 20.0])
-        self.assertEqual(rows[2], [12.0, 22.0])
-        self.assertTrue(rows[1][0] == 11.0 and math.isnan(rows[1][1]))
-        with self.assertRaisesRegex(Exception, "not in order"):
-            pm10_stream.stream_from_workspace({"air": air, "dates": rdata.RVector([3.0, 2.0, 1.0], "double")})
+        self.assertEqual((x.shape, x.dtype.name), ((3, 2), "float64"))
+        self.assertEqual(x[0].tolist(), [10.0, 20.0])
+        self.assertEqual(x[2].tolist(), [12.0, 22.0])
+        self.assertTrue(x[1, 0] == 11.0 and math.isnan(x[1, 1]))
+        with self.assertRaisesRegex(C.AnalysisError, r"not increasing at row 2 \(1970-01-03 after 1970-01-04\)"):
+            pm10.stations_by_day({"air": air, "dates": rdata.RVector([3.0, 2.0, 1.0], "double", {"class": ["Date"]})})
 
     def test_the_deck_reads_what_the_builder_writes(self):
-        from analysis import pm10_stream
-        with open(os.path.join(S.REPO, "inputs", "pm10.yaml"), encoding="utf-8") as f:
+        from analysis.datasets import debian as D
+        from analysis.datasets import pm10
+        with open(os.path.join(S.REPO, "inputs", "real", "pm10.yaml"), encoding="utf-8") as f:
             deck = f.read()
-        self.assertIn("paths: [pm10_data/pm10_air.npy]", deck)
-        self.assertIn("analysis.pm10_stream inputs/pm10_data", deck)
-        self.assertIn("inputs/pm10_data", pm10_stream.__doc__)
+        paths = re.findall(r"^  paths: \[(.*)\]$", deck, flags=re.M)
+        self.assertEqual(paths, ["../real_data/pm10/pm10.npy"])
+        # source.paths are relative to the deck's directory, inputs/real/; the builder's default OUTDIR
+        self.assertEqual(os.path.normpath(os.path.join(S.REPO, "inputs", "real", paths[0])),
+                         os.path.join(D.DATA_ROOT, pm10.DATASET, pm10.DATASET + ".npy"))
+        self.assertIn("#   /usr/bin/python3 -m analysis.datasets.pm10\n", deck)
+        self.assertIn("inputs/real_data/pm10", pm10.__doc__)
+        self.assertIn("inputs/real/pm10.yaml", pm10.__doc__)

@@ -1123,11 +1123,12 @@ TEST(Npy, OneStringIsAGlobPatternExpandedSorted) {
 
 std::filesystem::path source_dir() { return MOSAIC_SOURCE_DIR; }
 
+// inputs/real/ holds the decks of the real datasets (docs/REAL_DATA.md).
 TEST(Inputs, EveryDeckLoads) {
   std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(source_dir() / "inputs")) {
+  for (const auto& e : std::filesystem::recursive_directory_iterator(source_dir() / "inputs")) {
     if (e.path().extension() != ".yaml") continue;
-    names.push_back(e.path().filename().string());
+    names.push_back(std::filesystem::relative(e.path(), source_dir() / "inputs").generic_string());
     EXPECT_NO_THROW({
       try {
         const auto pts = load_deck(e.path().string());
@@ -1138,9 +1139,10 @@ TEST(Inputs, EveryDeckLoads) {
       }
     }) << e.path();
   }
-  for (const char* want :
-       {"smoke_cpu.yaml", "single_gpu.yaml", "rank_sweep.yaml", "weak_8gpu.yaml", "strong_8gpu.yaml", "sustained.yaml",
-        "accuracy_drift.yaml", "ablation.yaml", "npy_stream.yaml", "accuracy_map.yaml"})
+  for (const char* want : {"smoke_cpu.yaml", "single_gpu.yaml", "rank_sweep.yaml", "weak_8gpu.yaml", "strong_8gpu.yaml",
+                           "sustained.yaml", "accuracy_drift.yaml", "ablation.yaml", "npy_stream.yaml",
+                           "accuracy_map.yaml", "real/wind.yaml", "real/dj30.yaml", "real/pm10.yaml", "real/eop.yaml",
+                           "real/vtest.yaml", "real/box.yaml", "real/music.yaml", "real/music_tracks.yaml"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
 }
 
