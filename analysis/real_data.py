@@ -236,6 +236,22 @@ def markdown(name, methods, bdoc, bpath):
     return "\n".join(lines) + "\n"
 
 
+def clip_outliers(ax, values):
+    """A linear axis whose range a few interval means would dominate (a
+    baseline's NLL of 10^4 beside values near 1) ends at the 95th
+    percentile plus the spread of the bulk, and says how many points and up
+    to what value lie above it."""
+    ordered = sorted(values)
+    low, high = ordered[0], ordered[int(0.95 * (len(ordered) - 1))]
+    top = high + max(high - low, 1e-12)
+    above = [v for v in values if v > top]
+    if not above:
+        return
+    ax.set_ylim(low - 0.05 * (top - low), top)
+    ax.text(0.01, 0.01, "%d interval means above the axis (up to %.4g)" % (len(above), max(above)),
+            transform=ax.transAxes, va="bottom", fontsize=7)
+
+
 def plot(name, methods, path):
     plt = C.pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
@@ -254,6 +270,8 @@ def plot(name, methods, path):
         positive = [v for v in values if v > 0]
         if values and len(positive) == len(values) and max(positive) / min(positive) > 30:
             ax.set_yscale("log")
+        elif values:
+            clip_outliers(ax, values)
         ax.set_xlabel("step (rows scored since row %d)" % methods[0].start)
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)

@@ -203,3 +203,36 @@ class RealData(TempDirTest):
 if __name__ == "__main__":
     import unittest
     unittest.main()
+
+
+class AxisStub:
+    """What clip_outliers sets on a matplotlib axis."""
+
+    def __init__(self):
+        self.ylim, self.texts = None, []
+
+    def set_ylim(self, low, high):
+        self.ylim = (low, high)
+
+    def text(self, x, y, s, **kwargs):
+        self.texts.append(s)
+
+    transAxes = None
+
+
+class ClipOutliers(TempDirTest):
+    def test_a_few_huge_values_do_not_set_the_axis(self):
+        ax = AxisStub()
+        values = [1.0 + 0.01 * i for i in range(40)] + [3.7e4, 12.0]
+        real_data.clip_outliers(ax, values)
+        self.assertIsNotNone(ax.ylim)
+        self.assertLess(ax.ylim[1], 12.0)
+        self.assertGreater(ax.ylim[1], 1.39)
+        self.assertLessEqual(ax.ylim[0], 1.0)
+        self.assertEqual(ax.texts, ["2 interval means above the axis (up to 3.7e+04)"])
+
+    def test_values_without_outliers_keep_the_automatic_axis(self):
+        ax = AxisStub()
+        real_data.clip_outliers(ax, [-6.0, -5.5, -5.0, -4.0, -3.0])
+        self.assertIsNone(ax.ylim)
+        self.assertEqual(ax.texts, [])
