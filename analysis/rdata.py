@@ -21,8 +21,9 @@ import math
 import struct
 import zlib
 
-NILVALUE, EMPTYENV, BASEENV, GLOBALENV, UNBOUNDVALUE, MISSINGARG, BASENAMESPACE = 254, 242, 241, 253, 252, 251, 247
-REFSXP, PERSISTSXP, PACKAGESXP, NAMESPACESXP, ALTREP, ATTRLIST, ATTRLANG = 255, 247, 250, 249, 238, 239, 240
+# R's serialize.c: the special items' type codes.
+NILVALUE, EMPTYENV, BASEENV, GLOBALENV, UNBOUNDVALUE, MISSINGARG, BASENAMESPACE = 254, 242, 241, 253, 252, 251, 250
+REFSXP, PERSISTSXP, PACKAGESXP, NAMESPACESXP, ALTREP, ATTRLIST, ATTRLANG = 255, 247, 248, 249, 238, 239, 240
 NA_INT = -(2 ** 31)
 
 
@@ -95,7 +96,7 @@ class _Reader:
             return self.refs[index - 1]
         if t in (PACKAGESXP, NAMESPACESXP):
             self.int()  # 0: a string vector follows
-            obj = RObject("namespace", info=[self.string() for _ in range(self.int())])
+            obj = RObject("namespace", info=[self.item() for _ in range(self.int())])  # CHARSXP items
             self.refs.append(obj)
             return obj
         if t == 1:  # SYMSXP
@@ -209,8 +210,8 @@ class _LazyReader(_Reader):
         self.environment = environment
 
     def item(self):
-        # Looked at before _Reader.item, which takes 247 for BASENAMESPACE
-        # (R's BASENAMESPACE_SXP is 250): its flags' low byte, big-endian.
+        # The persistence hook's items, which _Reader.item does not read:
+        # the flags' low byte (big-endian) is PERSISTSXP.
         flags = self.b[self.pos:self.pos + 4]
         if len(flags) < 4 or flags[3] != PERSISTSXP:
             return super().item()

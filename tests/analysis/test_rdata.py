@@ -108,6 +108,33 @@ class RData(unittest.TestCase):
             self.assertTrue(rdata.is_missing(x[1]) and rdata.is_missing(objs["i"][1]))
             self.assertFalse(rdata.is_missing(x[0]))
 
+    def test_special_items_by_r_type_codes(self):
+        # serialize.c: BASENAMESPACE_SXP 250 and the other special values
+        # read as NULL; PACKAGESXP 248 and NAMESPACESXP 249 as a namespace
+        # (0, then its name strings), which a later REFSXP can point at.
+        w = Writer()
+
+        def namespace(code, name):
+            w.int(code)
+            w.int(0)
+            w.int(1)
+            w.charsxp(name)
+        raw = w.workspace([
+            ("base", lambda: w.int(250)),
+            ("global", lambda: w.int(253)),
+            ("empty", lambda: w.int(242)),
+            ("pkg", lambda: namespace(248, "stats")),
+            ("ns", lambda: namespace(249, "utils")),
+            # References count symbols and namespaces in the order read: the
+            # tags base, global, empty, pkg (1-4), then the stats namespace (5).
+            ("again", lambda: w.int(255 | (5 << 8))),
+        ])
+        objs = rdata.loads(raw)
+        self.assertEqual((objs["base"], objs["global"], objs["empty"]), (None, None, None))
+        self.assertEqual((objs["pkg"].rtype, objs["pkg"].fields), ("namespace", {"info": ["stats"]}))
+        self.assertEqual((objs["ns"].rtype, objs["ns"].fields), ("namespace", {"info": ["utils"]}))
+        self.assertIs(objs["again"], objs["pkg"])
+
     def test_refusals(self):
         with self.assertRaisesRegex(rdata.RDataError, "not an R workspace"):
             rdata.loads(b"PK\x03\x04 a zip file")
