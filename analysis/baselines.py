@@ -58,7 +58,8 @@ Methods (--methods, default all three):
   first batch it falls like M / (samples seen) and the model grows
   overconfident (a surprise rate near 1). --incremental-noise total takes
   PPCA's noise from the running total variance instead,
-  s2 = (sum(var_) - sum(explained_variance_)) / (d - r).
+  s2 = (sum(var_) n/(n-1) - sum(explained_variance_)) / (d - r) (var_
+  divides by n, explained_variance_ by n - 1).
 - static: one PPCA (as window's) of all rows [0, end), used for every
   evaluated row: in-sample, so an optimistic bound that no online method
   should be expected to beat on a stationary stream.
@@ -120,7 +121,7 @@ DEFAULT_COND_MAX = 1e4
 CHUNK_ENTRIES = 1 << 21  # rows x d per evaluation or covariance chunk (16 MiB of doubles)
 
 DEFINITION = (
-    "ALGORITHM.md section 5 'Prequential (truth-free) accuracy', as the mini-app evaluates it: each row in "
+    "docs/ALGORITHM.md section 5 'Prequential (truth-free) accuracy', as the mini-app evaluates it: each row in "
     "[start, end) scored with the model available before it (static: the in-sample fit of rows [0, end)); "
     "residual fraction rho^2/||y_O||^2 (rows with ||y_O|| = 0 counted apart), negative log-likelihood per "
     "observed coordinate under U S U^T + s2 (I - U U^T) (the observed rows' Sigma_OO with missing data), "
@@ -395,11 +396,14 @@ class RunningMean:
 
 def ipca_model(ipca, seen, floor=DEFAULT_FLOOR, noise="sklearn"):
     """The Model of a fitted IncrementalPCA: s2 = noise_variance_ (noise
-    "sklearn") or (sum(var_) - sum(explained_variance_)) / (d - r) (noise
-    "total"), floored at floor * sum(var_) / d."""
+    "sklearn") or (sum(var_) n/(n-1) - sum(explained_variance_)) / (d - r)
+    (noise "total"; var_ divides by the n samples seen, explained_variance_
+    by n - 1: without the factor the difference is negative after a short
+    first batch and s2 falls to the floor), floored at floor * trace / d."""
     d, r = ipca.components_.shape[1], ipca.components_.shape[0]
     mu = np.where(seen, ipca.mean_, np.nan)
-    trace = float(np.sum(ipca.var_))
+    n = int(ipca.n_samples_seen_)
+    trace = float(np.sum(ipca.var_)) * n / (n - 1)
     s2_floor = floor * trace / d if trace > 0 else 0.0
     if noise == "total":
         s2 = max((trace - float(np.sum(ipca.explained_variance_))) / (d - r), s2_floor)

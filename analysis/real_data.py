@@ -194,8 +194,8 @@ def check_same_rows(methods, allow_sample_difference):
 
 
 def short(v):
-    return "[%s]" % ", ".join(map(str, v)) if len(v) <= 8 else "[%s, ..., %s] (%d)" % (
-        ", ".join(map(str, v[:3])), ", ".join(map(str, v[-2:])), len(v))
+    return "[%s]" % ", ".join(map(str, v)) if len(v) <= 8 else "[%s, ..., %s]" % (
+        ", ".join(map(str, v[:3])), ", ".join(map(str, v[-2:])))
 
 
 def markdown(name, methods, bdoc, bpath):
@@ -204,15 +204,15 @@ def markdown(name, methods, bdoc, bpath):
     lines = ["# %s: MOSAIC against online baselines (prequential accuracy)" % name, ""]
     inp = bdoc.get("input", {})
     lines.append("Rows [%d, %d) of %s (d = %d, rank %d%s), each scored before it updates the model "
-                 "(ALGORITHM.md section 5)." % (
+                 "(docs/ALGORITHM.md section 5, the normative ALGORITHM.md's section 4)." % (
                      ref.start, ref.start + ref.rows, inp.get("file", "the stream"), ref.d, ref.rank,
-                     ", %.1f%% of the entries missing" % (100 * inp["missing_fraction"])
+                     ", %.1f%% of the file's entries missing" % (100 * inp["missing_fraction"])
                      if inp.get("missing_fraction") else ""))
     lines.append("")
     lines.append(C.md_table(HEADERS, [m.row() for m in methods]))
     lines.append("")
     lines.append("- NLL: negative log-likelihood per (observed) coordinate under U S U^T + s2 (I - U U^T); "
-                 "interval median: the median of the means over the %d intervals %s; residual fraction: "
+                 "interval median: the median of the means over the %d intervals ending at steps %s; residual fraction: "
                  "rho^2 / ||y||^2 off the model's subspace; surprise rate: the share of samples with y^T "
                  "Sigma^-1 y above the chi-square 0.999 quantile (a calibrated model: 0.001)." %
                  (len(ref.steps), short(ref.steps)))

@@ -23,14 +23,14 @@ mini-app only: the baselines take one stream.
 
 --check (ctest's mpi.real_data_small) exits non-zero unless each dataset's
 sidecar sha256 matches its .npy, every MOSAIC run and every baseline
-evaluated the same rows, and every mean in the tables is finite.
+evaluated samples, with finite means, and (data without gaps) the same
+number of them.
 """
 
 import argparse
 import collections
 import datetime
 import glob
-import hashlib
 import json
 import math
 import os
@@ -39,6 +39,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from analysis.baselines import cpu_model  # noqa: E402
+from analysis.datasets.debian import sha256_file  # noqa: E402
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
 # name: (builder module, the stream files under inputs/real_data/ the deck
@@ -64,14 +67,6 @@ class RunFailed(Exception):
     pass
 
 
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def recorded_sha256(sidecar):
     """{file name: sha256} the builder's sidecar records for its arrays."""
     with open(sidecar) as f:
@@ -90,8 +85,6 @@ def recorded_sha256(sidecar):
             for v in node:
                 walk(v)
     walk(meta)
-    if "npy_sha256" in meta and isinstance(meta.get("dataset"), str):
-        found.setdefault(meta["dataset"] + ".npy", meta["npy_sha256"])
     return found
 
 
@@ -118,8 +111,16 @@ def verified(ds):
 
 
 class Log:
+    """A dataset's log file: every command with its start, end, load and output."""
+
     def __init__(self, path):
         self.f = open(path, "w")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
 
     def line(self, text):
         print(text, file=self.f, flush=True)
@@ -127,11 +128,11 @@ class Log:
 
     def run(self, cmd, cwd=ROOT):
         self.line("$ " + " ".join(cmd))
-        self.line("# start %s %s" % (now(), uptime()))
+        self.line("# start %s %s" % (now(), load()))
         t0 = time.time()
         p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
         self.f.write(p.stdout)
-        self.line("# end %s (%.1f s, exit %d) %s" % (now(), time.time() - t0, p.returncode, uptime()))
+        self.line("# end %s (%.1f s, exit %d) %s" % (now(), time.time() - t0, p.returncode, load()))
         if p.returncode != 0:
             sys.stdout.write(p.stdout[-4000:])
             raise RunFailed("%s exited with %d (log: %s)" % (cmd[0] if cmd[0] != PYTHON else " ".join(cmd[:3]),
@@ -143,7 +144,7 @@ def now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def uptime():
+def load():
     try:
         with open("/proc/loadavg") as f:
             return "load " + " ".join(f.read().split()[:3])
@@ -192,18 +193,16 @@ def run_dataset(name, args, log):
     return {"name": name, "result": result, "baselines": baselines, "table": out(".md")}
 
 
-def finite_table(path):
-    """Every number in the table's rows is finite (a NaN or inf mean says a
-    method diverged or evaluated nothing)."""
-    bad = []
-    with open(path) as f:
-        for line in f:
-            if line.startswith("|") and not set(line) <= set("|-: \n"):
-                for cell in line.strip().strip("|").split("|"):
-                    c = cell.strip().lower()
-                    if c in ("nan", "inf", "-inf"):
-                        bad.append(line.strip())
-    return bad
+def unusable(prequential):
+    """Why a method's run totals cannot stand in the table: nothing
+    evaluated, or a mean that is missing or not finite; None if usable."""
+    if not isinstance(prequential, dict) or not prequential.get("samples"):
+        return "evaluated no sample"
+    for key in ("nll_mean", "residual_fraction_mean", "surprise_rate"):
+        v = prequential.get(key)
+        if not isinstance(v, (int, float)) or not math.isfinite(v):
+            return "%s is %r" % (key, v)
+    return None
 
 
 def check(done):
@@ -211,21 +210,28 @@ def check(done):
     for d in done:
         with open(d["result"]) as f:
             runs = json.load(f)["runs"]
-        samples = {run["prequential"]["samples"] for run in runs}
-        if len(samples) != 1 or not all(math.isfinite(run["prequential"]["nll_mean"]) for run in runs):
-            problems.append("%s: the MOSAIC runs evaluated %s samples, NLL means %s" % (
-                d["name"], sorted(samples), [run["prequential"]["nll_mean"] for run in runs]))
-        if "baselines" in d:
-            with open(d["baselines"]) as f:
-                base = json.load(f)
-            methods = base.get("methods", base)
-            for m, entry in methods.items():
-                if not isinstance(entry, dict) or "prequential" not in entry:
-                    continue
-                if entry["prequential"]["samples"] not in samples and not DATASETS[d["name"]].gaps:
-                    problems.append("%s: baseline %s evaluated %s samples, MOSAIC %s" % (
-                        d["name"], m, entry["prequential"]["samples"], sorted(samples)))
-            problems += ["%s: %s" % (d["table"], row) for row in finite_table(d["table"])]
+        samples = {run.get("prequential", {}).get("samples") for run in runs}
+        if len(samples) != 1:
+            problems.append("%s: the MOSAIC runs evaluated %s samples" % (d["name"], sorted(map(str, samples))))
+        for i, run in enumerate(runs):
+            why = unusable(run.get("prequential"))
+            if why:
+                problems.append("%s: MOSAIC run %d: %s" % (d["name"], i, why))
+        if "baselines" not in d:
+            continue
+        with open(d["baselines"]) as f:
+            methods = json.load(f).get("methods")
+        if not isinstance(methods, dict) or not methods:
+            problems.append("%s: %s holds no methods" % (d["name"], d["baselines"]))
+            continue
+        for m, entry in methods.items():
+            preq = entry.get("prequential") if isinstance(entry, dict) else None
+            why = unusable(preq)
+            if why:
+                problems.append("%s: baseline %s: %s" % (d["name"], m, why))
+            elif preq["samples"] not in samples and not DATASETS[d["name"]].gaps:
+                problems.append("%s: baseline %s evaluated %s samples, MOSAIC %s" % (
+                    d["name"], m, preq["samples"], sorted(samples)))
     return problems
 
 
@@ -248,15 +254,23 @@ def main(argv=None):
     os.makedirs(args.outdir, exist_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", "2")
     os.environ.setdefault("OMP_PROC_BIND", "false")
+    try:
+        version = subprocess.run([args.miniapp, "--version"], stdout=subprocess.PIPE,
+                                 universal_newlines=True).stdout.strip().splitlines()[:1]
+    except OSError as e:
+        version = []
+        print("real_data_runs: error: %s: %s" % (args.miniapp, e), file=sys.stderr)
+    if not version:
+        print("real_data_runs: error: %s --version printed nothing: build the mini-app first" % args.miniapp,
+              file=sys.stderr)
+        return 1
     done = []
     try:
         for name in names:
-            log = Log(os.path.join(args.outdir, name + ".log"))
-            log.line("# %s: %s; %s, %d cores; OMP_NUM_THREADS=%s" % (
-                name, subprocess.run([args.miniapp, "--version"], stdout=subprocess.PIPE,
-                                     universal_newlines=True).stdout.strip().splitlines()[0],
-                cpu_model(), os.cpu_count(), os.environ["OMP_NUM_THREADS"]))
-            done.append(run_dataset(name, args, log))
+            with Log(os.path.join(args.outdir, name + ".log")) as log:
+                log.line("# %s: %s; %s, %d cores; OMP_NUM_THREADS=%s" % (
+                    name, version[0], cpu_model(), os.cpu_count(), os.environ["OMP_NUM_THREADS"]))
+                done.append(run_dataset(name, args, log))
     except RunFailed as e:
         print("real_data_runs: error: %s" % e, file=sys.stderr)
         return 1
@@ -268,17 +282,6 @@ def main(argv=None):
             return 1
         print("real_data_runs: check passed: %s" % ", ".join(d["name"] for d in done))
     return 0
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 # (MOSAIC and its ablations) and the baselines on the same rows and
 # measure, and writes the tables and figures (bench/real_data_runs.py) into
 # results/cpu/real_data_<commit>/, with the log of every command. About
-# five minutes on 2 cores once the datasets are built (the music builder
+# two minutes on 2 cores once the datasets are built (the music builder
 # takes under a minute, the download of its 150 MB package aside).
 #   bench/run_real_data.sh [--datasets wind,dj30,...]
 # Build first: cmake --preset openmp && cmake --build --preset openmp.

@@ -27,9 +27,14 @@ struct Dense {
 };
 
 // The sample's NLL per coordinate, Mahalanobis form and residual fraction
-// on the coordinates `rows`, from the state before the step, densely.
-Dense dense_prequential(const ReferenceState<double>& st, const std::vector<double>& x, const std::vector<int>& rows) {
+// on the coordinates `rows`, from the state before the step, densely. With
+// a noise profile psi (8.2) the state's U, S, s2 are in whitened units:
+// Sigma = Psi^1/2 (U S U^T + s2 (I - U U^T)) Psi^1/2 in data units, and the
+// residual fraction is that of the whitened sample.
+Dense dense_prequential(const ReferenceState<double>& st, const std::vector<double>& x, const std::vector<int>& rows,
+                        const std::vector<double>& psi = {}) {
   const int n = int(rows.size()), r = st.r;
+  const auto root = [&](int i) { return psi.empty() ? 1.0 : std::sqrt(psi[std::size_t(i)]); };
   std::vector<double> Sigma(std::size_t(n) * n), y(n);
   for (int a = 0; a < n; ++a) {
     y[a] = x[rows[a]] - st.mu[rows[a]];
@@ -38,7 +43,7 @@ Dense dense_prequential(const ReferenceState<double>& st, const std::vector<doub
       for (int j = 0; j < r; ++j)
         for (int k = 0; k < r; ++k)
           v += st.u(rows[a], j) * (st.S[j * r + k] - (j == k ? st.s2 : 0.0)) * st.u(rows[c], k);
-      Sigma[std::size_t(a) * n + c] = v;
+      Sigma[std::size_t(a) * n + c] = root(rows[a]) * v * root(rows[c]);
     }
   }
   std::vector<double> L;
@@ -52,6 +57,9 @@ Dense dense_prequential(const ReferenceState<double>& st, const std::vector<doub
     yy += y[a] * y[a];
   }
   out.nll = 0.5 * (n * std::log(2.0 * M_PI) + logdet + out.m2) / n;
+  for (int a = 0; a < n; ++a) y[a] /= root(rows[a]);  // the residual fraction's (whitened) sample
+  yy = 0;
+  for (int a = 0; a < n; ++a) yy += y[a] * y[a];
   // Residual of the least-squares fit of y on U's rows (U_O^T U_O z = U_O^T y).
   std::vector<double> C(std::size_t(r) * r, 0.0), b(r, 0.0);
   for (int a = 0; a < n; ++a)
@@ -118,6 +126,38 @@ TEST(Prequential, MaskedSampleEqualsTheDenseGaussianOnTheObservedRows) {
     EXPECT_EQ(s[preq_samples], 1.0) << missing;
     EXPECT_NEAR(s[preq_nll], dense.nll, 1e-12 * std::fabs(dense.nll) + 1e-13) << missing;
     EXPECT_NEAR(s[preq_residual_fraction], dense.residual_fraction, 1e-12) << missing;
+  }
+}
+
+// noise: diagonal (8.2): the step sees the whitened sample; its likelihood
+// is the data-unit Gaussian (log det Sigma gains sum log psi over the rows),
+// complete and with missing rows.
+TEST(Prequential, DiagonalNoiseSampleEqualsTheDenseGaussianInDataUnits) {
+  TestRng rng(13);
+  const int d = 14, r = 3;
+  MosaicParams p;
+  p.missing = MissingMode::posterior;
+  p.noise = NoiseModel::diagonal;
+  for (const int missing : {0, 4}) {
+    MaskedReferenceState<double> st(random_state<double>(d, r, rng, 0.3), p);
+    ASSERT_TRUE(st.diagonal_noise());
+    for (int i = 0; i < d; ++i) st.psi[std::size_t(i)] = std::exp(1.5 * std::sin(1.7 * i));  // 0.22 to 4.5
+    std::vector<double> x = rng.normals(std::size_t(d));
+    std::vector<int> rows;
+    for (int i = 0; i < d; ++i) {
+      x[i] *= std::sqrt(st.psi[std::size_t(i)]);
+      if (i * 5 % d < missing) x[i] = std::numeric_limits<double>::quiet_NaN();
+      else rows.push_back(i);
+    }
+    const Dense dense = dense_prequential(st, x, rows, st.psi);
+    const Dense isotropic = dense_prequential(st, x, rows);
+    reference_masked_step(st, x.data(), p);
+    const auto& s = st.prequential;
+    EXPECT_EQ(s[preq_samples], 1.0) << missing;
+    EXPECT_NEAR(s[preq_nll], dense.nll, 1e-12 * std::fabs(dense.nll) + 1e-13) << missing;
+    EXPECT_GT(std::fabs(dense.nll - isotropic.nll), 1e-3) << missing;  // the profile matters here
+    EXPECT_NEAR(s[preq_residual_fraction], dense.residual_fraction, 1e-12) << missing;
+    EXPECT_EQ(s[preq_surprises], dense.m2 > chi2_quantile_0999(double(rows.size())) ? 1.0 : 0.0) << missing;
   }
 }
 

@@ -200,9 +200,6 @@ class RealData(TempDirTest):
         self.assertPng(figure)
 
 
-if __name__ == "__main__":
-    import unittest
-    unittest.main()
 
 
 class AxisStub:
@@ -236,3 +233,8 @@ class ClipOutliers(TempDirTest):
         real_data.clip_outliers(ax, [-6.0, -5.5, -5.0, -4.0, -3.0])
         self.assertIsNone(ax.ylim)
         self.assertEqual(ax.texts, [])
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()

@@ -14,6 +14,10 @@
 //   nll = 0.5 (n log(2 pi) + log det Sigma + m2) / n   (per coordinate).
 // A sample is a surprise when m2 exceeds the 0.999 quantile of chi-square
 // with n degrees of freedom (Wilson-Hilferty's approximation).
+// With diagonal noise (8.2) the step sees the whitened y~ = Psi^-1/2 y and
+// models Sigma~ as above; in data units Sigma = Psi^1/2 Sigma~ Psi^1/2, so
+// m2 is unchanged, log det Sigma gains sum_{j} log psi_j over the n
+// coordinates, and the residual fraction is the whitened one.
 //
 // Per stream the sums below are kept in double (StreamBatch::prequential,
 // the reference's ReferenceState::prequential); means per interval and per
@@ -50,21 +54,23 @@ KOKKOS_INLINE_FUNCTION double chi2_quantile_0999(double k) {
 
 // One evaluated sample, in double whatever the run's type.
 struct PrequentialSample {
-  int n = 0;             // coordinates the likelihood is over (d, or |O|)
-  int r = 0;             // retained rank
-  double yy = 0;         // ||y||^2 on those coordinates
-  double rho2 = 0;       // squared residual off the frame
-  double quad = 0;       // z_ls^T (S + Delta)^-1 z_ls (q with nothing missing)
-  double logdet_sd = 0;  // log det(S + Delta) (log det S with nothing missing)
-  double logdet_c = 0;   // log det C (0 with nothing missing)
-  double s2 = 0;         // the noise variance before the step
+  int n = 0;              // coordinates the likelihood is over (d, or |O|)
+  int r = 0;              // retained rank
+  double yy = 0;          // ||y||^2 on those coordinates
+  double rho2 = 0;        // squared residual off the frame
+  double quad = 0;        // z_ls^T (S + Delta)^-1 z_ls (q with nothing missing)
+  double logdet_sd = 0;   // log det(S + Delta) (log det S with nothing missing)
+  double logdet_c = 0;    // log det C (0 with nothing missing)
+  double s2 = 0;          // the noise variance before the step
+  double logdet_psi = 0;  // sum of log psi_j over the n coordinates (noise: diagonal; 0 otherwise)
 
   // y^T Sigma^-1 y.
   KOKKOS_INLINE_FUNCTION double m2() const { return quad + rho2 / s2; }
 
   KOKKOS_INLINE_FUNCTION double nll() const {
     constexpr double log_two_pi = 1.8378770664093454836;
-    return 0.5 * (double(n) * log_two_pi + logdet_c + logdet_sd + double(n - r) * kmath::log(s2) + m2()) / double(n);
+    return 0.5 * (double(n) * log_two_pi + logdet_psi + logdet_c + logdet_sd + double(n - r) * kmath::log(s2) + m2()) /
+           double(n);
   }
 
   // Adds this sample to a stream's running sums acc[0 .. preq_columns).

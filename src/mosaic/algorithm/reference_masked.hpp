@@ -448,10 +448,12 @@ MaskedStepInfo reference_masked_step(MaskedReferenceState<T>& st, const T* x, co
   }
   // Section 4's prequential accuracy on the observed rows: evaluated for
   // the posterior (whose factor is that of S + Delta) and for complete
-  // samples; not (yet) with diagonal noise, whose likelihood in data units
-  // needs the profile's log-determinant.
-  if ((complete || p.missing == MissingMode::posterior) && !st.diagonal_noise()) {
+  // samples; with diagonal noise in data units (the profile's
+  // log-determinant on those rows; the whitened residual fraction).
+  if (complete || p.missing == MissingMode::posterior) {
     PrequentialSample preq;
+    if (st.diagonal_noise())
+      for (const int i : mk.observed) preq.logdet_psi += std::log(double(st.psi[i]));
     preq.n = n;
     preq.r = r;
     preq.yy = double(fit.yy);

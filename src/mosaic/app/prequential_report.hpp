@@ -96,9 +96,10 @@ inline nlohmann::json prequential_summary(const nlohmann::json& final_entry, con
   j["definition"] =
       "ALGORITHM.md section 4, evaluated before each step with the state before it: residual fraction rho^2/||y||^2 "
       "(samples with ||y|| = 0 counted apart), negative log-likelihood per coordinate under U S U^T + s2 (I - U U^T) "
-      "(the observed rows with missing data), surprise = y^T Sigma^-1 y above the chi-square 0.999 quantile "
-      "(Wilson-Hilferty); every stream and every step taken (warm-up included, init excluded); samples whitened by "
-      "noise: diagonal, zero-filled or projected with missing entries, dropped or skipped are not evaluated";
+      "(the observed rows with missing data; with noise: diagonal in data units, the residual fraction whitened), "
+      "surprise = y^T Sigma^-1 y above the chi-square 0.999 quantile (Wilson-Hilferty); every stream and every step "
+      "taken (warm-up included, init excluded); samples zero-filled or projected with missing entries, dropped or "
+      "skipped are not evaluated";
   return j;
 }
 

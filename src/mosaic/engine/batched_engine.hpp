@@ -213,6 +213,7 @@ class MosaicEngine {
       whitened_.allocate(batch, d, r, block_size_);
       blk_.res_coef = whitened_.coef;
       blk_.res_s2 = whitened_.s2_old;
+      blk_.logdet_psi = whitened_.logdet_psi;
     }
     set_block_gemm(BlockGemm::automatic);
   }
@@ -654,6 +655,10 @@ void MosaicEngine<Scalar, ExecSpace>::launch_whitened(batch_type& sb, block_view
                                                       stream_counts shared_missing) const {
   const auto& w = whitened_;
   detail::WhitenedRunStart<Scalar, ExecSpace> start{Xb, len, sb.mu, sb.psi, sb.U, w, n, d_, r_};
+  if (shared_missing.extent(0) > 0) {
+    start.missing_rows = runs_.shared_rows;
+    start.missing = shared_missing;
+  }
   Kokkos::parallel_for("mosaic::whitened_run_start", team_policy(), start);
   launch_blocked(sb, block_view(Kokkos::subview(w.Dw, Kokkos::ALL(), Kokkos::make_pair(0, n), Kokkos::ALL())), len,
                  shared_missing, w.mean);

@@ -107,10 +107,10 @@ struct BlockCoefficients {
   // reorthonormalize_every: auto for float: a Cholesky-QR at every block end
   // (base.reorth_every is then 0).
   bool reorth_at_block_end = false;
-  // Section 4's prequential sums take the block's samples unless they are
-  // whitened (noise: diagonal), whose likelihood in data units needs the
-  // profile's log-determinant.
-  KOKKOS_INLINE_FUNCTION bool evaluate_prequential() const { return res_s2.extent(0) == 0; }
+  // noise: diagonal: per stream, the launch's sum of log psi over its
+  // observed rows, which puts section 4's likelihood of the whitened
+  // samples in data units (WhitenedRunStart; unbound otherwise).
+  view_t<const double*> logdet_psi;
   // Unit roundoff of the scalar type of D, G and H (the unresolved-residual test).
   static constexpr double scalar_eps = double(std::numeric_limits<Scalar>::epsilon());
   int refactor_every = 64;
@@ -322,8 +322,8 @@ struct BlockCoefficients {
   // sample's (geodesic_sample_factors), the rotation section 2's (vh = gh)
   // and A_M += (cos-1) A_M gh gh^T; rho^2 keeps U0's C = I - N.
   // `unresolved`: the computed rho^2 is below 64 eps ||y_t||^2 (file comment).
-  // `preq`: section 4's quantities of the sample (n = 0 when not evaluated:
-  // whitened samples, noise: diagonal).
+  // `preq`: section 4's quantities of the sample (n = 0 when the step
+  // breaks down before they are complete).
   KOKKOS_INLINE_FUNCTION int coef_step(const member_type& m, int b, int t, int mrows, bool& clamped, bool& unresolved,
                                        PrequentialSample& preq) const {
     const int r = base.r, T = t;
@@ -397,11 +397,9 @@ struct BlockCoefficients {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = zls(j); });
       if (!cholesky_upper(m, F, r)) return breakdown_s_not_spd;
       solve_upper(m, F, w, r);
-      if (evaluate_prequential()) {
-        for (int j = 0; j < r; ++j) preq.quad += zls(j) * w(j);
-        preq.logdet_sd = logdet_from_factor(r, &F(0, 0), long(F.stride(0)));
-        preq.logdet_c = dsc(b, 3);
-      }
+      for (int j = 0; j < r; ++j) preq.quad += zls(j) * w(j);
+      preq.logdet_sd = logdet_from_factor(r, &F(0, 0), long(F.stride(0)));
+      preq.logdet_c = dsc(b, 3);
       rows_times(m, r, r, &Km(0, 0), r, &w(0), &xv(0), false);
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { z(j) = zls(j) - s2_old * xv(j); });
       lower_solve_columns(
@@ -415,24 +413,23 @@ struct BlockCoefficients {
         if (!ensure_factor(m, b)) return breakdown_s_not_spd;
         auto R = Kokkos::subview(Rfac, b, Kokkos::ALL(), Kokkos::ALL());
         solve_upper(m, R, w, r);
-        if (evaluate_prequential()) preq.logdet_sd = logdet_from_factor(r, &R(0, 0), long(R.stride(0)));
+        preq.logdet_sd = logdet_from_factor(r, &R(0, 0), long(R.stride(0)));
       } else {
         for_each_entry(m, r, r, [&](const int a, const int e) { F(a, e) = S(a, e); });
         if (!cholesky_upper(m, F, r)) return breakdown_s_not_spd;
         solve_upper(m, F, w, r);
-        if (evaluate_prequential()) preq.logdet_sd = logdet_from_factor(r, &F(0, 0), long(F.stride(0)));
+        preq.logdet_sd = logdet_from_factor(r, &F(0, 0), long(F.stride(0)));
       }
     }
     double q = 0;
     for (int j = 0; j < r; ++j) q += z(j) * w(j);
-    if (evaluate_prequential()) {
-      preq.n = base.d - mrows;
-      preq.r = r;
-      preq.yy = yy;
-      preq.rho2 = rho2;
-      preq.s2 = s2_old;
-      if (!masked) preq.quad = q;
-    }
+    preq.n = base.d - mrows;
+    preq.r = r;
+    preq.yy = yy;
+    preq.rho2 = rho2;
+    preq.s2 = s2_old;
+    if (logdet_psi.extent(0) > 0) preq.logdet_psi = logdet_psi(b);
+    if (!masked) preq.quad = q;
 
     // Step length, clamp, covariance update in the old frame.
     const double ell = eta_S * kmath::sqrt((q - 1) * (q - 1) + double(r - 1));

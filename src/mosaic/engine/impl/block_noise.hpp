@@ -43,6 +43,9 @@ struct WhitenedBlockWork {
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> mean;    // B x d: D~ m after the launch
   Kokkos::View<Scalar***, Kokkos::LayoutRight, memory_space> coef;   // B x k x (r + k): [alpha_t; beta_t]
   Kokkos::View<double**, Kokkos::LayoutRight, memory_space> s2_old;  // B x k
+  // B: sum of log psi_j over the launch's observed rows (section 4's
+  // likelihood in data units; BlockCoefficients::logdet_psi)
+  Kokkos::View<double*, Kokkos::LayoutRight, memory_space> logdet_psi;
   // B x d, host spaces: sqrt(psi) in the start, 8.3 part 3's h kappa in the end
   Kokkos::View<double**, Kokkos::LayoutRight, memory_space> row_scale;
   int k = 0;
@@ -55,13 +58,16 @@ struct WhitenedBlockWork {
     mean = decltype(mean)("mosaic::whitened_mean", B, d);
     coef = decltype(coef)("mosaic::whitened_residual_coef", B, k, r + k);
     s2_old = decltype(s2_old)("mosaic::whitened_s2_old", B, k);
+    logdet_psi = decltype(logdet_psi)("mosaic::whitened_logdet_psi", B);
     if (is_host_space<ExecSpace>) row_scale = decltype(row_scale)("mosaic::whitened_row_scale", B, d);
   }
 };
 
 // Before a blocked launch of n samples (stream b's first len(b); all when
 // len is empty): Dw(b, j, :) = (X(b, j, :) - mu(b, :)) / sqrt(psi(b, :))
-// for j < len(b), 0 after; U0(b) = U(b); mean(b, :) = 0.
+// for j < len(b), 0 after; U0(b) = U(b); mean(b, :) = 0; logdet_psi(b) =
+// sum of log psi over the rows that are not missing_rows(b, 0..missing(b))
+// (a shared-mask run's; every row when missing is empty).
 template <class Scalar, class ExecSpace>
 struct WhitenedRunStart {
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
@@ -72,10 +78,22 @@ struct WhitenedRunStart {
   typename StreamBatch<Scalar, ExecSpace>::basis_view U;
   WhitenedBlockWork<Scalar, ExecSpace> w;
   int n = 0, d = 0, r = 0;
+  Kokkos::View<const int**, Kokkos::LayoutRight, memory_space> missing_rows;  // B x d
+  Kokkos::View<const int*, Kokkos::LayoutRight, memory_space> missing;        // B
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
     const int b = m.league_rank(), l = len.extent(0) > 0 ? len(b) : n;
     if (l == 0) return;
+    double all = 0, absent = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, d), [&](const int i, double& s) { s += kmath::log(double(psi(b, i))); }, all);
+    m.team_barrier();
+    const int nm = missing.extent(0) > 0 ? missing(b) : 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(m, nm),
+        [&](const int k, double& s) { s += kmath::log(double(psi(b, missing_rows(b, k)))); }, absent);
+    m.team_barrier();
+    Kokkos::single(Kokkos::PerTeam(m), [&]() { w.logdet_psi(b) = all - absent; });
     if constexpr (is_host_space<ExecSpace>) {
       // A thread per sample, its entries a plain loop that vectorizes (the
       // square roots once per stream; unit stride where X has it).

@@ -249,7 +249,7 @@ struct MaskedStepFunctor {
     // 2. The cases that are not 7.3.
     const Scalar s2_old = base.s2(b);
     if (n_missing == 0 || mode == MissingMode::zero_fill) {
-      base.section_two(m, b, step_index, DataY{this, b}, n_missing == 0 && !diagonal);
+      base.section_two(m, b, step_index, DataY{this, b}, n_missing == 0, n_missing == 0 ? logdet_psi(m, b) : 0.0);
       m.team_barrier();
       if (base.status(b) != 0) return;
       if (diagonal) accumulate_residuals(m, b, s2_old, d, false);
@@ -267,6 +267,14 @@ struct MaskedStepFunctor {
       if (base.status(b) != 0) return;
     }
     if (diagonal) rewhiten_when_due(m, b);
+  }
+
+  // Section 4 with diagonal noise: sum of log psi_j over this sample's
+  // observed rows (0 under isotropic noise), every thread of the team.
+  KOKKOS_INLINE_FUNCTION double logdet_psi(const member_type& m, int b) const {
+    if (!diagonal) return 0.0;
+    return double(
+        base.team_sum(m, b, base.d, [&](const int i) { return observed(b, i) ? kmath::log(psi(b, i)) : Scalar(0); }));
   }
 
   // 8.3 part 3 after a step that was not skipped (the whitened residual e
@@ -413,7 +421,7 @@ struct MaskedStepFunctor {
     const Scalar s2_old = base.s2(b);
     // Section 4 on the observed rows (posterior only; y_M = 0 in wy, so
     // ||y_O||^2 is the whole sum): log det C from C's factor L_C.
-    const bool evaluate = mode == MissingMode::posterior && !diagonal;
+    const bool evaluate = mode == MissingMode::posterior;
     PrequentialSample preq;  // n = 0: not evaluated
     if (evaluate) {
       preq.n = n;
@@ -422,6 +430,7 @@ struct MaskedStepFunctor {
       preq.rho2 = double(rho2);
       preq.s2 = double(s2_old);
       preq.logdet_c = logdet_from_factor(r, &C(0, 0), long(C.stride(0)));
+      preq.logdet_psi = logdet_psi(m, b);
     }
 
     // 4. Part 2.

@@ -225,11 +225,12 @@ struct StepFunctor {
   // The same with the mean moved by eta_mu data_y(i): wy(b, i) in section 2,
   // the data-unit x_i - mu_i where wy holds a whitened sample (ALGORITHM.md
   // 8.3: mu lives in data units). `evaluate`: the sample enters section 4's
-  // prequential sums (not for a zero-filled or whitened sample, whose
-  // likelihood this step's quantities do not give).
+  // prequential sums (not for a zero-filled sample, whose likelihood this
+  // step's quantities do not give); `logdet_psi`: a whitened sample's
+  // sum of log psi_j, which puts its likelihood in data units.
   template <class DataY>
   KOKKOS_INLINE_FUNCTION void section_two(const member_type& m, int b, std::int64_t step_index, const DataY& data_y,
-                                          bool evaluate) const {
+                                          bool evaluate, double logdet_psi = 0.0) const {
     auto z = Kokkos::subview(wvec, b, 0, Kokkos::ALL());
     auto w = Kokkos::subview(wvec, b, 1, Kokkos::ALL());
     auto g = Kokkos::subview(wvec, b, 2, Kokkos::ALL());
@@ -250,6 +251,7 @@ struct StepFunctor {
       preq.yy = double(team_sum(m, b, d, [&](const int i) { return wy(b, i) * wy(b, i); }));
       preq.rho2 = double(rho2);
       preq.s2 = double(s2_old);
+      preq.logdet_psi = logdet_psi;
     }
 
     // 4. Precision solve w = S^{-1} z.
