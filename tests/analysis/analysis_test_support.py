@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -135,3 +136,24 @@ class TempDirTest(unittest.TestCase):
         for text in records_hint:
             self.assertIn(text, meta.get("Description", ""), "caption of %s" % path)
         return meta
+
+
+def build_deb(tmp, package, files, copyright_text, version="9.8-7"):
+    """A .deb of `package` (architecture all) built with dpkg-deb in tmp:
+    files maps paths in the package to bytes; the copyright file is added.
+    Returns its path (the tree it was built from is removed)."""
+    root = os.path.join(tmp, "tree_" + package)
+    os.makedirs(os.path.join(root, "DEBIAN"))
+    os.chmod(os.path.join(root, "DEBIAN"), 0o755)
+    with open(os.path.join(root, "DEBIAN", "control"), "w") as f:
+        f.write("Package: %s\nVersion: %s\nArchitecture: all\nMaintainer: Test <t@example.org>\n"
+                "Description: a test package\n" % (package, version))
+    files = dict(files, **{"usr/share/doc/%s/copyright" % package: copyright_text.encode()})
+    for inside, data in files.items():
+        os.makedirs(os.path.dirname(os.path.join(root, inside)), exist_ok=True)
+        with open(os.path.join(root, inside), "wb") as f:
+            f.write(data)
+    deb = os.path.join(tmp, "%s_%s_all.deb" % (package, version))
+    subprocess.run(["dpkg-deb", "--build", root, deb], check=True, stdout=subprocess.DEVNULL)
+    shutil.rmtree(root)
+    return deb

@@ -15,7 +15,6 @@ import math
 import os
 import shutil
 import struct
-import subprocess
 import tempfile
 import types
 import unittest
@@ -328,21 +327,6 @@ class Builders(unittest.TestCase):
         self.tmp = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, self.tmp)
 
-    def build_deb(self, package, files, copyright_text):
-        root = os.path.join(self.tmp, package)
-        os.makedirs(os.path.join(root, "DEBIAN"))
-        os.chmod(os.path.join(root, "DEBIAN"), 0o755)
-        with open(os.path.join(root, "DEBIAN", "control"), "w") as f:
-            f.write("Package: %s\nVersion: 9.8-7\nArchitecture: all\nMaintainer: Test <t@example.org>\n"
-                    "Description: a test package\n" % package)
-        files = dict(files, **{"usr/share/doc/%s/copyright" % package: copyright_text.encode()})
-        for inside, data in files.items():
-            os.makedirs(os.path.dirname(os.path.join(root, inside)), exist_ok=True)
-            with open(os.path.join(root, inside), "wb") as f:
-                f.write(data)
-        deb = os.path.join(self.tmp, package + "_9.8-7_all.deb")
-        subprocess.run(["dpkg-deb", "--build", root, deb], check=True, stdout=subprocess.DEVNULL)
-        return deb
 
     def check_sidecar(self, outdir, dataset, deb, shape):
         import numpy as np
@@ -365,7 +349,7 @@ class Builders(unittest.TestCase):
             ("year", lambda w: w.vector(13, "i", [78, 78])), ("month", lambda w: w.vector(13, "i", [12, 12])),
             ("day", lambda w: w.vector(13, "i", [30, 31])), ("RPT", lambda w: w.vector(14, "d", [1.5, NA_REAL])),
             ("VAL", lambda w: w.vector(14, "d", [2.5, 3.5]))], 2))])
-        deb = self.build_deb("r-cran-gstat", {wind.RDA: gzip.compress(rda)}, DEP5)
+        deb = S.build_deb(self.tmp, "r-cran-gstat", {wind.RDA: gzip.compress(rda)}, DEP5)
         out = os.path.join(self.tmp, "out")
         rc, stdout, err = S.run_main(wind, [out, "--deb", deb])
         self.assertEqual(rc, 0, err)
@@ -391,7 +375,7 @@ class Builders(unittest.TestCase):
         for inside, path in ((dj30.RDB, rdb), (dj30.RDX, rdx)):
             with open(path, "rb") as f:
                 files[inside] = f.read()
-        deb = self.build_deb("r-cran-fbasics", files, FREE_FORM)
+        deb = S.build_deb(self.tmp, "r-cran-fbasics", files, FREE_FORM)
         out = os.path.join(self.tmp, "out")
         rc, stdout, err = S.run_main(dj30, [out, "--deb", deb])
         self.assertEqual(rc, 0, err)
@@ -402,7 +386,7 @@ class Builders(unittest.TestCase):
         self.assertEqual((meta["object"], meta["columns"]), ("DowJones30", ["AA", "AXP"]))
 
     def test_a_package_without_the_file(self):
-        deb = self.build_deb("r-cran-gstat", {}, DEP5)
+        deb = S.build_deb(self.tmp, "r-cran-gstat", {}, DEP5)
         rc, _, err = S.run_main(wind, [os.path.join(self.tmp, "out"), "--deb", deb])
         self.assertEqual(rc, 2)
         self.assertIn("r-cran-gstat_9.8-7_all.deb (r-cran-gstat 9.8-7) has no file %s" % wind.RDA, err)

@@ -29,7 +29,7 @@ from analysis.datasets import music, video
 
 HAVE_TOOLS = all(shutil.which(t) for t in ("ffmpeg", "ffprobe", "dpkg-deb", "dpkg"))
 REASON = "needs ffmpeg and ffprobe (Debian's ffmpeg) and dpkg, dpkg-deb"
-VERSION = "9.8-7"
+VERSION = "9.8-7"  # analysis_test_support.build_deb's default
 COPYRIGHT = """Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 
 Files: *
@@ -61,24 +61,6 @@ def grey(y):
     return min(max(round((y - 16) * 255 / 219), 0), 255) / 255
 
 
-def build_deb(tmp, package, files, copyright_text):
-    """A .deb of package (version VERSION) holding files {path inside: bytes}
-    and its copyright file."""
-    root = os.path.join(tmp, "tree_" + package)
-    os.makedirs(os.path.join(root, "DEBIAN"))
-    os.chmod(os.path.join(root, "DEBIAN"), 0o755)
-    with open(os.path.join(root, "DEBIAN", "control"), "w") as f:
-        f.write("Package: %s\nVersion: %s\nArchitecture: all\nMaintainer: Test <t@example.org>\n"
-                "Description: a test package\n" % (package, VERSION))
-    files = dict(files, **{"usr/share/doc/%s/copyright" % package: copyright_text.encode()})
-    for inside, data in files.items():
-        os.makedirs(os.path.dirname(os.path.join(root, inside)), exist_ok=True)
-        with open(os.path.join(root, inside), "wb") as f:
-            f.write(data)
-    deb = os.path.join(tmp, "%s_%s_all.deb" % (package, VERSION))
-    subprocess.run(["dpkg-deb", "--build", root, deb], check=True, stdout=subprocess.DEVNULL)
-    shutil.rmtree(root)
-    return deb
 
 
 def read(path):
@@ -193,7 +175,7 @@ class Video(unittest.TestCase):
         ffmpeg("-f", "lavfi", "-i", "nullsrc=s=192x144:r=10:d=0.5,format=yuv420p,geq=lum='200-30*N':cb=128:cr=128",
                "-c:v", "mpeg4", "-q:v", "1", mp4)
         cls.files = {video.VIDEOS[0][1]: read(avi), video.VIDEOS[1][1]: gzip.compress(read(mp4))}
-        cls.deb = build_deb(cls.tmp, "opencv-doc", cls.files, COPYRIGHT)
+        cls.deb = S.build_deb(cls.tmp, "opencv-doc", cls.files, COPYRIGHT)
 
     @classmethod
     def tearDownClass(cls):
@@ -256,11 +238,11 @@ class Video(unittest.TestCase):
         self.assertIn("expected a positive integer, got '0'", err)
 
     def test_a_package_without_the_file_or_with_no_video(self):
-        deb = build_deb(self.out, "opencv-doc", {video.VIDEOS[0][1]: self.files[video.VIDEOS[0][1]]}, COPYRIGHT)
+        deb = S.build_deb(self.out, "opencv-doc", {video.VIDEOS[0][1]: self.files[video.VIDEOS[0][1]]}, COPYRIGHT)
         rc, _, err = S.run_main(video, [self.out, "--deb", deb])
         self.assertEqual(rc, 2)
         self.assertIn("opencv-doc_9.8-7_all.deb (opencv-doc 9.8-7) has no file %s" % video.VIDEOS[1][1], err)
-        deb = build_deb(self.out, "opencv-doc", dict(self.files, **{video.VIDEOS[0][1]: b"not a video"}), COPYRIGHT)
+        deb = S.build_deb(self.out, "opencv-doc", dict(self.files, **{video.VIDEOS[0][1]: b"not a video"}), COPYRIGHT)
         rc, _, err = S.run_main(video, [self.out, "--deb", deb])
         self.assertEqual(rc, 2)
         self.assertIn("%s in opencv-doc_9.8-7_all.deb: ffmpeg failed (exit status" % video.VIDEOS[0][1], err)
@@ -287,7 +269,7 @@ class Music(unittest.TestCase):
             ffmpeg("-f", "lavfi", "-i", graph, "-c:a", "libvorbis", ogg)
             cls.files["%s/%s.ogg" % (music.MUSIC_DIR, name)] = read(ogg)
         cls.files[music.MUSIC_DIR + "/README"] = b"not a track"
-        cls.deb = build_deb(cls.tmp, "wesnoth-1.16-music", cls.files, FREE_FORM)
+        cls.deb = S.build_deb(cls.tmp, "wesnoth-1.16-music", cls.files, FREE_FORM)
 
     @classmethod
     def tearDownClass(cls):
@@ -397,12 +379,12 @@ class Music(unittest.TestCase):
                 rc, _, err = S.run_main(music, [self.out, "--deb", self.deb])
             self.assertEqual(rc, 2)
             self.assertIn("%s not found on PATH: install Debian's ffmpeg package" % missing, err)
-        deb = build_deb(self.out, "wesnoth-1.16-music", {music.MUSIC_DIR + "/README": b"no tracks"}, FREE_FORM)
+        deb = S.build_deb(self.out, "wesnoth-1.16-music", {music.MUSIC_DIR + "/README": b"no tracks"}, FREE_FORM)
         rc, _, err = S.run_main(music, [self.out, "--deb", deb])
         self.assertEqual(rc, 2)
         self.assertIn("wesnoth-1.16-music_9.8-7_all.deb (wesnoth-1.16-music 9.8-7) has no .ogg files in %s" %
                       music.MUSIC_DIR, err)
-        deb = build_deb(self.out, "wesnoth-1.16-music", {music.MUSIC_DIR + "/a.ogg": b"not audio"}, FREE_FORM)
+        deb = S.build_deb(self.out, "wesnoth-1.16-music", {music.MUSIC_DIR + "/a.ogg": b"not audio"}, FREE_FORM)
         rc, _, err = S.run_main(music, [self.out, "--deb", deb])
         self.assertEqual(rc, 2)
         self.assertIn("%s/a.ogg in wesnoth-1.16-music_9.8-7_all.deb: ffprobe failed (exit status" % music.MUSIC_DIR,

@@ -12,7 +12,6 @@ import math
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import unittest
 
@@ -55,23 +54,6 @@ License: Expat
 """
 
 
-def build_deb(tmp, package, files, copyright_text, version="9.8-7"):
-    """A .deb of `package` built with dpkg-deb in tmp: files maps paths in
-    the package to bytes; the copyright file is added."""
-    root = os.path.join(tmp, package)
-    os.makedirs(os.path.join(root, "DEBIAN"))
-    os.chmod(os.path.join(root, "DEBIAN"), 0o755)
-    with open(os.path.join(root, "DEBIAN", "control"), "w") as f:
-        f.write("Package: %s\nVersion: %s\nArchitecture: all\nMaintainer: Test <t@example.org>\n"
-                "Description: a test package\n" % (package, version))
-    files = dict(files, **{"usr/share/doc/%s/copyright" % package: copyright_text.encode()})
-    for inside, data in files.items():
-        os.makedirs(os.path.dirname(os.path.join(root, inside)), exist_ok=True)
-        with open(os.path.join(root, inside), "wb") as f:
-            f.write(data)
-    deb = os.path.join(tmp, "%s_%s_all.deb" % (package, version))
-    subprocess.run(["dpkg-deb", "--build", root, deb], check=True, stdout=subprocess.DEVNULL)
-    return deb
 
 
 # -- PM10 ---------------------------------------------------------------------
@@ -133,7 +115,7 @@ class Builders(unittest.TestCase):
         return meta, x
 
     def pm10_deb(self, rda):
-        return build_deb(self.tmp, "r-cran-spacetime", {pm10.RDA: gzip.compress(rda)}, SPACETIME_COPYRIGHT)
+        return S.build_deb(self.tmp, "r-cran-spacetime", {pm10.RDA: gzip.compress(rda)}, SPACETIME_COPYRIGHT)
 
     def test_pm10(self):
         import numpy as np
@@ -179,7 +161,7 @@ class Builders(unittest.TestCase):
             with self.subTest(what):
                 sub = os.path.join(self.tmp, what.replace(" ", "_"))
                 os.makedirs(sub)
-                deb = build_deb(sub, "r-cran-spacetime", {pm10.RDA: gzip.compress(rda)} if rda else {},
+                deb = S.build_deb(sub, "r-cran-spacetime", {pm10.RDA: gzip.compress(rda)} if rda else {},
                                 SPACETIME_COPYRIGHT)
                 out = os.path.join(sub, "out")
                 rc, _, err = S.run_main(pm10, [out, "--deb", deb])
@@ -193,7 +175,7 @@ class Builders(unittest.TestCase):
         files = {eop.C04: c04_text.encode()}
         if leap_text is not False:
             files[eop.LEAP] = (leap_text or LEAP_SECONDS).encode()
-        return build_deb(self.tmp, "python3-astropy", files, ASTROPY_COPYRIGHT)
+        return S.build_deb(self.tmp, "python3-astropy", files, ASTROPY_COPYRIGHT)
 
     def test_eop(self):
         import numpy as np
@@ -277,7 +259,7 @@ class Builders(unittest.TestCase):
                 files = {eop.C04: c04.encode()}
                 if leap is not False:
                     files[eop.LEAP] = (leap or LEAP_SECONDS).encode()
-                deb = build_deb(sub, "python3-astropy", files, ASTROPY_COPYRIGHT)
+                deb = S.build_deb(sub, "python3-astropy", files, ASTROPY_COPYRIGHT)
                 out = os.path.join(sub, "out")
                 rc, _, err = S.run_main(eop, [out, "--deb", deb])
                 self.assertEqual(rc, 2, err)
