@@ -96,7 +96,6 @@ evaluated since start) of --every or --steps and at the end.
 
 import argparse
 import contextlib
-import importlib
 import json
 import math
 import os
@@ -459,12 +458,23 @@ def run_window(X, p):
     return s, time.perf_counter() - t0, init_s, {"refits": refits, "refits_without_variance_kept": kept}
 
 
-def run_incremental(X, p):
+def incremental_pca_class():
+    """scikit-learn's IncrementalPCA, or the error that says how to get it."""
     try:
         from sklearn.decomposition import IncrementalPCA
     except ImportError:
         raise C.AnalysisError("incremental: scikit-learn is not installed for this interpreter (%s): install "
                               "Debian's python3-sklearn, or leave it out of --methods" % sys.executable) from None
+    return IncrementalPCA
+
+
+def default_refit_every(window):
+    """The window's refit period and the incremental batch: a quarter window."""
+    return max(1, window // 4)
+
+
+def run_incremental(X, p):
+    IncrementalPCA = incremental_pca_class()
     s = Scores(p["end"] - p["start"])
     d = X.shape[1]
     t0 = time.perf_counter()
@@ -505,7 +515,7 @@ def make_params(rank, start, end, window=None, refit_every=None, floor=DEFAULT_F
                 missing_cond_max=DEFAULT_COND_MAX, incremental_noise="sklearn"):
     """The parameters the runners take (refit_every defaults to window // 4)."""
     if refit_every is None and window is not None:
-        refit_every = max(1, window // 4)
+        refit_every = default_refit_every(window)
     return {"rank": rank, "start": start, "end": end, "window": window, "refit_every": refit_every, "floor": floor,
             "missing_cond_max": missing_cond_max, "incremental_noise": incremental_noise}
 
@@ -637,7 +647,7 @@ def check_parameters(p, rows, d, methods):
         if p["refit_every"] is None:
             if p["window"] is None:
                 bad("--refit-every is required (or --window, whose quarter is the default)")
-            p["refit_every"] = max(1, p["window"] // 4)
+            p["refit_every"] = default_refit_every(p["window"])
     if "window" in methods and not p["window"] > r:
         bad("--window %d must exceed the rank %d (a window of W rows has at most W - 1 directions)" %
             (p["window"], r))
@@ -746,11 +756,7 @@ def main(argv=None):
         raise C.AnalysisError("--methods: unknown %s (choose from %s)" % (", ".join(unknown) or "(none)",
                                                                            ",".join(METHODS)))
     if "incremental" in methods:
-        try:
-            importlib.import_module("sklearn.decomposition")
-        except ImportError:
-            raise C.AnalysisError("incremental: scikit-learn is not installed for this interpreter (%s): install "
-                                  "Debian's python3-sklearn, or leave it out of --methods" % sys.executable) from None
+        incremental_pca_class()
     X = load_stream(args.npy)
     rows, d = X.shape
     like = like_settings(args.like) if args.like else {}
