@@ -149,7 +149,10 @@ void print_summary(const nlohmann::json& run) {
   std::printf("  time %-12s max %10.4f s  min %10.4f s  (the phases account for %.1f%% of it)\n", "total", total_max,
               timers["total"]["min_s"].get<double>(),
               100.0 * run["timer_coverage"]["accounted_fraction"].get<double>());
-  std::printf("  end-to-end          %.4g samples/s (timed steps x streams / timed loop wall time)\n",
+  if (run["steps"].value("ended_streams", 0) > 0)
+    std::printf("  streams ended       %lld before the run's last step (files of unequal length): %lld timed samples\n",
+                run["steps"]["ended_streams"].get<long long>(), run["steps"]["timed_samples"].get<long long>());
+  std::printf("  end-to-end          %.4g samples/s (timed samples / timed loop wall time)\n",
               thr["end_to_end_samples_per_second"].get<double>());
   std::printf("  orthonormality err  %.3e   min eig(S) %.3e   clamped steps %lld   unresolved residuals %lld\n",
               fin["orthonormality_error_max"].get<double>(), fin["s_min_eig_min"].get<double>(),
@@ -185,7 +188,7 @@ void print_summary(const nlohmann::json& run) {
   std::printf("  verification        %s\n", ver["verdict"].get<std::string>().c_str());
   for (const auto& w : run["warnings"]) std::printf("  warning: %s\n", w.get<std::string>().c_str());
   std::printf("  FIGURE OF MERIT     %.6g %s\n", fom["value"].get<double>(),
-              "update samples/s (steps x streams / max update time)");
+              "update samples/s (timed samples / max update time)");
   std::fflush(stdout);
 }
 

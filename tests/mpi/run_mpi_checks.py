@@ -286,7 +286,18 @@ def load_states(state_dir):
         fail(str(e))
 
 
+def ended_status(rows):
+    """status.npy of a run.steps: all run over files of these row counts:
+    stream_ended (6) for every file shorter than the longest, else 0."""
+    return [6 if n < max(rows) else 0 for n in rows]
+
+
 def check_npy_stream(args):
+    """run.steps: all over five files of unequal length: every stream runs to
+    the end of its own file (the shorter ones end with status stream_ended),
+    only existing samples count as work, the states are bitwise the same at
+    1 and 2 ranks and, with the sequential kernel, bitwise those of each
+    stream run alone on its file."""
     import numpy as np
     paths = write_npy_streams(args)
     states = {}
@@ -295,9 +306,20 @@ def check_npy_stream(args):
         doc, proc = run_ok(args, n, npy_args(paths, state_dir), f"npy_{n}.json")
         run = doc["runs"][0]
         n0, warmup = run["steps"]["init_samples"], run["steps"]["warmup"]
-        timed = min(NPY_ROWS) - n0 - warmup
-        if run["steps"]["timed"] != timed:
-            fail(f"steps: all ran {run['steps']['timed']} steps, expected min rows - init - warmup = {timed}")
+        timed = max(NPY_ROWS) - n0 - warmup
+        if run["steps"]["timed"] != timed or run["steps"]["timed_planned"] != timed:
+            fail(f"steps: all ran {run['steps']['timed']} steps, expected the longest file's rows - init - warmup "
+                 f"= {timed}")
+        samples = sum(rows - n0 - warmup for rows in NPY_ROWS)
+        ended = sum(rows < max(NPY_ROWS) for rows in NPY_ROWS)
+        if run["steps"]["timed_samples"] != samples or run["steps"]["ended_streams"] != ended:
+            fail(f"steps {run['steps']}: expected timed_samples {samples} (each file's own rows), "
+                 f"ended_streams {ended}")
+        if run["diagnostics"]["final"]["ended_streams"] != ended or run["counts"]["breakdown_streams"] != 0:
+            fail(f"an ended stream counted as a breakdown: {run['counts']}")
+        fom, update_max = run["figure_of_merit"]["value"], run["timers"]["update"]["max_s"]
+        if not abs(fom * update_max - samples) <= 1e-9 * samples:
+            fail(f"figure of merit {fom} x update max {update_max} s is not the {samples} timed samples")
         if run["decomposition"]["total_streams"] != len(paths):
             fail(f"{run['decomposition']['total_streams']} streams for {len(paths)} files")
         if run["resolved_deck"]["run"]["steps"] != "all" or run["resolved_deck"]["source"]["paths"] != paths:
@@ -307,8 +329,7 @@ def check_npy_stream(args):
         if not run["verification"]["passed"]:
             fail("verification failed: " + json.dumps(run["verification"]["checks"]))
         io = run["io"]
-        used = n0 + warmup + timed
-        expect_bytes = sum(used * 48 * (4 if k == 1 else 8) for k in range(len(paths)))
+        expect_bytes = sum(rows * 48 * (4 if k == 1 else 8) for k, rows in enumerate(NPY_ROWS))
         if io["bytes_read"] != expect_bytes:
             fail(f"io.bytes_read {io['bytes_read']}, expected {expect_bytes}")
         if io["chunk_rows"] != 64 or io["files"] != len(paths) or io["nonfinite_rows"]:
@@ -326,10 +347,10 @@ def check_npy_stream(args):
                 fail(f"{name}.npy has shape {st[name].shape}, expected {shape}")
         if st["stream_ids"].dtype != np.uint64 or list(st["stream_ids"]) != list(range(S)):
             fail(f"stream_ids.npy {st['stream_ids']!r}")
-        if st["steps"].dtype != np.int64 or list(st["steps"]) != [warmup + timed] * S:
-            fail(f"steps.npy {st['steps']!r}, expected {warmup + timed} each")
-        if st["U"].dtype != np.float64 or list(st["status"]) != [0] * S:
-            fail("U.npy dtype or status.npy")
+        if st["steps"].dtype != np.int64 or list(st["steps"]) != [rows - n0 for rows in NPY_ROWS]:
+            fail(f"steps.npy {st['steps']!r}, expected each file's rows - init {[rows - n0 for rows in NPY_ROWS]}")
+        if st["U"].dtype != np.float64 or list(st["status"]) != ended_status(NPY_ROWS):
+            fail(f"U.npy dtype or status.npy {list(st['status'])}, expected {ended_status(NPY_ROWS)}")
         orth = max(np.abs(u.T @ u - np.eye(r)).max() for u in st["U"])
         if orth > 1e-8:
             fail(f"U.npy is not orthonormal per stream: {orth}")
@@ -341,6 +362,19 @@ def check_npy_stream(args):
         if not np.array_equal(states[1][name], states[2][name]):
             fail(f"{name}.npy differs between 1 and 2 ranks")
     print("npy: state files identical at 1 and 2 ranks; steps", list(states[1]["steps"]))
+    sequential = ["--set", "algorithm.block_size=1"]
+    together = os.path.join(args.workdir, "states_sequential")
+    run_ok(args, 2, npy_args(paths, together) + sequential, "npy_sequential.json")
+    both = load_states(together)
+    for k, path in enumerate(paths):
+        alone = os.path.join(args.workdir, f"states_alone_{k}")
+        run_ok(args, 1, npy_args([path], alone) + sequential, f"npy_alone_{k}.json")
+        one = load_states(alone)
+        for name in ("mu", "U", "S", "s2", "steps"):
+            if not np.array_equal(both[name][k], one[name][0]):
+                fail(f"stream {k} ({NPY_ROWS[k]} rows): {name} of the five-stream run differs from the stream's "
+                     f"run alone on its file")
+    print("npy: with the sequential kernel every stream's final state is bitwise its run alone on its file")
 
 
 def basis_free_gap(a, b):
@@ -391,9 +425,9 @@ def check_npy_blocked(args):
 
 def check_prequential(args):
     """Section 4's prequential sums and interval means against the NumPy
-    twin of tests/mpi/numpy_mosaic.py on three .npy streams (one with a jump
-    in scale, which makes surprises), on 2 ranks: double sequential and
-    blocked to 1e-9 with the surprises exactly, float to 2e-3."""
+    twin of tests/mpi/numpy_mosaic.py on three .npy streams of unequal length
+    (one with a jump in scale, which makes surprises), on 2 ranks: double
+    sequential and blocked to 1e-9 with the surprises exactly, float to 2e-3."""
     import numpy as np
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import numpy_mosaic
@@ -411,8 +445,8 @@ def check_prequential(args):
         paths.append(path)
         data.append(x)
     n0 = 2 * r
-    used = min(rows)
-    per_stream = [numpy_mosaic.run_stream(x[:used], r, n0) for x in data]
+    used = max(rows)  # run.steps: all; the shorter streams end early, their sums stop there
+    per_stream = [numpy_mosaic.run_stream(x, r, n0) for x in data]
     for dtype, k in (("double", 0), ("double", 16), ("float", 0), ("float", 16)):
         what = f"{dtype}, block_size {k}"
         state_dir = os.path.join(args.workdir, f"preq_states_{dtype}_{k}")
@@ -549,8 +583,10 @@ def check_npy_bad_file(args):
     if run["counts"]["breakdowns"] != [{"stream_id": 2, "step": 200 - n0, "code": 1}]:
         fail(f"breakdowns {run['counts']['breakdowns']}")
     st = load_states(state_dir)
-    if list(st["status"]) != [0, 0, 1, 0, 0] or st["steps"][2] != 200 - n0:
-        fail(f"status.npy {st['status']}, steps.npy {st['steps']}")
+    expect = ended_status(NPY_ROWS)
+    expect[2] = 1  # the longest file, frozen at its NaN row
+    if list(st["status"]) != expect or st["steps"][2] != 200 - n0:
+        fail(f"status.npy {st['status']} (expected {expect}), steps.npy {st['steps']}")
 
 
 def stream_slice(states, s):
@@ -582,14 +618,14 @@ def check_npy_blocked_nonfinite(args):
         x[row, 7] = np.nan
         files[s] = os.path.join(args.workdir, f"nonfinite_{s}.npy")
         np.save(files[s], x)
-    rows = min(NPY_ROWS[:4])  # run.steps: all ends at the shortest file
-    timed = rows - first
-    # The rows a stream uses: init + warm-up + timed rows, for a frozen stream
-    # those up to its NaN row (the source stages NaN after it, unread).
+    rows = NPY_ROWS[:4]  # run.steps: all runs each stream to the end of its file
+    timed = max(rows) - first
+    # The rows a stream uses: all of its file, for a frozen stream those up
+    # to its NaN row (the source stages NaN after it, unread).
     itemsize = [np.load(p, mmap_mode="r").dtype.itemsize for p in files]
-    rows_used = [bad[s][0] + 1 if s in bad else rows for s in range(4)]
+    rows_used = [bad[s][0] + 1 if s in bad else rows[s] for s in range(4)]
     used = sum(n * d * b for n, b in zip(rows_used, itemsize))
-    planned = sum(rows * d * b for b in itemsize)
+    planned = sum(n * d * b for n, b in zip(rows, itemsize))
     slack = sum(chunk * d * b for b in itemsize)
     schedule = ["--set", f"algorithm.init_samples={n0}", "--set", f"run.warmup_steps={warmup}",
                 "--set", "run.diagnostics_every=0"]
@@ -615,16 +651,17 @@ def check_npy_blocked_nonfinite(args):
         if sorted(got_rows) != expect_rows:
             fail(f"block_size {kb}: io.nonfinite_rows {run['io']['nonfinite_rows']}, expected {expect_rows}")
         st = load_states(state_dir)
-        expect_steps = [bad[s][0] - n0 if s in bad else rows - n0 for s in range(4)]
-        if list(st["status"]) != [1, 1, 1, 0] or list(st["steps"]) != expect_steps:
+        expect_steps = [bad[s][0] - n0 if s in bad else rows[s] - n0 for s in range(4)]
+        expect_status = [1 if s in bad else ended_status(rows)[s] for s in range(4)]
+        if list(st["status"]) != expect_status or list(st["steps"]) != expect_steps:
             fail(f"block_size {kb}: status.npy {list(st['status'])}, steps.npy {list(st['steps'])}, "
-                 f"expected [1, 1, 1, 0], {expect_steps}")
+                 f"expected {expect_status}, {expect_steps}")
         if not all(np.isfinite(st[n]).all() for n in ("mu", "U", "S", "s2")):
             fail(f"block_size {kb}: non-finite values in the final states (a frozen stream must keep its last state)")
         got = run["io"]["bytes_read"]
         print(f"block_size {kb}: io.bytes_read {got}, bytes of the rows used {used} (rows {rows_used}): ratio "
-              f"{got / used:.4f}, at most {(used + slack) / used:.4f} allowed; bytes of all {rows} rows of every "
-              f"stream {planned}: ratio {got / planned:.4f}")
+              f"{got / used:.4f}, at most {(used + slack) / used:.4f} allowed; bytes of all rows {rows} of the "
+              f"streams {planned}: ratio {got / planned:.4f}")
         if not used <= got <= used + slack:
             fail(f"block_size {kb}: io.bytes_read {got} not in [{used}, {used + slack}] "
                  f"(rows used {rows_used}, chunk_rows {chunk})")
@@ -919,9 +956,11 @@ def check_checkpoint_crash_safety(args):
 
 
 def check_checkpoint_npy(args):
-    """npy source with a non-finite row: resumed from checkpoints before and
-    after the bad row (2 ranks -> 1 rank), the final states, breakdowns,
-    non-finite rows and diagnostics series equal the uninterrupted run's."""
+    """npy source with a non-finite row, files of unequal length: resumed
+    from checkpoints before and after the bad row and after three streams
+    ended (2 ranks -> 1 rank), the final states, breakdowns, ended streams,
+    timed samples, non-finite rows and diagnostics series equal the
+    uninterrupted run's."""
     import numpy as np
     paths = write_npy_streams(args)
     x = np.load(paths[2])
@@ -941,7 +980,9 @@ def check_checkpoint_npy(args):
     saved = os.path.join(w, "npy_ckpt_saved")
     shutil.rmtree(saved, ignore_errors=True)
     shutil.copytree(ckpt_dir, saved)
-    for ck in ("ckpt_000000000126", "ckpt_000000000226"):  # before and after the bad row 200
+    # Before and after the bad row 200; after the ends of streams 1, 3 and 4
+    # (rows 300, 310, 320; the checkpoint's number is the next row).
+    for ck in ("ckpt_000000000126", "ckpt_000000000226", "ckpt_000000000326"):
         shutil.rmtree(ckpt_dir)
         shutil.copytree(saved, ckpt_dir)
         states = os.path.join(w, "npy_resumed")
@@ -952,14 +993,17 @@ def check_checkpoint_npy(args):
             fail(f"{ck}: the resumed npy run exited with {proc.returncode}")
         run = load_valid(args, out)["runs"][0]
         same_states(full, states, f"npy resumed from {ck}")
-        for key in ("counts",):
+        for key in ("counts", "steps"):
             if run[key] != ref[key]:
                 fail(f"{ck}: {key} {run[key]} != {ref[key]}")
         if run["io"]["nonfinite_rows"] != ref["io"]["nonfinite_rows"]:
             fail(f"{ck}: io.nonfinite_rows {run['io']['nonfinite_rows']}")
         if run["diagnostics"]["series"] != ref["diagnostics"]["series"]:
             fail(f"{ck}: diagnostics series differ")
-    print("npy: resumed before and after the non-finite row (2 -> 1 rank), identical to the uninterrupted run")
+    if ref["steps"]["ended_streams"] != 4:
+        fail(f"the uninterrupted run's steps {ref['steps']}: expected 4 streams ended before the longest")
+    print("npy: resumed before and after the non-finite row and after three stream ends (2 -> 1 rank), identical "
+          "to the uninterrupted run")
 
 
 def check_checkpoint_refused(args):

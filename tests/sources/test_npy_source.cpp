@@ -193,6 +193,46 @@ TEST(NpySource, RowsAcrossChunkBoundaries) {
   }
 }
 
+// Files of unequal length (run.steps: all): the run reads to the end of the
+// longest, and a shorter file's stream gets its own rows to its end, zeros
+// after it (mid-chunk and in whole chunks past it); without
+// unequal_lengths the shorter file is an error naming it.
+TEST(NpySource, FilesOfUnequalLengthStageZerosPastTheirEnd) {
+  TempDir dir;
+  const int d = 3;
+  const std::vector<std::int64_t> rows = {14, 23};
+  auto value = [](std::uint64_t s, std::int64_t t, int i) { return 1 + double(s) * 1000 + double(t) + i / 8.0; };
+  std::vector<std::string> paths;
+  for (std::uint64_t s = 0; s < 2; ++s) {
+    std::vector<double> data(std::size_t(rows[s]) * d);
+    for (std::int64_t t = 0; t < rows[s]; ++t)
+      for (int i = 0; i < d; ++i) data[std::size_t(t) * d + i] = value(s, t, i);
+    paths.push_back(dir / ("u" + std::to_string(s) + ".npy"));
+    write_npy<double>(paths.back(), {rows[s], d}, data.data());
+  }
+  NpyStreamSource<double, Exec> src(paths, {0, 1}, d, 5, -1, false, true);
+  EXPECT_EQ(src.end_row(), 23);
+  Kokkos::View<double***, Kokkos::LayoutRight, Mem> X0("X0", 2, 3, d);
+  src.read_init(3, X0);
+  for (std::int64_t t = 3; t < 23;) {
+    const auto block = src.next_block(t, 4);
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), block);
+    for (int j = 0; j < int(h.extent(1)); ++j, ++t)
+      for (int s = 0; s < 2; ++s)
+        for (int i = 0; i < d; ++i)
+          ASSERT_EQ(h(s, j, i), t < rows[s] ? value(std::uint64_t(s), t, i) : 0.0) << "stream " << s << " t=" << t;
+  }
+  EXPECT_TRUE(src.io_stats().data_errors.empty());
+  // Each file is read to its end, not beyond.
+  EXPECT_EQ(src.io_stats().bytes_read, std::uint64_t(14 + 23) * d * sizeof(double));
+  try {
+    NpyStreamSource<double, Exec> strict(paths, {0, 1}, d, 5, 23);
+    FAIL() << "no error";
+  } catch (const NpyError& e) {
+    EXPECT_NE(std::string(e.what()).find("u0.npy"), std::string::npos) << e.what();
+  }
+}
+
 // ---------------------------------------------------------------- non-finite data
 
 TEST(NpySource, NonFiniteRowFreezesOnlyItsStreamAndReportsTheRow) {

@@ -6,10 +6,10 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "mosaic/app/decomposition.hpp"
 #include "mosaic/config/run_config.hpp"
@@ -23,9 +23,10 @@ namespace mosaic {
 // (preflight_npy_file: a readable little-endian float32/float64 2-D .npy
 // with problem.d features, enough rows, finite init rows). Then the ranks
 // agree: the message of the lowest rank that found a problem is returned on
-// every rank ("" when all is well). With run.steps: all, sets cfg.run.steps
-// to the rows of the shortest file (over all ranks) minus init_samples and
-// warmup_steps. Does nothing for other sources.
+// every rank ("" when all is well). With run.steps: all, sets
+// cfg.run.stream_steps to every stream's rows minus init_samples and
+// warmup_steps (known on every rank) and cfg.run.steps to the largest of
+// them. Does nothing for other sources.
 inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
   if (cfg.source.type != "npy") return "";
   int rank = 0, nranks = 1;
@@ -42,7 +43,7 @@ inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
       (all ? std::string("at least one step (run.steps: all)") : "run.steps (" + std::to_string(cfg.run.steps) + ")");
   const bool nan_ok = cfg.algorithm.missing != MissingMode::error;  // a NaN is a missing entry (section 7)
   std::string error;
-  long long min_rows = LLONG_MAX;
+  std::vector<long long> rows_of(std::size_t(decomp.total_streams), 0);  // by stream id; other ranks' 0 here
   for (auto id : decomp.local_ids) {
     if (id >= cfg.source.paths.size()) {
       error = "stream " + std::to_string(id) + " has no file: source.paths lists " +
@@ -54,7 +55,7 @@ inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
       const std::int64_t rows = cfg.problem.dtype == Dtype::float32
                                     ? preflight_npy_file<float>(path, cfg.problem.d, need, what, n0, nan_ok)
                                     : preflight_npy_file<double>(path, cfg.problem.d, need, what, n0, nan_ok);
-      min_rows = std::min<long long>(min_rows, rows);
+      rows_of[std::size_t(id)] = rows;
     } catch (const NpyValueError& e) {
       error = e.what();
       if (!nan_ok && error.find("NaN") != std::string::npos)
@@ -67,8 +68,11 @@ inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
   }
   const std::string agreed = detail::agree_on_error(error, comm);
   if (!agreed.empty()) return agreed;
-  min_rows = detail::allreduce(min_rows, MPI_MIN, comm);
-  if (all) cfg.run.steps = std::int64_t(min_rows) - n0 - w;
+  if (!all) return "";
+  MPI_Allreduce(MPI_IN_PLACE, rows_of.data(), int(rows_of.size()), MPI_LONG_LONG, MPI_MAX, comm);
+  cfg.run.stream_steps.clear();
+  for (const long long rows : rows_of) cfg.run.stream_steps.push_back(std::int64_t(rows) - n0 - w);
+  cfg.run.steps = *std::max_element(cfg.run.stream_steps.begin(), cfg.run.stream_steps.end());
   return "";
 }
 

@@ -15,8 +15,9 @@
 // k = 1). A block is at most k samples and ends wherever
 // the run needs a boundary: the end of the warm-up, a diagnostics step, an
 // every_steps checkpoint, a multiple of an explicit reorthonormalize_every,
-// the end of the run, or the end of the source's staged data (a chunk of an
-// npy file). Where a block ends is a function of the position and the deck
+// the end of the run, the end of any stream's data (streams of unequal
+// length, stream_ends.hpp), or the end of the source's staged data (a chunk
+// of an npy file). Where a block ends is a function of the position and the deck
 // alone, so a run resumed from a checkpoint cuts the same blocks as the run
 // that was never stopped (and gives bitwise its results). Signals and
 // every_seconds checkpoints are acted on at block ends, on more than one
@@ -118,6 +119,10 @@ nlohmann::json run_point(const RunConfig& config, MPI_Comm comm, RunControl* con
       timers.time("setup", [&] { error = preflight_npy_streams(cfg, comm); });
       if (!error.empty()) throw NpyError(error);
     }
+    // The reference check's stream ends where its data do.
+    if (!cfg.run.stream_steps.empty() && cfg.run.reference_check_stream < cfg.run.stream_steps.size())
+      cfg.run.reference_check_steps =
+          std::min(cfg.run.reference_check_steps, cfg.run.stream_steps[cfg.run.reference_check_stream]);
     if (rank == 0) print_start_banner(cfg, decomp, nranks);
     const std::int64_t n0 =
         cfg.algorithm.init == InitMode::data ? cfg.algorithm.resolved_init_samples(cfg.problem.rank) : 0;
@@ -126,7 +131,8 @@ nlohmann::json run_point(const RunConfig& config, MPI_Comm comm, RunControl* con
     std::optional<NpyStreamSource<Scalar, Exec>> source;
     timers.time("setup", [&] {
       source.emplace(paths, decomp.local_ids, cfg.problem.d, cfg.source.chunk_rows,
-                     n0 + cfg.run.warmup_steps + cfg.run.steps, cfg.algorithm.missing != MissingMode::error);
+                     n0 + cfg.run.warmup_steps + cfg.run.steps, cfg.algorithm.missing != MissingMode::error,
+                     !cfg.run.stream_steps.empty());
     });
     return detail::run_with_source<Scalar>(cfg, comm, decomp, *source, timers, control);
   }

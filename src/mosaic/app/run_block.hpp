@@ -28,12 +28,16 @@ typename RunContext<Scalar>::block_view next_block(RunContext<Scalar>& run, std:
 }
 
 // One block of at most `limit` timed samples: generated (or staged), then
-// every stream advanced over it. Returns the block.
+// every stream advanced over it; a stream whose data end with it stops.
+// Returns the block.
 template <class Scalar>
 typename RunContext<Scalar>::block_view generate_and_update(RunContext<Scalar>& run, std::int64_t limit) {
   typename RunContext<Scalar>::block_view Xn;
   run.timers.time("generate", [&] { Xn = next_block(run, limit); });
-  run.timers.time("update", [&] { run.engine->advance(*run.batch, Xn); });
+  run.timers.time("update", [&] {
+    run.engine->advance(*run.batch, Xn);
+    run.ends.mark(*run.batch, run.k + std::int64_t(Xn.extent(1)));
+  });
   run.k += std::int64_t(Xn.extent(1));
   run.t += std::int64_t(Xn.extent(1));
   return Xn;
@@ -72,6 +76,13 @@ std::pair<nlohmann::json, BatchDiagnostics> diagnose(RunContext<Scalar>& run, st
   return std::make_pair(entry, diag);
 }
 
+// This rank's timed samples since this process started (each stream's
+// steps up to its end).
+template <class Scalar>
+double timed_samples_since_start(const RunContext<Scalar>& run) {
+  return run.ends.local_samples(run.k, std::size_t(run.B)) - run.ends.local_samples(run.k0, std::size_t(run.B));
+}
+
 // A checkpoint of the current position (collective): the statistics of
 // this process so far join those of the segments before it.
 template <class Scalar>
@@ -83,8 +94,9 @@ void write_checkpoint(RunContext<Scalar>& run) {
         run.loop_start ? std::chrono::duration<double>(std::chrono::steady_clock::now() - *run.loop_start).count()
                        : 0.0;
     nlohmann::json segs = run.segments;
-    segs.push_back(segment_stats(run.timers, run.comm, run.k - run.k0, run.warm - run.warm0, loop_now, run.B,
-                                 reduce_timers(run.timers, run.comm, run.nranks), io_now));
+    segs.push_back(segment_stats(run.timers, run.comm, run.k - run.k0, run.warm - run.warm0, loop_now,
+                                 timed_samples_since_start(run), reduce_timers(run.timers, run.comm, run.nranks),
+                                 io_now));
     ckpt::WriteRequest req;
     req.root = run.cfg.output.checkpoint.dir;
     req.keep = run.cfg.output.checkpoint.keep;

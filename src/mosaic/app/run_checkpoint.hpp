@@ -135,14 +135,15 @@ namespace detail {
 // The statistics of this segment so far, reduced over the ranks
 // (collective): timers (max/min/mean over ranks per phase), the timed and
 // warm-up steps it did, the timed loop's wall time (max over ranks), the
-// per-rank update rates, and (npy) the reduced I/O accounting `io`.
+// per-rank update rates (`local_timed_samples`: this rank's timed samples
+// in the segment), and (npy) the reduced I/O accounting `io`.
 inline nlohmann::json segment_stats(const TimerSet& timers, MPI_Comm comm, std::int64_t timed_steps,
-                                    std::int64_t warmup_steps, double loop_s, int local_streams,
+                                    std::int64_t warmup_steps, double loop_s, double local_timed_samples,
                                     const nlohmann::json& timer_stats, const nlohmann::json& io) {
   int nranks = 1;
   MPI_Comm_size(comm, &nranks);
   const double update_s = timers.seconds("update");
-  const double rate = update_s > 0 ? double(timed_steps) * local_streams / update_s : 0.0;
+  const double rate = update_s > 0 ? local_timed_samples / update_s : 0.0;
   nlohmann::json s = {{"ranks", nranks},
                       {"timed_steps", timed_steps},
                       {"warmup_steps", warmup_steps},

@@ -19,6 +19,7 @@
 #include "mosaic/app/decomposition.hpp"
 #include "mosaic/app/reference_check.hpp"
 #include "mosaic/app/run_checkpoint.hpp"
+#include "mosaic/app/stream_ends.hpp"
 #include "mosaic/app/timers.hpp"
 #include "mosaic/config/run_config.hpp"
 #include "mosaic/engine/batch_diagnostics.hpp"
@@ -55,7 +56,8 @@ struct RunContext {
         B(int(dc.local_ids.size())),
         d(c.problem.d),
         r(c.problem.rank),
-        params(c.algorithm) {
+        params(c.algorithm),
+        ends(c.run, dc.local_ids) {
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &nranks);
   }
@@ -71,6 +73,7 @@ struct RunContext {
   int rank = 0, nranks = 1;
   const int B, d, r;  // this rank's streams, the dimension, the rank of the states
   const MosaicParams& params;
+  const StreamEnds<Exec> ends;  // where streams of unequal length end
 
   // Set up (setup phase).
   std::optional<StreamBatch<Scalar, Exec>> batch;

@@ -72,8 +72,9 @@ GatheredOutputs gather_outputs(RunContext<Scalar>& run) {
     g.io_end = run.source.io_report();
     if (g.io_end) io_now = reduce_io(*g.io_end, run.comm);
   });
-  run.segments.push_back(segment_stats(run.timers, run.comm, run.k - run.k0, run.warm - run.warm0, run.loop_s, run.B,
-                                       reduce_timers(run.timers, run.comm, run.nranks), io_now));
+  run.segments.push_back(segment_stats(run.timers, run.comm, run.k - run.k0, run.warm - run.warm0, run.loop_s,
+                                       timed_samples_since_start(run), reduce_timers(run.timers, run.comm, run.nranks),
+                                       io_now));
   g.total = combine_segments(run.segments);
   return g;
 }
@@ -89,7 +90,7 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
   const nlohmann::json timer_stats = total["timers"];
   const double loop_max_s = total["loop_max_s"];
   const double update_max = timer_stats["update"]["max_s"];
-  const double samples = double(run.k) * double(run.decomp.total_streams);
+  const double samples = run.ends.total_samples(run.k, run.decomp.total_streams);
 
   nlohmann::json checksums = nlohmann::json::array();
   for (std::size_t i = 0; i < g.ids.size(); ++i)
@@ -104,7 +105,7 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
 
   const nlohmann::json& ref_check = run.reference_check->result();
   const Verification v = verify_run(cfg, std::is_same<Scalar, float>::value, run.final_diag, ref_check,
-                                    double(run.warm + run.k) * double(run.decomp.total_streams));
+                                    double(run.warm) * double(run.decomp.total_streams) + samples);
   nlohmann::json warnings = nlohmann::json::array();
   if (update_max < 10.0)
     warnings.push_back("the timed update lasted " + std::to_string(update_max) +
@@ -153,7 +154,12 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
                                "process only (a resumed run counts from its restart)"}}
              : nlohmann::json()}}},
       {"steps",
-       {{"timed", run.k}, {"warmup", run.warm}, {"timed_planned", cfg.run.steps}, {"init_samples", init_samples}}},
+       {{"timed", run.k},
+        {"warmup", run.warm},
+        {"timed_planned", cfg.run.steps},
+        {"init_samples", init_samples},
+        {"timed_samples", std::int64_t(samples)},
+        {"ended_streams", run.final_diag["ended_streams"]}}},
       {"timers", timer_stats},
       {"timer_coverage",
        {{"accounted_fraction", timer_coverage(timer_stats)},
@@ -161,7 +167,9 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
       {"figure_of_merit",
        {{"name", "update_samples_per_second"},
         {"value", update_max > 0 ? samples / update_max : 0.0},
-        {"definition", "timed steps x total streams / max over ranks of the update-only time"}}},
+        {"definition",
+         "timed samples (timed steps x total streams; each stream's steps up to its end when streams of unequal "
+         "length end early) / max over ranks of the update-only time"}}},
       {"throughput",
        {{"update_samples_per_second", update_max > 0 ? samples / update_max : 0.0},
         {"end_to_end_samples_per_second", loop_max_s > 0 ? samples / loop_max_s : 0.0},

@@ -112,13 +112,14 @@ void warm_up(RunContext<Scalar>& run) {
 }
 
 // The timed loop: block by block until run.steps timed steps are done or a
-// signal stops it. A block ends at every diagnostics point and every_steps
-// checkpoint (run.hpp: where blocks end).
+// signal stops it. A block ends at every diagnostics point, every_steps
+// checkpoint and stream end (run.hpp: where blocks end).
 template <class Scalar>
 void timed_loop(RunContext<Scalar>& run) {
   const auto& rc = run.cfg.run;
-  ProgressReporter progress(run.rank == 0, rc.progress_every_s, rc.steps, run.decomp.total_streams);
-  progress.resume(run.k0);
+  const std::int64_t streams = run.decomp.total_streams;
+  ProgressReporter progress(run.rank == 0, rc.progress_every_s, rc.steps);
+  progress.resume(run.k0, run.ends.total_samples(run.k0, streams));
   const std::int64_t every = rc.diagnostics_every;
   run.loop_start = std::chrono::steady_clock::now();
   const std::int64_t ck_every = run.cfg.output.checkpoint.every_steps;
@@ -127,10 +128,11 @@ void timed_loop(RunContext<Scalar>& run) {
     std::int64_t limit = rc.steps - run.k;
     if (every > 0) limit = std::min(limit, every - run.k % every);
     if (ck_every > 0) limit = std::min(limit, ck_every - run.k % ck_every);
+    limit = run.ends.cut(run.k, limit);
     const auto Xn = generate_and_update(run, limit);
     check_block(run, Xn);
     if (every > 0 && run.k % every == 0 && run.k < rc.steps) run.series.push_back(diagnose(run, run.k).first);
-    progress.update(run.k, run.timers.seconds("update"));
+    progress.update(run.k, run.ends.total_samples(run.k, streams), run.timers.seconds("update"));
     agree_at_block_end(run);
   }
 }

@@ -33,6 +33,7 @@ inline nlohmann::json reduce_diagnostics(const BatchDiagnostics& d, const TruthA
       {"clamped_steps", allreduce((long long)d.clamped_steps, MPI_SUM, comm)},
       {"unresolved_residual_steps", allreduce((long long)d.unresolved_residual_steps, MPI_SUM, comm)},
       {"breakdown_streams", allreduce((long long)d.breakdown_streams, MPI_SUM, comm)},
+      {"ended_streams", allreduce((long long)d.ended_streams, MPI_SUM, comm)},
       {"maintained_solve_drift_max", allreduce(d.maintained_solve_drift_max, MPI_MAX, comm)},
       {"maintained_refactorizations", allreduce((long long)d.maintained_refactorizations, MPI_SUM, comm)},
       {"skipped_steps", allreduce((long long)d.skipped_steps, MPI_SUM, comm)},

@@ -172,7 +172,7 @@ const std::vector<KeySpec>& schema() {
     v.push_back(number("algorithm", "leverage_floor", 0, true, 1, true, 0.1));
     {
       KeySpec k = integer("run", "steps", 1, kInt64Max, 1000);
-      k.keyword = "all";  // npy sources: every row of the shortest file
+      k.keyword = "all";  // npy sources: every stream to the end of its own file
       v.push_back(k);
     }
     v.push_back(integer("run", "warmup_steps", 0, kInt64Max, 0));

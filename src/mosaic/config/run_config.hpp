@@ -46,10 +46,15 @@ struct SourceConfig {
 
 struct RunSection {
   std::int64_t steps = 1000;  // timed MOSAIC steps per stream (after init)
-  // run.steps: all (npy sources only): every row after init and warm-up of
-  // the shortest file. `steps` is then 0 until the driver has read the file
-  // headers (preflight_npy_streams, npy_source.hpp) and set it.
+  // run.steps: all (npy sources only): every stream to the end of its own
+  // file. `steps` is then 0 until the driver has read the file headers
+  // (preflight_npy_streams, app/npy_preflight.hpp) and set it to the
+  // longest stream's timed steps, and `stream_steps` to every stream's
+  // (its file's rows - init - warm-up; by stream id). A stream with fewer
+  // ends there (app/stream_ends.hpp). Empty otherwise: every stream runs
+  // `steps`.
   bool steps_all = false;
+  std::vector<std::int64_t> stream_steps;
   std::int64_t warmup_steps = 0;       // untimed steps before the timed ones
   std::int64_t diagnostics_every = 0;  // device diagnostics every K steps; 0 = at the end only
   double progress_every_s = 10.0;      // rank 0 progress line period

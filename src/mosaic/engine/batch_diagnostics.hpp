@@ -57,6 +57,7 @@ struct BatchDiagnostics {
   // ALGORITHM.md section 6), total over the streams.
   std::int64_t unresolved_residual_steps = 0;
   std::int64_t breakdown_streams = 0;
+  std::int64_t ended_streams = 0;  // streams whose data ended before the run's end (status stream_ended)
   // precision_solve: maintained: the largest relative drift of the
   // maintained Cholesky factor corrected by a refactorization, and the count
   // of such refactorizations (both 0 with the dense solve).
@@ -390,7 +391,9 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb, D
     diag.stepped_entries += steps(b) * std::int64_t(sb.d);
     for (int c = 0; c < preq_columns; ++c) diag.per_stream_prequential.push_back(preq(b, c));
     diag.per_stream_ids.push_back(sb.stream_ids[b]);
-    if (status(b) != 0) {
+    if (status(b) == stream_ended) {
+      diag.ended_streams += 1;
+    } else if (status(b) != 0) {
       diag.breakdown_streams += 1;
       diag.breakdowns.push_back(BreakdownRecord{sb.stream_ids[b], bstep(b), status(b)});
     }

@@ -60,7 +60,11 @@ KOKKOS_INLINE_FUNCTION typename V::pointer_type stream_block_data(const V& v, in
   return v.data() + std::size_t(b) * std::size_t(v.stride(0));
 }
 
-// Stream status codes (0 = healthy; anything else freezes the stream).
+// Stream status codes (0 = healthy; anything else freezes the stream). All
+// but stream_ended are breakdowns; stream_ended is the normal end of a
+// stream whose data ran out before the run's last step (run.steps: all over
+// files of unequal length, app/stream_ends.hpp): its state is final, not
+// broken.
 enum BreakdownCode : int {
   breakdown_none = 0,
   breakdown_nonfinite_sample = 1,     // the sample had a NaN/Inf entry
@@ -68,6 +72,7 @@ enum BreakdownCode : int {
   breakdown_regularized_not_spd = 3,  // S + gamma s2 I failed to factor
   breakdown_nonfinite_update = 4,     // the step would have produced non-finite numbers
   breakdown_reorthonormalize = 5,     // U^T U failed to factor during Cholesky-QR
+  stream_ended = 6,                   // the stream's data ended (not a breakdown)
 };
 
 inline const char* breakdown_name(int code) {
@@ -78,6 +83,7 @@ inline const char* breakdown_name(int code) {
     case breakdown_regularized_not_spd: return "S_plus_gamma_s2_not_spd";
     case breakdown_nonfinite_update: return "nonfinite_update";
     case breakdown_reorthonormalize: return "reorthonormalize_failed";
+    case stream_ended: return "stream_ended";
     default: return "unknown";
   }
 }

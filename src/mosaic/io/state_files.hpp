@@ -37,7 +37,8 @@ constexpr const char* kStateManifestName = "states.json";
 // `dir` as NumPy files, each atomically: mu (streams, d), U (streams, d, r)
 // row-major, S (streams, r, r), s2 (streams,), stream_ids (uint64), steps
 // (int64: MOSAIC steps taken, init excluded), status (int64: 0 = healthy,
-// else the BreakdownCode that froze the stream) and, with noise: diagonal,
+// else the BreakdownCode that froze the stream, or stream_ended for a
+// stream whose data ended before the run's) and, with noise: diagonal,
 // psi (streams, d): the noise profile that U, S and s2 are whitened by
 // (ALGORITHM.md 8.2; a coordinate's noise variance is s2 psi_j, the
 // data-coordinate subspace span(Psi^1/2 U)). Collective. Returns

@@ -6,7 +6,10 @@
 //
 // Staging. Rows are consumed strictly in order (row t of every stream is the
 // sample of step t; the init block, if any, is rows [0, init_samples), read
-// synchronously by read_init). The source holds two host buffers of
+// synchronously by read_init). Files of unequal length (run.steps: all): a
+// stream's rows past the end of its file are staged as zeros, which the
+// engine never steps (the driver stops the stream at its end:
+// app/stream_ends.hpp). The source holds two host buffers of
 // B x chunk_rows x d and one device chunk of the same size. Chunks lie on a
 // fixed grid of rows, [c chunk_rows, (c + 1) chunk_rows) (the first one
 // staged starts at the row after the init block, or at a restart's row, and
@@ -127,11 +130,16 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
 
   // paths[b] is the file of stream stream_ids[b]. Opens and checks every file
   // (NpyError on a bad one). `end_row`: rows the run will consume (init +
-  // warm-up + steps); -1 = the shortest file's row count. `nan_is_missing`:
-  // a NaN is a missing entry (algorithm.missing other than error), not a
-  // bad row. Nothing is read until the first generate / generate_block.
+  // warm-up + steps; of every stream on every rank); -1 = the shortest
+  // file's row count (the longest's with `unequal_lengths`).
+  // `nan_is_missing`: a NaN is a missing entry (algorithm.missing other
+  // than error), not a bad row. `unequal_lengths`: any file may end before
+  // end_row; its stream's rows after its last one are staged as zeros (the
+  // driver stops the stream there: app/stream_ends.hpp); else such a file
+  // is an NpyError. Nothing is read until the first generate /
+  // generate_block.
   NpyStreamSource(const std::vector<std::string>& paths, std::vector<std::uint64_t> stream_ids, int d, int chunk_rows,
-                  std::int64_t end_row = -1, bool nan_is_missing = false)
+                  std::int64_t end_row = -1, bool nan_is_missing = false, bool unequal_lengths = false)
       : ids_(std::move(stream_ids)), d_(d), chunk_rows_(chunk_rows) {
     if (ids_.empty()) throw std::invalid_argument("NpyStreamSource: no streams");
     if (paths.size() != ids_.size())
@@ -140,16 +148,17 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
     if (d < 1 || chunk_rows < 1)
       throw std::invalid_argument("NpyStreamSource: need d >= 1 and chunk_rows >= 1, got d=" + std::to_string(d) +
                                   ", chunk_rows=" + std::to_string(chunk_rows));
-    std::int64_t min_rows = std::numeric_limits<std::int64_t>::max();
     readers_.reserve(paths.size());
     for (const auto& p : paths) {
       readers_.emplace_back(p, d);
       readers_.back().set_nan_is_missing(nan_is_missing);
-      min_rows = std::min(min_rows, readers_.back().rows());
     }
-    if (end_row < 0) end_row = min_rows;
-    if (end_row > min_rows)
-      throw NpyError(shortest_path() + ": has " + std::to_string(min_rows) + " rows (samples), fewer than the " +
+    const auto by_rows = [](const NpyStreamReader& a, const NpyStreamReader& b) { return a.rows() < b.rows(); };
+    const NpyStreamReader& shortest = *std::min_element(readers_.begin(), readers_.end(), by_rows);
+    const NpyStreamReader& longest = *std::max_element(readers_.begin(), readers_.end(), by_rows);
+    if (end_row < 0) end_row = unequal_lengths ? longest.rows() : shortest.rows();
+    if (end_row > shortest.rows() && !unequal_lengths)
+      throw NpyError(shortest.path() + ": has " + std::to_string(shortest.rows()) + " rows (samples), fewer than the " +
                      std::to_string(end_row) + " the run consumes");
     end_row_ = end_row;
     bad_.assign(ids_.size(), 0);
@@ -258,11 +267,13 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   // For a checkpoint at `row`: the non-finite rows met before it (rows
   // read ahead are left out: a resumed run reads them again), per stream
   // whether one of them froze it, and every file's fingerprint for rows
-  // [0, row) (it reads up to 1 MiB of each file; call it with no read in
-  // flight, e.g. after io_report()).
+  // [0, row) (to its end for a file that ended before `row`; it reads up
+  // to 1 MiB of each file; call it with no read in flight, e.g. after
+  // io_report()).
   SourcePosition position_at(std::int64_t row) const override {
     SourcePosition at;
-    for (std::size_t b = 0; b < ids_.size(); ++b) at.inputs.push_back({ids_[b], readers_[b].fingerprint(row)});
+    for (std::size_t b = 0; b < ids_.size(); ++b)
+      at.inputs.push_back({ids_[b], readers_[b].fingerprint(std::min(row, readers_[b].rows()))});
     at.frozen.assign(ids_.size(), 0);
     for (const auto& e : stats_.data_errors)
       if (e.row < row) {
@@ -298,13 +309,6 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
     std::vector<SourceDataError> errors;
   };
 
-  std::string shortest_path() const {
-    std::size_t best = 0;
-    for (std::size_t b = 1; b < readers_.size(); ++b)
-      if (readers_[b].rows() < readers_[best].rows()) best = b;
-    return readers_[best].path();
-  }
-
   void check_order(std::int64_t first, std::int64_t n, const char* what) const {
     if (first != next_row_)
       throw std::invalid_argument(std::string("NpyStreamSource::") + what +
@@ -337,14 +341,16 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
         continue;
       }
       NpyStreamReader& r = readers_[b];
+      const std::int64_t have = std::clamp<std::int64_t>(r.rows() - first, 0, len);  // rows before the file's end
+      std::fill(dst + std::size_t(have) * row, dst + std::size_t(len) * row, Scalar(0));
       try {
-        r.read_rows(first, len, dst);
+        if (have > 0) r.read_rows(first, have, dst);
       } catch (const NpyValueError&) {
         // Find the first bad row (one row at a time, per read_rows' contract),
         // keep the rows before it, stage +inf from it on.
         std::int64_t k = 0;
         std::string message;
-        for (; k < len; ++k) {
+        for (; k < have; ++k) {
           try {
             r.read_rows(first + k, 1, dst + std::size_t(k) * row);
           } catch (const NpyValueError& e) {
@@ -352,7 +358,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
             break;
           }
         }
-        if (k == len) throw;  // not a data error after all
+        if (k == have) throw;  // not a data error after all
         std::fill(dst + std::size_t(k) * row, dst + std::size_t(len) * row, frozen);
         bad_[b] = 1;
         out.errors.push_back(SourceDataError{ids_[b], r.path(), first + k, message});
@@ -360,7 +366,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
       }
       // Let the kernel start on the chunk after this one.
       const std::int64_t after = first + len;
-      if (after < end_row_) r.prefetch_rows(after, chunk_len(after));
+      if (after < std::min(end_row_, r.rows())) r.prefetch_rows(after, std::min(chunk_len(after), r.rows() - after));
     }
     out.seconds = seconds_since(t0);
     return out;
