@@ -105,28 +105,33 @@ TEST(Prequential, CompleteSampleEqualsTheDenseGaussian) {
 // 7.3's likelihood on the observed rows: log det Sigma_OO = log det C +
 // log det(S + Delta) + (n - r) log s2, y_O^T Sigma_OO^-1 y_O = z_ls^T
 // (S + Delta)^-1 z_ls + rho^2 / s2, against the dense n x n Gaussian, with
-// few and with many (more than r) missing rows.
+// few and with many (more than r) missing rows, in every missing mode: the
+// state before the step is scored whatever the step does with the sample.
 TEST(Prequential, MaskedSampleEqualsTheDenseGaussianOnTheObservedRows) {
-  TestRng rng(11);
-  const int d = 14, r = 3;
-  MosaicParams p;
-  p.missing = MissingMode::posterior;
-  for (const int missing : {2, 6}) {
-    MaskedReferenceState<double> st(random_state<double>(d, r, rng, 0.3), p);
-    std::vector<double> x = rng.normals(std::size_t(d));
-    std::vector<int> rows;
-    for (int i = 0; i < d; ++i) {
-      if (i * 5 % d < missing) x[i] = std::numeric_limits<double>::quiet_NaN();
-      else rows.push_back(i);
+  for (const MissingMode mode :
+       {MissingMode::posterior, MissingMode::project, MissingMode::zero_fill, MissingMode::drop})
+    for (const int missing : {2, 6}) {
+      TestRng rng(11 + missing);
+      const int d = 14, r = 3;
+      MosaicParams p;
+      p.missing = mode;
+      const std::string what = std::string(to_string(mode)) + ", " + std::to_string(missing) + " missing";
+      MaskedReferenceState<double> st(random_state<double>(d, r, rng, 0.3), p);
+      std::vector<double> x = rng.normals(std::size_t(d));
+      std::vector<int> rows;
+      for (int i = 0; i < d; ++i) {
+        if (i * 5 % d < missing) x[i] = std::numeric_limits<double>::quiet_NaN();
+        else rows.push_back(i);
+      }
+      ASSERT_EQ(int(rows.size()), d - missing);
+      const Dense dense = dense_prequential(st, x, rows);
+      reference_masked_step(st, x.data(), p);
+      const auto& s = st.prequential;
+      EXPECT_EQ(s[preq_samples], 1.0) << what;
+      EXPECT_NEAR(s[preq_nll], dense.nll, 1e-12 * std::fabs(dense.nll) + 1e-13) << what;
+      EXPECT_NEAR(s[preq_residual_fraction], dense.residual_fraction, 1e-12) << what;
+      EXPECT_EQ(s[preq_surprises], dense.m2 > chi2_quantile_0999(double(rows.size())) ? 1.0 : 0.0) << what;
     }
-    ASSERT_EQ(int(rows.size()), d - missing);
-    const Dense dense = dense_prequential(st, x, rows);
-    reference_masked_step(st, x.data(), p);
-    const auto& s = st.prequential;
-    EXPECT_EQ(s[preq_samples], 1.0) << missing;
-    EXPECT_NEAR(s[preq_nll], dense.nll, 1e-12 * std::fabs(dense.nll) + 1e-13) << missing;
-    EXPECT_NEAR(s[preq_residual_fraction], dense.residual_fraction, 1e-12) << missing;
-  }
 }
 
 // noise: diagonal (8.2): the step sees the whitened sample; its likelihood

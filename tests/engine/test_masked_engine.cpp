@@ -195,11 +195,10 @@ double run_masked(const Case& c, int d, int r, int steps, const std::string& wha
     EXPECT_EQ(st.reorthonormalizations, rf.reorthonormalizations) << what;
     EXPECT_EQ(st.seen, rf.seen) << what;
     worst = std::max(worst, state_gap<T>(st, rf));
-    // Section 4's sums: every posterior step and complete sample (whitened
-    // ones with noise: diagonal too, in data units); under project, drop and
-    // zero_fill only the complete samples, which dense MCAR hardly leaves.
-    const bool evaluated = c.mode == MissingMode::posterior || c.sparse || c.outage_only || c.complete;
-    worst = std::max(worst, test::prequential_gap<T>(st, rf, std::is_same_v<T, double>, evaluated, what));
+    // Section 4's sums: every complete sample and every gapped one that the
+    // posterior would score, in every mode (whitened ones with noise:
+    // diagonal too, in data units).
+    worst = std::max(worst, test::prequential_gap<T>(st, rf, std::is_same_v<T, double>, true, what));
     EXPECT_EQ(st.diagonal_noise(), c.diagonal) << what;
     if (c.diagonal) {
       // The profile, leverages and accumulators (relative; the counts

@@ -298,6 +298,38 @@ void reference_rewhiten(MaskedReferenceState<T>& st, const MosaicParams& p) {
 // std::invalid_argument for an infinite entry (or a NaN under missing:
 // error) and NumericalBreakdown when the step cannot be completed with
 // finite numbers; in both cases the state is unchanged.
+namespace detail {
+// Section 4 on the observed rows of a sample with missing entries for a
+// mode whose step does not factor S + s2 K (project, zero_fill, drop): the
+// state before the step scored on the samples the posterior scores (n >= r
+// + 1 and a fit), from a factor of S + s2 K of its own. `y`: centred on O
+// (whitened with diagonal noise), 0 on M. n = 0 (not evaluated) otherwise.
+template <class T>
+PrequentialSample gapped_evaluation(const MaskedReferenceState<T>& st, const std::vector<T>& y, const Mask& mk,
+                                    const MosaicParams& p) {
+  const int r = st.r, n = int(mk.observed.size());
+  if (n < r + 1) return {};
+  const ObservedFit<T> fit = observed_fit(st, y, mk, p);
+  if (!fit.ok) return {};
+  std::vector<T> SD(st.S), L;
+  for (std::size_t k = 0; k < SD.size(); ++k) SD[k] += st.s2 * fit.K[k];
+  if (!host::cholesky(SD, r, L)) return {};
+  const std::vector<T> w = host::cholesky_solve(L, r, fit.z_ls);
+  PrequentialSample preq;
+  preq.n = n;
+  preq.r = r;
+  preq.yy = double(fit.yy);
+  preq.rho2 = double(fit.rho2);
+  preq.s2 = double(st.s2);
+  for (int j = 0; j < r; ++j) preq.quad += double(fit.z_ls[j]) * double(w[j]);
+  preq.logdet_sd = logdet_from_factor(r, L.data(), r);
+  preq.logdet_c = fit.logdet_c;
+  if (st.diagonal_noise())
+    for (const int i : mk.observed) preq.logdet_psi += std::log(double(st.psi[i]));
+  return preq;
+}
+}  // namespace detail
+
 template <class T>
 MaskedStepInfo reference_masked_step(MaskedReferenceState<T>& st, const T* x, const MosaicParams& p) {
   const int d = st.d, r = st.r;
@@ -314,7 +346,20 @@ MaskedStepInfo reference_masked_step(MaskedReferenceState<T>& st, const T* x, co
   auto rewhiten_when_due = [&]() {
     if (st.diagonal_noise() && st.steps % p.rewhiten_every == 0) reference_rewhiten(st, p);
   };
-  if (p.missing == MissingMode::drop && !mk.missing.empty()) {
+  // Centred (data units), 0 on M.
+  std::vector<T> y(std::size_t(d), T(0));
+  for (const int i : mk.observed) y[i] = x[i] - st.mu[i];
+  const bool complete = mk.missing.empty();
+  // A gapped sample scored apart from the step (added once the step is done).
+  PrequentialSample gapped;
+  if (!complete && p.missing != MissingMode::posterior && p.missing != MissingMode::error) {
+    std::vector<T> yw(y);
+    if (st.diagonal_noise())
+      for (const int i : mk.observed) yw[i] /= std::sqrt(st.psi[i]);
+    gapped = detail::gapped_evaluation(st, yw, mk, p);
+  }
+  if (p.missing == MissingMode::drop && !complete) {
+    if (gapped.n > 0) gapped.add_to(st.prequential.data());
     info.dropped = true;
     info.observed = int(mk.observed.size());
     detail::mark_seen(st, x);  // the seen rule still records what the sample observes
@@ -323,11 +368,8 @@ MaskedStepInfo reference_masked_step(MaskedReferenceState<T>& st, const T* x, co
     rewhiten_when_due();
     return info;
   }
-  // Centred (data units); zero_fill puts x_M := mu_M, i.e. y_M = 0, and steps
-  // as if everything were observed.
-  std::vector<T> y(std::size_t(d), T(0));
-  for (const int i : mk.observed) y[i] = x[i] - st.mu[i];
-  const bool complete = mk.missing.empty();
+  // zero_fill puts x_M := mu_M, i.e. y_M = 0, and steps as if everything
+  // were observed.
   if (p.missing == MissingMode::zero_fill) {
     mk.observed.resize(std::size_t(d));
     for (int i = 0; i < d; ++i) mk.observed[i] = i;
@@ -446,11 +488,14 @@ MaskedStepInfo reference_masked_step(MaskedReferenceState<T>& st, const T* x, co
       st.counts[i] += 1;
     }
   }
-  // Section 4's prequential accuracy on the observed rows: evaluated for
-  // the posterior (whose factor is that of S + Delta) and for complete
-  // samples; with diagonal noise in data units (the profile's
-  // log-determinant on those rows; the whitened residual fraction).
-  if (complete || p.missing == MissingMode::posterior) {
+  // Section 4's prequential accuracy on the observed rows: for complete
+  // samples and the posterior from the step's own factor (that of S +
+  // Delta), for the other modes' gapped samples from gapped_evaluation;
+  // with diagonal noise in data units (the profile's log-determinant on
+  // those rows; the whitened residual fraction).
+  if (gapped.n > 0) {
+    gapped.add_to(st.prequential.data());
+  } else if (complete || p.missing == MissingMode::posterior) {
     PrequentialSample preq;
     if (st.diagonal_noise())
       for (const int i : mk.observed) preq.logdet_psi += std::log(double(st.psi[i]));

@@ -98,8 +98,8 @@ inline nlohmann::json prequential_summary(const nlohmann::json& final_entry, con
       "(samples with ||y|| = 0 counted apart), negative log-likelihood per coordinate under U S U^T + s2 (I - U U^T) "
       "(the observed rows with missing data; with noise: diagonal in data units, the residual fraction whitened), "
       "surprise = y^T Sigma^-1 y above the chi-square 0.999 quantile (Wilson-Hilferty); every stream and every step "
-      "taken (warm-up included, init excluded); samples zero-filled or projected with missing entries, dropped or "
-      "skipped are not evaluated";
+      "taken (warm-up included, init excluded), with missing data in every mode the gapped samples the posterior "
+      "scores; skipped samples (7.5) are not evaluated";
   return j;
 }
 

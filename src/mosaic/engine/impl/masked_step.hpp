@@ -14,7 +14,10 @@
 //      over rows is the sum over O, and mu += eta_mu y leaves mu_M alone).
 //   2. Nothing missing: section 2 (StepFunctor::section_two), bit for bit
 //      the unmasked kernel. missing: drop: the sample is dropped;
-//      zero_fill: section 2 on y with y_M = 0. n <= r: skipped (7.5).
+//      zero_fill: section 2 on y with y_M = 0. n <= r: skipped (7.5). A
+//      gapped sample under drop or zero_fill is first scored for section 4
+//      on its observed rows (gapped_evaluation: part 1 and a factor of
+//      S + s2 K), as the posterior would score it.
 //   3. 7.3 part 1: b = U^T y; the rows of the smaller of O and M compacted by
 //      a team scan, their Gram (N = U_M^T U_M or C = U_O^T U_O, each entry
 //      one running sum over the rows in increasing i, as the reference;
@@ -27,7 +30,9 @@
 //      z_ls = b + K b,
 //      e = y - U z_ls zeroed on M, rho.
 //   4. Part 2: posterior (Delta = s2 K, the Cholesky of S + Delta, w, z,
-//      P = Delta - Y^T Y) or project (w = S^-1 z_ls, z = z_ls, P = 0).
+//      P = Delta - Y^T Y; section 4's score from that factor) or project
+//      (w = S^-1 z_ls, z = z_ls, P = 0; the score from a factor of
+//      S + s2 K of its own, observed_evaluation).
 //   5. Parts 3-5 with section 2's code, P added with weight -expm1(-eta)
 //      (exact) or eta (first_order).
 //   6. Parts 6-7: observed rotation (v = g + K g, beta = sqrt(g^T v), the
@@ -249,12 +254,16 @@ struct MaskedStepFunctor {
     // 2. The cases that are not 7.3.
     const Scalar s2_old = base.s2(b);
     if (n_missing == 0 || mode == MissingMode::zero_fill) {
+      const PrequentialSample gapped =
+          n_missing > 0 ? gapped_evaluation(m, b, step_index, d - n_missing, n_missing) : PrequentialSample{};
       base.section_two(m, b, step_index, DataY{this, b}, n_missing == 0, n_missing == 0 ? logdet_psi(m, b) : 0.0);
       m.team_barrier();
       if (base.status(b) != 0) return;
+      add_prequential(m, b, gapped);
       if (diagonal) accumulate_residuals(m, b, s2_old, d, false);
       if (n_missing > 0) mark_seen(m, b);
     } else if (mode == MissingMode::drop) {
+      add_prequential(m, b, gapped_evaluation(m, b, step_index, d - n_missing, n_missing));
       mean_only(m, b, step_index, true);
     } else if (d - n_missing < r + 1) {
       mean_only(m, b, step_index, false);
@@ -364,6 +373,109 @@ struct MaskedStepFunctor {
     m.team_barrier();
   }
 
+  // 7.3 part 1 on a sample with n observed and n_missing missing rows:
+  // b = U^T y, the Gram of the smaller of O and M (kept from the step
+  // before when `keep_gram` and its missing rows are this sample's), K,
+  // z_ls = b + K b, e = y - U z_ls zeroed on M (in we), rho2 = ||e||^2.
+  // False when the sample cannot be fitted (C not positive definite, or the
+  // tr(C^-1) guard): 7.5's skip, for the caller to take.
+  KOKKOS_FORCEINLINE_FUNCTION bool fit_observed(const member_type& m, int b, std::int64_t step_index, int n,
+                                                int n_missing, bool keep_gram, Scalar& rho2) const {
+    const int r = base.r;
+    auto V = [&](int k) { return Kokkos::subview(wv, b, k, Kokkos::ALL()); };
+    auto M = [&](int k) { return Kokkos::subview(wm, b, k, Kokkos::ALL(), Kokkos::ALL()); };
+    const auto bv = V(mv_b), zls = V(mv_zls);
+    const auto N = M(mm_N), C = M(mm_C), Z = M(mm_Z), K = M(mm_K);
+    const typename Base::Basis Ub{&base.U(b, 0, 0), base.d, r};
+    base.project(m, b, bv);
+    const bool from_missing = n_missing <= n;
+    bool reuse = false;
+    if (keep_gram && gram_step(b) == step_index && gram_count(b) == n_missing) {
+      int still_missing = 0;
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(m, n_missing), [&](const int k, int& s) { s += observed(b, widx(b, k)) ? 0 : 1; },
+          still_missing);
+      reuse = still_missing == n_missing;
+    }
+    if (reuse) {
+      Kokkos::single(Kokkos::PerTeam(m), [&]() { gram_reused(b) += 1; });
+    } else if (!gram_and_factor(m, b, Ub, from_missing, from_missing ? n_missing : n, N, C, Z, K)) {
+      return false;
+    }
+    Scalar trK = 0;
+    for (int j = 0; j < r; ++j) trK += K(j, j);
+    if (!(Scalar(r) + trK <= cond_max)) return false;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {
+      Scalar kb = 0;
+      for (int k = 0; k < r; ++k) kb += K(j, k) * bv(k);
+      zls(j) = bv(j) + kb;
+    });
+    m.team_barrier();
+    rho2 = base.residual(m, b, zls, [&](const int i) { return observed(b, i); });
+    return true;
+  }
+
+  // Section 4 on the observed rows after fit_observed, the parts every mode
+  // shares: n, ||y_O||^2 (y_M = 0 in wy, so the whole sum), rho2, s2, log
+  // det C from C's factor L_C, the profile's log-determinant on O.
+  KOKKOS_INLINE_FUNCTION PrequentialSample observed_sample(const member_type& m, int b, int n, Scalar rho2) const {
+    const auto C = Kokkos::subview(wm, b, int(mm_C), Kokkos::ALL(), Kokkos::ALL());
+    PrequentialSample preq;
+    preq.n = n;
+    preq.r = base.r;
+    preq.yy = double(base.team_sum(m, b, base.d, [&](const int i) { return base.wy(b, i) * base.wy(b, i); }));
+    preq.rho2 = double(rho2);
+    preq.s2 = double(base.s2(b));
+    preq.logdet_c = logdet_from_factor(base.r, &C(0, 0), long(C.stride(0)));
+    preq.logdet_psi = logdet_psi(m, b);
+    return preq;
+  }
+
+  // The whole of section 4 on the observed rows for a mode whose step does
+  // not factor S + s2 K (project, zero_fill, drop): the state before the
+  // step scored on the samples the posterior would score, so the modes
+  // compare on one measure. Factors S + s2 K in the Delta scratch and
+  // solves in v (both free until the posterior's part 2 or part 6).
+  // Not evaluated (n = 0) where S + s2 K does not factor.
+  KOKKOS_INLINE_FUNCTION PrequentialSample observed_evaluation(const member_type& m, int b, int n, Scalar rho2) const {
+    const int r = base.r;
+    const auto zls = Kokkos::subview(wv, b, int(mv_zls), Kokkos::ALL());
+    const auto v = Kokkos::subview(wv, b, int(mv_v), Kokkos::ALL());
+    const auto K = Kokkos::subview(wm, b, int(mm_K), Kokkos::ALL(), Kokkos::ALL());
+    const auto SD = Kokkos::subview(wm, b, int(mm_Delta), Kokkos::ALL(), Kokkos::ALL());
+    PrequentialSample preq = observed_sample(m, b, n, rho2);
+    const Scalar s2_old = base.s2(b);
+    for_each_entry(m, r, r, [&](const int a, const int c) { SD(a, c) = base.S(b, a, c) + s2_old * K(a, c); });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { v(j) = zls(j); });
+    m.team_barrier();
+    if (!base.cholesky(m, SD)) return PrequentialSample{};
+    base.cholesky_solve(m, SD, v);
+    for (int j = 0; j < r; ++j) preq.quad += double(zls(j)) * double(v(j));
+    preq.logdet_sd = logdet_from_factor(r, &SD(0, 0), long(SD.stride(0)));
+    return preq;
+  }
+
+  // observed_evaluation of a sample that zero_fill or drop steps without
+  // 7.3 (n observed, n_missing > 0 missing rows), where the posterior would
+  // score it (n >= r + 1, a fit); we is y again afterwards, as section 2
+  // expects. Not evaluated (n = 0) otherwise.
+  KOKKOS_INLINE_FUNCTION PrequentialSample gapped_evaluation(const member_type& m, int b, std::int64_t step_index,
+                                                             int n, int n_missing) const {
+    PrequentialSample preq;
+    Scalar rho2 = 0;
+    if (n >= base.r + 1 && fit_observed(m, b, step_index, n, n_missing, false, rho2))
+      preq = observed_evaluation(m, b, n, rho2);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, base.d), [&](const int i) { base.we(b, i) = base.wy(b, i); });
+    m.team_barrier();
+    return preq;
+  }
+
+  // Adds a sample scored apart from a commit to the stream's sums.
+  KOKKOS_INLINE_FUNCTION void add_prequential(const member_type& m, int b, const PrequentialSample& preq) const {
+    if (preq.n > 0) Kokkos::single(Kokkos::PerTeam(m), [&]() { preq.add_to(&base.prequential(b, 0)); });
+    m.team_barrier();
+  }
+
   // 7.3 (parts 1-9) on a sample with n observed and n_missing missing
   // rows, the seen rule left to the caller when it returns true (the state
   // committed); false when the step was skipped (7.5: only the mean moved,
@@ -382,56 +494,21 @@ struct MaskedStepFunctor {
     auto gh = Kokkos::subview(base.wvec, b, 3, Kokkos::ALL());
     auto u = Kokkos::subview(base.wvec, b, 4, Kokkos::ALL());
     auto Sp = Kokkos::subview(base.wmat, b, 2, Kokkos::ALL(), Kokkos::ALL());
-    const typename Base::Basis Ub{&base.U(b, 0, 0), d, r};
 
-    // 3. Part 1: b, the observed Gram by the cheaper SYRK, K, z_ls, e_O.
-    base.project(m, b, bv);
-    const bool from_missing = n_missing <= n;
-    // The previous step's N, L_C and K when its missing rows are this
-    // step's (the same count, and each of them missing again).
-    const bool keep_gram = reuse_gram && observed_rotation && from_missing;
-    bool reuse = false;
-    if (keep_gram && gram_step(b) == step_index && gram_count(b) == n_missing) {
-      int still_missing = 0;
-      Kokkos::parallel_reduce(
-          Kokkos::TeamThreadRange(m, n_missing), [&](const int k, int& s) { s += observed(b, widx(b, k)) ? 0 : 1; },
-          still_missing);
-      reuse = still_missing == n_missing;
-    }
-    if (reuse) {
-      Kokkos::single(Kokkos::PerTeam(m), [&]() { gram_reused(b) += 1; });
-    } else if (!gram_and_factor(m, b, Ub, from_missing, from_missing ? n_missing : n, N, C, Z, K)) {
+    // 3. Part 1. The previous step's N, L_C and K when its missing rows are
+    // this step's (7.8; the observed rotation, the missing rows' Gram).
+    const bool keep_gram = reuse_gram && observed_rotation && n_missing <= n;
+    Scalar rho2 = 0;
+    if (!fit_observed(m, b, step_index, n, n_missing, keep_gram, rho2)) {
       mean_only(m, b, step_index, false);
       return false;
     }
-    Scalar trK = 0;
-    for (int j = 0; j < r; ++j) trK += K(j, j);
-    if (!(Scalar(r) + trK <= cond_max)) {
-      mean_only(m, b, step_index, false);
-      return false;
-    }
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {
-      Scalar kb = 0;
-      for (int k = 0; k < r; ++k) kb += K(j, k) * bv(k);
-      zls(j) = bv(j) + kb;
-    });
-    m.team_barrier();
-    const Scalar rho2 = base.residual(m, b, zls, [&](const int i) { return observed(b, i); });
     const Scalar rho = kmath::sqrt(rho2);
     const Scalar s2_old = base.s2(b);
-    // Section 4 on the observed rows (posterior only; y_M = 0 in wy, so
-    // ||y_O||^2 is the whole sum): log det C from C's factor L_C.
-    const bool evaluate = mode == MissingMode::posterior;
-    PrequentialSample preq;  // n = 0: not evaluated
-    if (evaluate) {
-      preq.n = n;
-      preq.r = r;
-      preq.yy = double(base.team_sum(m, b, d, [&](const int i) { return base.wy(b, i) * base.wy(b, i); }));
-      preq.rho2 = double(rho2);
-      preq.s2 = double(s2_old);
-      preq.logdet_c = logdet_from_factor(r, &C(0, 0), long(C.stride(0)));
-      preq.logdet_psi = logdet_psi(m, b);
-    }
+    // Section 4 on the observed rows: the posterior's from its own factor
+    // of S + Delta (below), project's from one of its own.
+    PrequentialSample preq =
+        mode == MissingMode::project ? observed_evaluation(m, b, n, rho2) : observed_sample(m, b, n, rho2);
 
     // 4. Part 2.
     if (mode == MissingMode::project) {
@@ -458,10 +535,8 @@ struct MaskedStepFunctor {
         return false;
       }
       base.cholesky_solve(m, L, w);
-      if (evaluate) {
-        for (int j = 0; j < r; ++j) preq.quad += double(zls(j)) * double(w(j));
-        preq.logdet_sd = logdet_from_factor(r, &L(0, 0), long(L.stride(0)));
-      }
+      for (int j = 0; j < r; ++j) preq.quad += double(zls(j)) * double(w(j));
+      preq.logdet_sd = logdet_from_factor(r, &L(0, 0), long(L.stride(0)));
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) {
         Scalar dw = 0;
         for (int k = 0; k < r; ++k) dw += Delta(j, k) * w(k);
