@@ -80,15 +80,9 @@ def panels(points):
     return out
 
 
-def median(values):
-    v = sorted(values)
-    n = len(v)
-    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
-
-
 def best_eta(by_eta):
-    eta = min(by_eta, key=lambda e: median(by_eta[e]))
-    return eta, median(by_eta[eta])
+    eta = min(by_eta, key=lambda e: C.median(by_eta[e]))
+    return eta, C.median(by_eta[eta])
 
 
 class Best:
@@ -138,7 +132,7 @@ def report(points, threshold):
                                                                         "random 1-r/d", "tracks"]
         rows, best = [], best_points(r, by_d)
         for b, by_eta in zip(best, by_d.values()):
-            rows.append([b.d] + [C.fmt_sci(median(by_eta[e])) if e in by_eta else "" for e in etas] +
+            rows.append([b.d] + [C.fmt_sci(C.median(by_eta[e])) if e in by_eta else "" for e in etas] +
                         [b.eta_text, C.fmt_sci(b.distance), "%.4f" % b.random,
                          "yes" if b.distance <= threshold else "no"])
         lines.append(C.md_table(headers, rows))
@@ -175,7 +169,7 @@ def plot(points, out_dir, threshold):
         for i, (d, by_eta) in enumerate(by_d.items()):
             col = colors[i % len(colors)]
             etas = sorted(by_eta)
-            ax.plot(etas, [median(by_eta[e]) for e in etas], "o-", color=col, label="d=%d" % d)
+            ax.plot(etas, [C.median(by_eta[e]) for e in etas], "o-", color=col, label="d=%d" % d)
             ax.axhline(1.0 - float(r) / d, color=col, ls="--", lw=0.8)
         ax.axhline(threshold, color="k", ls=":", lw=0.8, label="threshold %.2g" % threshold)
         ax.set_xscale("log")

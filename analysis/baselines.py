@@ -90,8 +90,29 @@ residual_fraction_mean, surprise_rate, surprise_rate_calibrated and the
 as the mini-app's diagnostics series writes them, at the steps (rows
 evaluated since start) of --every or --steps and at the end.
 
+Several streams (several NPY paths of one d; a mini-app run over several
+files, one stream each, e.g. run.steps: all): each is independent, and every
+method runs on each one on its own, with a fresh model (nothing is shared
+between streams): rows [0, start) of stream i feed its model and rows
+[start, end_i) are scored, end_i = min(end, rows_i) (--end defaults to the
+longest stream's rows, so each stream is scored to its own end). The
+measures are pooled as the mini-app pools its streams: series step k (rows
+scored since start, counted in each stream alike) sums every stream's rows
+[start, start + k), a stream that ended contributing all of its rows, so an
+interval (k_prev, k] holds every stream's rows of step index in it; the totals
+sum every stream's. The output keeps the one-stream keys (prequential and
+series pooled; end - start is the longest stream's scored rows, the run's
+length; rows_evaluated and prequential.rows the rows scored over all
+streams; wall and init seconds summed) and adds `streams` (their number),
+`inputs` (each stream's path, rows, end) and, per method, `streams`: each
+stream's totals and sums (stream, path, samples, nll_mean, ...). With --like
+the files must be the result's streams: as many, the longest one's rows
+after start its warm-up + timed steps and their timed steps summing to its
+steps.timed_samples; a stream with fewer than start + 1 rows is an error.
+
     python3 -m analysis.baselines stream.npy --rank 4 --start 512 --window 200 --refit-every 50 -o b.json
     python3 -m analysis.baselines stream.npy --like result.json -o b.json   # rank, start, end, steps, W = 1/eta_U
+    python3 -m analysis.baselines tracks/*.npy --like tracks_result.json -o b.json   # pooled over the files
 """
 
 import argparse
@@ -133,6 +154,12 @@ MISSING_TEXT = (
     "missing entries set to 0 (divided by the row count); incremental: missing entries filled with the running "
     "per-coordinate mean of the observed entries fed so far before partial_fit; a coordinate the model has no "
     "observation of is treated as missing when scoring")
+
+POOLED_TEXT = (
+    "each method runs on each stream on its own (a fresh model per stream, rows [start, end_i) of stream i with "
+    "end_i = min(end, its rows)); the sums at series step k add every stream's scored rows [start, start + k) "
+    "(a stream that ended adds all of its rows), so an interval (k_prev, k] holds every stream's rows of "
+    "step index in it, as the mini-app pools its streams; the totals are the sums over every stream")
 
 METHOD_TEXT = {
     "window": "sliding-window PPCA: refit every M rows on the last W rows (window mean; top-r eigenpairs of the "
@@ -546,36 +573,54 @@ def cumulative_sums(s):
     return [np.concatenate([[0.0], np.cumsum(c)]) for c in cols]
 
 
-def median(values):
-    v = sorted(x for x in values if x is not None)
-    if not v:
-        return None
-    n = len(v)
-    return v[n // 2] if n % 2 == 1 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+def _pooled(values):
+    """One stream's value as it is (so a one-stream run is unchanged), several
+    streams' correctly rounded sum."""
+    return values[0] if len(values) == 1 else math.fsum(values)
 
 
 def summarize(s, start, steps):
-    """(prequential summary, series) of one method's scores."""
-    cum = cumulative_sums(s)
+    """(prequential summary, series) of one method's scores: s is the Scores
+    of one stream or a list of them, one per stream, whose rows all begin at
+    row `start` of their own stream (a list is pooled: the sums at step k add
+    every stream's rows [0, k), a stream that ended contributing its whole
+    sums)."""
+    streams = s if isinstance(s, (list, tuple)) else [s]
+    cums = [cumulative_sums(x) for x in streams]
+    lengths = [x.evaluated.shape[0] for x in streams]
+
+    def sums_at(k):
+        return [float(_pooled([c[j][min(k, n)] for c, n in zip(cums, lengths)])) for j in range(5)]
     series, prev = [], [0.0] * 5
     for k in steps:
-        tot = [float(c[k]) for c in cum]
+        tot = sums_at(k)
         entry = means(*tot)
         entry["sums"] = {"samples": tot[0], "zero_norm_samples": tot[1], "residual_fraction": tot[2],
                          "nll": tot[3], "surprises": tot[4]}
         entry["interval"] = means(*[a - b for a, b in zip(tot, prev)])
         series.append({"step": int(k), "sample_index": int(start + k - 1), "prequential": entry})
         prev = tot
-    rows = s.evaluated.shape[0]
-    total = means(*[float(c[rows]) for c in cum])
+    rows = sum(lengths)
+    total = means(*sums_at(max(lengths)))
     for key, name in (("nll_mean", "nll"), ("residual_fraction_mean", "residual_fraction"),
                       ("surprise_rate", "surprise_rate")):
-        total[name + "_interval_median"] = median(e["prequential"]["interval"][key] for e in series)
+        total[name + "_interval_median"] = C.median(e["prequential"]["interval"][key] for e in series)
     total["surprise_rate_calibrated"] = 0.001
     total["rows"] = int(rows)
     total["skipped_samples"] = int(rows - total["samples"])
     total["definition"] = DEFINITION
     return total, series
+
+
+def stream_totals(s):
+    """One stream's totals and sums (the per-stream list of a pooled run)."""
+    tot = [float(c[-1]) for c in cumulative_sums(s)]
+    out = means(*tot)
+    out["sums"] = {"samples": tot[0], "zero_norm_samples": tot[1], "residual_fraction": tot[2], "nll": tot[3],
+                   "surprises": tot[4]}
+    out["rows"] = int(s.evaluated.shape[0])
+    out["skipped_samples"] = out["rows"] - out["samples"]
+    return out
 
 
 def step_boundaries(rows, every=None, steps=None):
@@ -619,14 +664,44 @@ def like_settings(path):
     try:
         deck, steps = run["resolved_deck"], run["steps"]
         start = int(steps["init_samples"])
-        rows = int(steps.get("warmup", 0)) + int(steps["timed"])
+        warmup = int(steps.get("warmup", 0))
+        rows = warmup + int(steps["timed"])
         alg = deck["algorithm"]
+        streams = (run.get("decomposition") or {}).get("total_streams")
+        timed_samples = steps.get("timed_samples")
         return {"d": int(deck["problem"]["d"]), "rank": int(deck["problem"]["rank"]), "start": start,
                 "end": start + rows, "window": int(round(1.0 / float(alg["eta_U"]))),
                 "missing_cond_max": float(alg.get("missing_cond_max", DEFAULT_COND_MAX)),
-                "steps": [int(steps.get("warmup", 0)) + int(e["step"]) for e in run["diagnostics"]["series"]]}
+                "steps": [warmup + int(e["step"]) for e in run["diagnostics"]["series"]],
+                "warmup": warmup, "streams": None if streams is None else int(streams),
+                "timed_samples": None if timed_samples is None else int(timed_samples)}
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as e:
         raise C.AnalysisError("%s: runs[0]: missing or malformed field %s" % (path, e))
+
+
+def check_streams(paths, rows, p, like, like_path):
+    """Several streams: each needs start + 1 rows at least (its init rows and
+    one scored row), and with --like the files must be the result's streams:
+    as many, the longest reaching its end and the timed steps summing to its
+    steps.timed_samples. Returns each stream's end, min(end, rows)."""
+    for path, n in zip(paths, rows):
+        if n < p["start"] + 1:
+            raise C.AnalysisError("%s: %d rows, fewer than start + 1 = %d: a stream needs its %d rows before the "
+                                  "first scored row and one row to score" % (path, n, p["start"] + 1, p["start"]))
+    ends = [min(p["end"], n) for n in rows]
+    if like:
+        if like["streams"] is not None and like["streams"] != len(paths):
+            raise C.AnalysisError("--like %s ran %d streams, %d .npy files given" %
+                                  (like_path, like["streams"], len(paths)))
+        if max(ends) != like["end"]:
+            raise C.AnalysisError("--like %s ran %d steps (warm-up included) after row %d, the longest of these "
+                                  "files scores %d rows" % (like_path, like["end"] - like["start"], like["start"],
+                                                            max(ends) - p["start"]))
+        timed = sum(e - p["start"] - like["warmup"] for e in ends)
+        if like["timed_samples"] is not None and timed != like["timed_samples"]:
+            raise C.AnalysisError("--like %s: its streams took %d timed steps in all (steps.timed_samples), these "
+                                  "files give %d: not the same files" % (like_path, like["timed_samples"], timed))
+    return ends
 
 
 def check_parameters(p, rows, d, methods):
@@ -699,6 +774,19 @@ def blas_threads(n):
         yield n
 
 
+def describe(name, params):
+    """A method's text and parameters for the output."""
+    parameters = {"rank": params["rank"], "floor": params["floor"], "missing_cond_max": params["missing_cond_max"]}
+    if name == "window":
+        parameters.update(window=params["window"], refit_every=params["refit_every"])
+    elif name == "incremental":
+        parameters.update(batch=params["refit_every"], initial_batch=params["start"],
+                          noise=params.get("incremental_noise", "sklearn"))
+    text = METHOD_TEXT["incremental/total" if name == "incremental" and params.get("incremental_noise") == "total"
+                       else name]
+    return text, parameters
+
+
 def run_baselines(X, params, methods, steps):
     """{method: entry} for the rows of params (module docstring)."""
     out = {}
@@ -706,30 +794,55 @@ def run_baselines(X, params, methods, steps):
         scores, wall, init_s, extra = RUNNERS[name](X, params)
         rows = params["end"] - params["start"]
         total, series = summarize(scores, params["start"], steps)
-        parameters = {"rank": params["rank"], "floor": params["floor"], "missing_cond_max": params["missing_cond_max"]}
-        if name == "window":
-            parameters.update(window=params["window"], refit_every=params["refit_every"])
-        elif name == "incremental":
-            parameters.update(batch=params["refit_every"], initial_batch=params["start"],
-                              noise=params.get("incremental_noise", "sklearn"))
-        text = METHOD_TEXT["incremental/total" if name == "incremental" and params.get("incremental_noise") == "total"
-                           else name]
+        text, parameters = describe(name, params)
         out[name] = {"definition": text, "parameters": parameters, "prequential": total,
                      "series": series, "wall_seconds": wall, "init_seconds": init_s,
                      "seconds_per_sample": (wall - init_s) / rows, "counts": extra}
     return out
 
 
+def run_pooled(streams, params, methods, steps):
+    """{method: entry} over several independent streams, each [(path, X,
+    end)]: every method runs on every stream on its own (a fresh model per
+    stream, rows [start, end) of it) and the measures are pooled over them
+    (summarize); each entry also lists every stream's totals."""
+    out = {}
+    for name in methods:
+        scores, per_stream, counts = [], [], {}
+        wall = init_s = 0.0
+        for i, (path, X, end) in enumerate(streams):
+            s, w, t0, extra = RUNNERS[name](X, dict(params, end=end))
+            scores.append(s)
+            wall += w
+            init_s += t0
+            for key, v in extra.items():
+                counts[key] = counts.get(key, 0) + v
+            entry = {"stream": i, "path": path, "file": os.path.basename(path), "end": int(end)}
+            entry.update(stream_totals(s))
+            entry.update(wall_seconds=w, init_seconds=t0)
+            per_stream.append(entry)
+        total, series = summarize(scores, params["start"], steps)
+        text, parameters = describe(name, params)
+        out[name] = {"definition": text + "; run on each stream on its own, pooled over the %d streams" %
+                     len(streams), "parameters": parameters, "prequential": total, "series": series,
+                     "wall_seconds": wall, "init_seconds": init_s,
+                     "seconds_per_sample": (wall - init_s) / total["rows"], "counts": counts, "streams": per_stream}
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m analysis.baselines", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("npy", metavar="NPY", help="the stream: (samples, d), time order, NaN = missing")
-    parser.add_argument("--like", metavar="RESULT", help="a mini-app result on the same stream: its runs[0] sets "
-                        "--rank, --start (init_samples), --end (start + warm-up + timed steps), --steps (its "
-                        "series: warm-up + step), --missing-cond-max and --window (round(1/eta_U)) unless given")
+    parser.add_argument("npy", metavar="NPY", nargs="+", help="the stream: (samples, d), time order, NaN = "
+                        "missing; several: independent streams of one d, each run on its own and pooled")
+    parser.add_argument("--like", metavar="RESULT", help="a mini-app result on the same stream(s): its runs[0] sets "
+                        "--rank, --start (init_samples), --end (start + warm-up + timed steps; several streams: "
+                        "the longest's), --steps (its series: warm-up + step), --missing-cond-max and --window "
+                        "(round(1/eta_U)) unless given")
     parser.add_argument("--rank", type=int, help="r, the retained rank")
     parser.add_argument("--start", type=int, help="first evaluated row (MOSAIC's algorithm.init_samples)")
-    parser.add_argument("--end", type=int, help="end of the evaluated rows (default: every row)")
+    parser.add_argument("--end", type=int, help="end of the evaluated rows (default: every row; several "
+                        "streams: each ends at min(END, its rows))")
     parser.add_argument("--window", type=int, help="W, the window method's rows (about 1/eta_U)")
     parser.add_argument("--refit-every", type=int, help="M: the window's refit period and the incremental "
                         "batch (default W/4)")
@@ -757,11 +870,21 @@ def main(argv=None):
                                                                            ",".join(METHODS)))
     if "incremental" in methods:
         incremental_pca_class()
-    X = load_stream(args.npy)
-    rows, d = X.shape
+    arrays = [load_stream(path) for path in args.npy]
+    several = len(arrays) > 1
+    d = arrays[0].shape[1]
+    for path, X in zip(args.npy[1:], arrays[1:]):
+        if X.shape[1] != d:
+            raise C.AnalysisError("%s: d = %d, %s has d = %d: the streams must share d" %
+                                  (path, X.shape[1], args.npy[0], d))
+    lengths = [int(X.shape[0]) for X in arrays]
+    rows = max(lengths)
     like = like_settings(args.like) if args.like else {}
     if like and like["d"] != d:
         raise C.AnalysisError("--like %s has d = %d, the stream d = %d" % (args.like, like["d"], d))
+    if like and not several and like["streams"] not in (None, 1):
+        raise C.AnalysisError("--like %s ran %d streams: give its %d .npy files" %
+                              (args.like, like["streams"], like["streams"]))
 
     def pick(value, key, default=None):
         return value if value is not None else like.get(key, default)
@@ -770,6 +893,7 @@ def main(argv=None):
               "refit_every": args.refit_every, "floor": args.floor, "incremental_noise": args.incremental_noise,
               "missing_cond_max": pick(args.missing_cond_max, "missing_cond_max", DEFAULT_COND_MAX)}
     check_parameters(params, rows, d, methods)
+    ends = check_streams(args.npy, lengths, params, like, args.like) if several else [params["end"]]
     if args.every < 0:
         raise C.AnalysisError("--every must be >= 0")
     try:
@@ -780,25 +904,48 @@ def main(argv=None):
         given = like["steps"]
     n_eval = params["end"] - params["start"]
     steps = step_boundaries(n_eval, args.every, given)
-    missing = int(np.count_nonzero(np.isnan(X[:params["end"]])))
+    missing = [int(np.count_nonzero(np.isnan(X[:end]))) for X, end in zip(arrays, ends)]
     if args.blas_threads < 0:
         raise C.AnalysisError("--blas-threads must be >= 0")
     with blas_threads(args.blas_threads) as threads:
-        results = run_baselines(X, params, methods, steps)
-    doc = {"program": "mosaic_baselines", "format_version": 1,
-           "input": {"path": args.npy, "file": os.path.basename(args.npy), "rows": int(rows), "d": int(d),
-                     "dtype": str(X.dtype), "missing_entries": missing,
-                     "missing_fraction": missing / float(params["end"] * d)},
-           "like": args.like, "start": params["start"], "end": params["end"], "rows_evaluated": n_eval,
+        if several:
+            results = run_pooled(list(zip(args.npy, arrays, ends)), params, methods, steps)
+        else:
+            results = run_baselines(arrays[0], params, methods, steps)
+    if several:
+        names = [os.path.basename(path) for path in args.npy]
+        dtypes = sorted(set(str(X.dtype) for X in arrays))
+        inp = {"paths": list(args.npy), "file": "%d streams (%s)" % (len(names), short_list(names)),
+               "rows": int(sum(lengths)), "d": int(d), "dtype": dtypes[0] if len(dtypes) == 1 else dtypes,
+               "missing_entries": sum(missing),
+               "missing_fraction": sum(missing) / float(sum(ends) * d)}
+        n_scored = sum(end - params["start"] for end in ends)
+    else:
+        inp = {"path": args.npy[0], "file": os.path.basename(args.npy[0]), "rows": int(rows), "d": int(d),
+               "dtype": str(arrays[0].dtype), "missing_entries": missing[0],
+               "missing_fraction": missing[0] / float(params["end"] * d)}
+        n_scored = n_eval
+    doc = {"program": "mosaic_baselines", "format_version": 1, "input": inp,
+           "like": args.like, "start": params["start"], "end": params["end"], "rows_evaluated": n_scored,
            "steps": steps, "parameters": params, "missing_data": MISSING_TEXT, "definition": DEFINITION,
            "timing": "wall_seconds: fits and evaluation (time.perf_counter); init_seconds: building the model used "
                      "at row start from rows [0, start); seconds_per_sample = (wall - init) / rows evaluated",
            "environment": {"hostname": platform.node(), "cpu_model": cpu_model(), "cpu_count": os.cpu_count(),
                            "blas_threads": threads, "versions": versions()},
            "methods": results}
+    if several:
+        doc["streams"] = len(arrays)
+        doc["pooled"] = POOLED_TEXT
+        doc["inputs"] = [{"stream": i, "path": path, "file": os.path.basename(path), "rows": n, "end": int(end),
+                          "rows_evaluated": int(end - params["start"]), "dtype": str(X.dtype),
+                          "missing_entries": m}
+                         for i, (path, X, n, end, m) in enumerate(zip(args.npy, arrays, lengths, ends, missing))]
+        doc["timing"] += "; each a sum over the streams"
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     with open(args.output, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1, allow_nan=False)
+    if several:
+        print("pooled over %d streams (%d rows scored)" % (len(arrays), n_scored))
     for name, res in results.items():
         pq = res["prequential"]
         print("%-11s samples %d (skipped %d), NLL mean %s, residual fraction mean %s, surprise rate %s, "
@@ -807,6 +954,10 @@ def main(argv=None):
                                   1e6 * res["seconds_per_sample"]))
     print("wrote " + args.output)
     return 0
+
+
+def short_list(names, most=4):
+    return ", ".join(names) if len(names) <= most else "%s, ..., %s" % (", ".join(names[:most - 1]), names[-1])
 
 
 def _g(v):

@@ -491,6 +491,21 @@ def _fmt_checksum(v):
 
 
 # ---------------------------------------------------------------------------
+# Statistics
+
+
+def median(values):
+    """The median of the values that are not None (the mean of the middle
+    two for an even count); None when there are none. analysis.accuracy's
+    distances and analysis.baselines' interval means use it."""
+    v = sorted(x for x in values if x is not None)
+    if not v:
+        return None
+    n = len(v)
+    return v[n // 2] if n % 2 == 1 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+# ---------------------------------------------------------------------------
 # Formatting
 
 

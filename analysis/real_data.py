@@ -6,8 +6,9 @@ analysis.baselines wrote for the same stream (--baselines).
 
 Each mini-app run is labelled by its deck's algorithm: "MOSAIC" (exact
 covariance update, precision direction), "MOSAIC first_order" (covariance_update:
-first_order), "MOSAIC oja" (subspace_direction: oja), both words for both;
-runs that share a label are told apart by their sweep point (or their
+first_order), "MOSAIC oja" (subspace_direction: oja), both words for both,
+and "missing: project" (or zero_fill, drop) for an ablation of section 7's
+posterior; runs that share a label are told apart by their sweep point (or their
 file and run index).
 
 Writes a Markdown table (--table; also printed), one row per method:
@@ -20,20 +21,29 @@ and a PNG (--figure; --no-plots: none) with two panels, the interval means of th
 the residual fraction against the step (rows evaluated since the first
 one, at the end of each interval), one line per method.
 
-Time per sample: MOSAIC's is the update timer per step of the stream,
-1e6 x total_streams / throughput.update_samples_per_second (for one stream:
-timers.update / timed steps): the timed steps' update kernels with the
-prequential evaluation inside them, without init, I/O and diagnostics. A
-baseline's is its seconds_per_sample: fits and evaluation after the model
-of the first evaluated row was built (analysis.baselines). They ran on the
-machines the notes under the table name; compare them as such.
+Time per sample: MOSAIC's is its update timer per sample,
+1e6 / throughput.update_samples_per_second (for one stream: timers.update /
+timed steps; for several, the update time over every stream's timed samples,
+steps.timed_samples, with the streams batched over the threads): the timed
+steps' update kernels with the prequential evaluation inside them, without
+init, I/O and diagnostics. A baseline's is its seconds_per_sample: fits and
+evaluation after the model of the first evaluated row was built
+(analysis.baselines; over several streams, summed over them, one after
+another). They ran on the machines the notes under the table name; compare
+them as such.
+
+Several streams (a run over several .npy files, e.g. run.steps: all, and
+analysis.baselines given the same files): the measures of both sides are
+pooled over the streams (an interval's means over every stream's samples of
+step index in it), the heading and the figure say so, and the runs must have
+as many streams as the baselines file.
 
 The files must describe the same evaluated rows, or the command refuses
-(exit status 2): one stream per run, the same d and rank, the same first
-row (algorithm.init_samples = the baselines' start) and number of rows
-(warm-up + timed steps), the same interval boundaries (warm-up + each
-series entry's step = the baselines' steps), and the same number of
-evaluated samples. The last can differ with missing data for a reason
+(exit status 2): as many streams per run as the baselines', the same d and
+rank, the same first row (algorithm.init_samples = the baselines' start)
+and number of rows (warm-up + timed steps; several streams: the longest
+stream's), the same interval boundaries (warm-up + each series entry's step
+= the baselines' steps), and the same number of evaluated samples. The last can differ with missing data for a reason
 (MOSAIC skips a step whose tr(C^-1) exceeds missing_cond_max, which depends
 on its own frame, and evaluates only the posterior mode's masked samples):
 --allow-sample-difference accepts that and the table shows each count.
@@ -99,10 +109,14 @@ def mosaic_label(deck):
         words.append(str(alg["covariance_update"]))
     if str(alg.get("subspace_direction", "precision")) != "precision":
         words.append(str(alg["subspace_direction"]))
+    if str(alg.get("missing", "error")) not in ("error", "posterior"):
+        words.append("missing: " + str(alg["missing"]))
     return " ".join(words)
 
 
-def mosaic_methods(paths):
+def mosaic_methods(paths, streams=1):
+    """The runs of the result files; each must have run `streams` streams
+    (the baselines' count)."""
     records = C.load_records(paths)
     docs = {}
     out = []
@@ -115,9 +129,12 @@ def mosaic_methods(paths):
         if not isinstance(preq, dict) or "samples" not in preq:
             raise C.AnalysisError("%s: no runs[].prequential (a result written before the prequential accuracy "
                                   "was reported, or a run that evaluated nothing)" % where)
-        if rec.streams_total != 1:
+        if rec.streams_total != streams and streams == 1:
             raise C.AnalysisError("%s: %d streams; the baselines score one stream, so compare a run of one "
                                   "(streams.total: 1)" % (where, rec.streams_total))
+        if rec.streams_total != streams:
+            raise C.AnalysisError("%s: %d streams; the baselines were pooled over %d" %
+                                  (where, rec.streams_total, streams))
         try:
             steps = run["steps"]
             start = int(steps["init_samples"])
@@ -128,7 +145,7 @@ def mosaic_methods(paths):
             ups = float(run["throughput"]["update_samples_per_second"])
         except (KeyError, TypeError, ValueError) as e:
             raise C.AnalysisError("%s: missing or malformed field %s" % (where, e))
-        us = 1e6 * rec.streams_total / ups if ups > 0 else None
+        us = 1e6 / ups if ups > 0 else None
         out.append(Method(mosaic_label(rec.resolved_deck), preq, points, us, start, rows, rec.d, rec.r, where, rec))
     # Labels shared by several runs: add the sweep point, else the file and run index.
     for m in out:
@@ -198,16 +215,39 @@ def short(v):
         ", ".join(map(str, v[:3])), ", ".join(map(str, v[-2:])))
 
 
+def stream_count(bdoc):
+    """The number of streams the baselines file pools (1: one stream)."""
+    try:
+        return int(bdoc.get("streams", 1))
+    except (TypeError, ValueError):
+        raise C.AnalysisError("baselines file: malformed \"streams\": %r" % bdoc.get("streams")) from None
+
+
 def markdown(name, methods, bdoc, bpath):
     ref = methods[0]
     mosaic = [m for m in methods if m.record is not None]
-    lines = ["# %s: MOSAIC against online baselines (prequential accuracy)" % name, ""]
+    streams = stream_count(bdoc)
+    pooled = ", pooled over %d streams" % streams if streams > 1 else ""
+    lines = ["# %s: MOSAIC against online baselines (prequential accuracy%s)" % (name, pooled), ""]
     inp = bdoc.get("input", {})
-    lines.append("Rows [%d, %d) of %s (d = %d, rank %d%s), each scored before it updates the model "
-                 "(docs/ALGORITHM.md section 5, the normative ALGORITHM.md's section 4)." % (
-                     ref.start, ref.start + ref.rows, inp.get("file", "the stream"), ref.d, ref.rank,
-                     ", %.1f%% of the file's entries missing" % (100 * inp["missing_fraction"])
-                     if inp.get("missing_fraction") else ""))
+    if streams > 1:
+        ends = [int(s["end"]) for s in bdoc.get("inputs", []) if "end" in s]
+        lines.append("Rows [%d, end) of each of %s, end being the stream's own number of rows (%s); d = %d, "
+                     "rank %d%s; %d rows in all, each scored before it updates its own stream's model "
+                     "(docs/ALGORITHM.md section 5, the normative ALGORITHM.md's section 4); each method runs on "
+                     "every stream on its own. Pooled over the %d streams: the measures sum every stream's samples, "
+                     "an interval ending at step k holds every stream's samples of step index in it, and a stream "
+                     "that ended adds nothing after its end." % (
+                         ref.start, inp.get("file", "%d streams" % streams),
+                         "%d to %d" % (min(ends), max(ends)) if ends else "at most %d" % (ref.start + ref.rows),
+                         ref.d, ref.rank, ", %.1f%% of the files' entries missing" % (100 * inp["missing_fraction"])
+                         if inp.get("missing_fraction") else "", int(bdoc.get("rows_evaluated", 0)), streams))
+    else:
+        lines.append("Rows [%d, %d) of %s (d = %d, rank %d%s), each scored before it updates the model "
+                     "(docs/ALGORITHM.md section 5, the normative ALGORITHM.md's section 4)." % (
+                         ref.start, ref.start + ref.rows, inp.get("file", "the stream"), ref.d, ref.rank,
+                         ", %.1f%% of the file's entries missing" % (100 * inp["missing_fraction"])
+                         if inp.get("missing_fraction") else ""))
     lines.append("")
     lines.append(C.md_table(HEADERS, [m.row() for m in methods]))
     lines.append("")
@@ -218,11 +258,19 @@ def markdown(name, methods, bdoc, bpath):
                  (len(ref.steps), short(ref.steps)))
     machines = OrderedDict.fromkeys("%s on %s" % (m.record.machine, m.record.hostname) for m in mosaic)
     env = bdoc.get("environment", {})
-    lines.append("- Time per sample: MOSAIC's update timer per step (init, I/O and diagnostics excluded), on %s; "
-                 "the baselines' fits and evaluation after the first model (analysis.baselines, NumPy, "
-                 "%s BLAS thread(s)), on %s on %s." % (
-                     "; ".join(machines), env.get("blas_threads", "?"), env.get("cpu_model", "?"),
-                     env.get("hostname", "?")))
+    if streams > 1:
+        lines.append("- Time per sample: MOSAIC's update timer over its timed samples of every stream (the streams "
+                     "batched over its threads; init, I/O and diagnostics excluded), on %s; the baselines' fits "
+                     "and evaluation after each stream's first model, over every stream's samples, the streams "
+                     "one after another (analysis.baselines, NumPy, %s BLAS thread(s)), on %s on %s." % (
+                         "; ".join(machines), env.get("blas_threads", "?"), env.get("cpu_model", "?"),
+                         env.get("hostname", "?")))
+    else:
+        lines.append("- Time per sample: MOSAIC's update timer per step (init, I/O and diagnostics excluded), on "
+                     "%s; the baselines' fits and evaluation after the first model (analysis.baselines, NumPy, "
+                     "%s BLAS thread(s)), on %s on %s." % (
+                         "; ".join(machines), env.get("blas_threads", "?"), env.get("cpu_model", "?"),
+                         env.get("hostname", "?")))
     skipped = ["%s %d" % (m.label, m.preq["skipped_samples"]) for m in methods
                if m.record is None and m.preq.get("skipped_samples")]
     if skipped:
@@ -252,9 +300,9 @@ def clip_outliers(ax, values):
             transform=ax.transAxes, va="bottom", fontsize=7)
 
 
-def plot(name, methods, path):
+def plot(name, methods, path, streams=1):
     plt = C.pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    fig, axes = plt.subplots(1, 2, figsize=(14, 4.6))
     panels = (("nll_mean", "interval mean NLL per coordinate [nats]"),
               ("residual_fraction_mean", "interval mean residual fraction [dimensionless]"))
     for ax, (key, ylabel) in zip(axes, panels):
@@ -272,13 +320,18 @@ def plot(name, methods, path):
             ax.set_yscale("log")
         elif values:
             clip_outliers(ax, values)
-        ax.set_xlabel("step (rows scored since row %d)" % methods[0].start)
+        ax.set_xlabel("step (rows scored since row %d%s)" % (methods[0].start, " of each stream" if streams > 1
+                                                              else ""))
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
-    axes[0].legend(fontsize=7)
+    # One legend for both panels, outside them on the right (in the axes it covered curves).
+    handles, labels = axes[0].get_legend_handles_labels()
+    if handles:
+        axes[-1].legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                        borderaxespad=0.0, frameon=True)
     records = [m.record for m in methods if m.record is not None]
-    return C.save_figure(fig, path, "%s: prequential accuracy per interval, MOSAIC and online baselines" % name,
-                         records)
+    return C.save_figure(fig, path, "%s: prequential accuracy per interval, MOSAIC and online baselines%s" % (
+        name, ", pooled over %d streams" % streams if streams > 1 else ""), records)
 
 
 def main(argv=None):
@@ -296,9 +349,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if not args.figure and not args.no_plots:
         parser.error("--figure OUT.png is required (or --no-plots)")
-    methods = mosaic_methods(args.result)
     bdoc, baselines = baseline_methods(args.baselines)
-    methods += baselines
+    methods = mosaic_methods(args.result, stream_count(bdoc)) + baselines
     check_same_rows(methods, args.allow_sample_difference)
     text = markdown(args.name, methods, bdoc, args.baselines)
     os.makedirs(os.path.dirname(os.path.abspath(args.table)), exist_ok=True)
@@ -307,7 +359,7 @@ def main(argv=None):
     print(text)
     print("table: %s" % args.table)
     if not args.no_plots:
-        print("figure: %s" % plot(args.name, methods, args.figure))
+        print("figure: %s" % plot(args.name, methods, args.figure, stream_count(bdoc)))
     return 0
 
 

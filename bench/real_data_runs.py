@@ -2,34 +2,42 @@
 """Issue 31's real-data comparison, end to end, one dataset at a time:
 
 1. builds the dataset from its Debian package (analysis/datasets/<builder>,
-   into inputs/real_data/<builder>/; a dataset whose .npy files match the
-   sha256 of their sidecar is reused, --rebuild builds it again),
+   into inputs/real_data/<builder>/; a dataset is reused when its .npy
+   files are exactly those its builder's sidecar lists for it, each with
+   the sha256 recorded there; --rebuild builds it again; a builder that
+   makes several datasets, video and music, runs at most once per
+   invocation),
 2. runs its deck inputs/real/<name>.yaml on one rank: the normative update
    and its ablations (the deck's sweep over covariance_update x
    subspace_direction),
-3. runs the baselines on the same stream, the same rows and the same
-   prequential measure (analysis/baselines.py --like the MOSAIC result),
+3. runs the baselines on the same stream(s), the same rows and the same
+   prequential measure (analysis/baselines.py --like the MOSAIC result; a
+   dataset of several streams, music_tracks with one per track, gives
+   every file: each baseline runs on each stream on its own and the
+   measures are pooled over the streams as the mini-app pools them),
 4. writes the table and the figure (analysis/real_data.py).
 
 Into OUTDIR, per dataset NAME: NAME_mosaic.json (the mini-app's result),
 NAME_baselines.json, NAME.md (the table), NAME.png (the figure), and
 NAME.log (every command with its start and end time, uptime and output).
-A dataset of several streams (music_tracks: one per track) is run by the
-mini-app only: the baselines take one stream.
 
     /usr/bin/python3 bench/real_data_runs.py OUTDIR [--datasets wind,dj30]
         [--miniapp build/openmp/miniapp/mosaic_miniapp] [--mpiexec mpirun]
         [--rebuild] [--check]
 
 --check (ctest's mpi.real_data_small) exits non-zero unless each dataset's
-sidecar sha256 matches its .npy, every MOSAIC run and every baseline
-evaluated samples, with finite means, and (data without gaps) the same
-number of them.
+files verify against their sidecar (above), every MOSAIC run and every
+baseline evaluated samples, with finite means, and, for data without gaps,
+the same number of them: each MOSAIC run's and each baseline's (pooled)
+count equals the run's steps.timed_samples (every stream's timed steps;
+plus the warm-up steps of every stream, which the prequential measure
+scores too).
 """
 
 import argparse
 import collections
 import datetime
+import fnmatch
 import glob
 import json
 import math
@@ -43,10 +51,11 @@ sys.path.insert(0, ROOT)
 from analysis.baselines import cpu_model  # noqa: E402
 from analysis.datasets.debian import sha256_file  # noqa: E402
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+DATA = os.path.join(ROOT, "inputs", "real_data")
 
 # name: (builder module, the stream files under inputs/real_data/ the deck
-# reads, deck, whether the data have gaps); the baselines run on the file
-# when there is one. With gaps MOSAIC skips the masked steps that its own
+# reads, deck, whether the data have gaps); the baselines run on the same
+# files. With gaps MOSAIC skips the masked steps that its own
 # subspace cannot resolve (ALGORITHM.md 7.5) and the baselines theirs, so
 # the evaluated counts differ and the table shows each.
 Dataset = collections.namedtuple("Dataset", "builder files deck gaps")
@@ -67,10 +76,12 @@ class RunFailed(Exception):
     pass
 
 
-def recorded_sha256(sidecar):
-    """{file name: sha256} the builder's sidecar records for its arrays."""
+def recorded_sha256(sidecar, data=DATA):
+    """{path under data (builder/.../name.npy): sha256} of the arrays the
+    builder's sidecar records (it names them relative to its own directory)."""
     with open(sidecar) as f:
         meta = json.load(f)
+    base = os.path.dirname(os.path.abspath(sidecar))
     found = {}
 
     def walk(node):
@@ -78,7 +89,7 @@ def recorded_sha256(sidecar):
             name = node.get("npy") or node.get("file")
             digest = node.get("npy_sha256") or node.get("sha256")
             if isinstance(name, str) and isinstance(digest, str) and name.endswith(".npy"):
-                found[os.path.basename(name)] = digest
+                found[relative(os.path.join(base, name), data)] = digest
             for v in node.values():
                 walk(v)
         elif isinstance(node, list):
@@ -88,25 +99,68 @@ def recorded_sha256(sidecar):
     return found
 
 
-def stream_files(ds):
+def relative(path, data=DATA):
+    return os.path.normpath(os.path.relpath(os.path.abspath(path), os.path.abspath(data))).replace(os.sep, "/")
+
+
+def matches(rel, patterns):
+    """Whether rel (a path under data) matches one of the dataset's glob
+    patterns, component by component (a * does not cross a /, as in glob)."""
+    parts = rel.split("/")
+    for pattern in patterns:
+        pat = pattern.split("/")
+        if len(pat) == len(parts) and all(fnmatch.fnmatchcase(a, b) for a, b in zip(parts, pat)):
+            return True
+    return False
+
+
+def stream_files(ds, data=DATA):
     paths = []
     for pattern in ds.files:
-        paths += sorted(glob.glob(os.path.join(ROOT, "inputs", "real_data", pattern)))
+        paths += sorted(glob.glob(os.path.join(data, pattern)))
     return paths
 
 
-def verified(ds):
-    """The dataset's files, each checked against the sha256 its builder's
-    sidecar records; [] if any is missing or differs."""
-    paths = stream_files(ds)
+def verified(ds, data=DATA):
+    """The dataset's files, if they are exactly the .npy files its builder's
+    sidecars list for it (those matching its patterns) and each has the
+    sha256 recorded there; [] if one is missing, unlisted or differs."""
+    paths = stream_files(ds, data)
     if not paths:
         return []
     sums = {}
-    for sidecar in glob.glob(os.path.join(ROOT, "inputs", "real_data", ds.builder, "*.json")):
-        sums.update(recorded_sha256(sidecar))
-    for p in paths:
-        if sums.get(os.path.basename(p)) != sha256_file(p):
+    for sidecar in sorted(glob.glob(os.path.join(data, ds.builder, "*.json"))):
+        sums.update(recorded_sha256(sidecar, data))
+    listed = set(rel for rel in sums if matches(rel, ds.files))
+    found = [relative(p, data) for p in paths]
+    if set(found) != listed:
+        return []
+    for p, rel in zip(paths, found):
+        if sums[rel] != sha256_file(p):
             return []
+    return paths
+
+
+def prepare(name, rebuild, built, log, data=DATA):
+    """The dataset's verified files: reused, or built first (always with
+    rebuild) by its builder, which runs at most once per invocation (built:
+    the builders run so far)."""
+    ds = DATASETS[name]
+    if ds.builder in built or not rebuild:
+        paths = verified(ds, data)
+        if paths:
+            log.line("# %s: %s %d file(s) that match their sidecar's sha256" % (
+                name, "analysis.datasets.%s built above" % ds.builder if ds.builder in built else "reusing",
+                len(paths)))
+            return paths
+        if ds.builder in built:
+            raise RunFailed("%s: the files analysis.datasets.%s built do not match its sidecar's sha256" %
+                            (name, ds.builder))
+    log.run([PYTHON, "-m", "analysis.datasets." + ds.builder])
+    built.add(ds.builder)
+    paths = verified(ds, data)
+    if not paths:
+        raise RunFailed("%s: the builder's files do not match its sidecar's sha256" % name)
     return paths
 
 
@@ -162,17 +216,10 @@ def mpi_command(args):
     return cmd
 
 
-def run_dataset(name, args, log):
+def run_dataset(name, args, log, built):
     ds = DATASETS[name]
-    paths = [] if args.rebuild else verified(ds)
-    if paths:
-        log.line("# %s: reusing %d file(s) that match their sidecar's sha256" % (name, len(paths)))
-    else:
-        log.run([PYTHON, "-m", "analysis.datasets." + ds.builder])
-        paths = verified(ds)
-        if not paths:
-            raise RunFailed("%s: the builder's files do not match its sidecar's sha256" % name)
-    for sidecar in sorted(glob.glob(os.path.join(ROOT, "inputs", "real_data", ds.builder, "*.json"))):
+    paths = prepare(name, args.rebuild, built, log)
+    for sidecar in sorted(glob.glob(os.path.join(DATA, ds.builder, "*.json"))):
         with open(sidecar) as f:
             meta = json.load(f)
         log.line("# data: %s: %s %s (%s), %s" % (
@@ -181,13 +228,12 @@ def run_dataset(name, args, log):
     out = lambda suffix: os.path.join(args.outdir, name + suffix)  # noqa: E731
     result = out("_mosaic.json")
     log.run(mpi_command(args) + [args.miniapp, os.path.join("inputs", "real", ds.deck), "--output", result])
-    if len(paths) != 1:
-        return {"name": name, "result": result}
     baselines = out("_baselines.json")
     # IncrementalPCA's own noise_variance_ falls like 1 / (samples seen)
     # (analysis/baselines.py): PPCA's noise from its running variance instead.
-    log.run([PYTHON, "-m", "analysis.baselines", paths[0], "--like", result, "--incremental-noise", "total",
-             "-o", baselines])
+    # Several files: each stream on its own, pooled as the mini-app pools them.
+    log.run([PYTHON, "-m", "analysis.baselines"] + paths + ["--like", result, "--incremental-noise", "total",
+                                                             "-o", baselines])
     log.run([PYTHON, "-m", "analysis.real_data", "--name", name, "--result", result, "--baselines", baselines,
              "--table", out(".md"), "--figure", out(".png")] + (["--allow-sample-difference"] if ds.gaps else []))
     return {"name": name, "result": result, "baselines": baselines, "table": out(".md")}
@@ -205,18 +251,41 @@ def unusable(prequential):
     return None
 
 
+def scored_samples(run):
+    """The samples a run scores on data without gaps: every stream's timed
+    steps (steps.timed_samples; a result without it: timed x streams) and
+    every stream's warm-up steps (the prequential measure scores those too)."""
+    steps = run["steps"]
+    streams = int((run.get("decomposition") or {}).get("total_streams", 1))
+    timed = steps.get("timed_samples")
+    timed = int(timed) if timed is not None else int(steps["timed"]) * streams
+    return timed + int(steps.get("warmup", 0)) * streams
+
+
 def check(done):
     problems = []
     for d in done:
+        gaps = DATASETS[d["name"]].gaps
         with open(d["result"]) as f:
             runs = json.load(f)["runs"]
         samples = {run.get("prequential", {}).get("samples") for run in runs}
         if len(samples) != 1:
             problems.append("%s: the MOSAIC runs evaluated %s samples" % (d["name"], sorted(map(str, samples))))
+        expected = set()
         for i, run in enumerate(runs):
             why = unusable(run.get("prequential"))
             if why:
                 problems.append("%s: MOSAIC run %d: %s" % (d["name"], i, why))
+                continue
+            try:
+                want = scored_samples(run)
+            except (KeyError, TypeError, ValueError) as e:
+                problems.append("%s: MOSAIC run %d: no steps.%s" % (d["name"], i, e))
+                continue
+            expected.add(want)
+            if not gaps and run["prequential"]["samples"] != want:
+                problems.append("%s: MOSAIC run %d evaluated %s samples, its steps.timed_samples (with warm-up) "
+                                "%d" % (d["name"], i, run["prequential"]["samples"], want))
         if "baselines" not in d:
             continue
         with open(d["baselines"]) as f:
@@ -229,9 +298,10 @@ def check(done):
             why = unusable(preq)
             if why:
                 problems.append("%s: baseline %s: %s" % (d["name"], m, why))
-            elif preq["samples"] not in samples and not DATASETS[d["name"]].gaps:
-                problems.append("%s: baseline %s evaluated %s samples, MOSAIC %s" % (
-                    d["name"], m, preq["samples"], sorted(samples)))
+            elif not gaps and (preq["samples"] not in samples or {preq["samples"]} != expected):
+                problems.append("%s: baseline %s evaluated %s samples, MOSAIC %s, steps.timed_samples (with "
+                                "warm-up) %s" % (d["name"], m, preq["samples"], sorted(map(str, samples)),
+                                                 sorted(expected)))
     return problems
 
 
@@ -264,13 +334,13 @@ def main(argv=None):
         print("real_data_runs: error: %s --version printed nothing: build the mini-app first" % args.miniapp,
               file=sys.stderr)
         return 1
-    done = []
+    done, built = [], set()
     try:
         for name in names:
             with Log(os.path.join(args.outdir, name + ".log")) as log:
                 log.line("# %s: %s; %s, %d cores; OMP_NUM_THREADS=%s" % (
                     name, version[0], cpu_model(), os.cpu_count(), os.environ["OMP_NUM_THREADS"]))
-                done.append(run_dataset(name, args, log))
+                done.append(run_dataset(name, args, log, built))
     except RunFailed as e:
         print("real_data_runs: error: %s" % e, file=sys.stderr)
         return 1

@@ -14,6 +14,7 @@ import numpy as np
 from analysis_test_support import REPO, TempDirTest, run_main
 
 from analysis import baselines as B
+from analysis import common as C
 
 sys.path.insert(0, os.path.join(REPO, "tests", "mpi"))
 import numpy_mosaic as twin  # noqa: E402
@@ -342,6 +343,116 @@ class CommandLine(TempDirTest):
         self.assertIn("expected a (samples, d) array", err)
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.json")))
 
+
+class SeveralStreams(TempDirTest):
+    """Several .npy files, each an independent stream scored to its own end,
+    pooled as the mini-app pools its streams (run.steps: all)."""
+
+    START, STEPS = 40, [100, 200, 300, 370]
+
+    def setUp(self):
+        super().setUp()
+        rng = np.random.default_rng(14)
+        self.paths, self.lengths = [], (260, 410, 150)  # unequal; the longest scores 370 rows
+        for i, n in enumerate(self.lengths):
+            X = low_rank_stream(rng, n, 12, 2, noise=0.4)
+            if i == 0:
+                X[rng.random(X.shape) < 0.05] = np.nan
+            X[n // 2] += 25.0  # a surprise
+            self.paths.append(os.path.join(self.tmp, "s%d.npy" % i))
+            np.save(self.paths[-1], X)
+
+    def result(self, streams=3, timed_samples=None):
+        timed = max(self.lengths) - self.START
+        if timed_samples is None:
+            timed_samples = sum(n - self.START for n in self.lengths)
+        return self.write_doc("r%d_%d.json" % (streams, timed_samples), {"program": "mosaic_miniapp", "runs": [{
+            "resolved_deck": {"problem": {"d": 12, "rank": 2}, "algorithm": {"eta_U": 1 / 60.0}},
+            "decomposition": {"total_streams": streams},
+            "steps": {"init_samples": self.START, "warmup": 0, "timed": timed, "timed_samples": timed_samples,
+                      "ended_streams": streams - 1},
+            "diagnostics": {"series": [{"step": k} for k in self.STEPS]}}]})
+
+    def run_json(self, argv):
+        out = os.path.join(self.tmp, "out%d.json" % len(os.listdir(self.tmp)))
+        rc, text, err = run_main(B, argv + ["-o", out])
+        self.assertEqual(rc, 0, err)
+        with open(out, encoding="utf-8") as f:
+            return json.load(f), text
+
+    def test_pooled_equals_the_sums_of_the_one_stream_runs(self):
+        pooled, text = self.run_json(self.paths + ["--like", self.result()])
+        self.assertIn("pooled over 3 streams", text)
+        scored = [n - self.START for n in self.lengths]
+        self.assertEqual(pooled["streams"], 3)
+        self.assertEqual((pooled["start"], pooled["end"], pooled["steps"]), (40, 410, self.STEPS))
+        self.assertEqual(pooled["rows_evaluated"], sum(scored))
+        self.assertEqual([s["end"] for s in pooled["inputs"]], list(self.lengths))
+        # Each stream alone, with the same parameters and series steps up to its own end.
+        alone = []
+        for path, n in zip(self.paths, scored):
+            steps = ",".join(str(k) for k in self.STEPS if k < n)
+            doc, _ = self.run_json([path, "--rank", "2", "--start", "40", "--window", "60"] +
+                                   (["--steps", steps] if steps else ["--every", "0"]))
+            self.assertEqual(doc["rows_evaluated"], n)
+            alone.append(doc)
+        keys = ("samples", "zero_norm_samples", "residual_fraction", "nll", "surprises")
+        for name, m in pooled["methods"].items():
+            self.assertEqual(m["parameters"], alone[0]["methods"][name]["parameters"], name)
+
+            def sums_at(doc, k):  # one stream's sums after k rows (all of them past its end)
+                series = doc["methods"][name]["series"]
+                return next(e for e in series if e["step"] >= min(k, series[-1]["step"]))["prequential"]["sums"]
+            prev = dict.fromkeys(keys, 0.0)
+            for e in m["series"]:
+                want = {key: sum(sums_at(doc, e["step"])[key] for doc in alone) for key in keys}
+                got = e["prequential"]["sums"]
+                for key in keys:
+                    self.assertAlmostEqual(got[key], want[key], delta=1e-12 * max(1.0, abs(want[key])),
+                                           msg=(name, e["step"], key))
+                self.assertEqual(e["prequential"]["interval"]["samples"], want["samples"] - prev["samples"])
+                self.assertAlmostEqual(e["prequential"]["interval"]["nll_mean"],
+                                       (want["nll"] - prev["nll"]) / (want["samples"] - prev["samples"]),
+                                       delta=1e-12)
+                self.assertEqual(e["sample_index"], 40 + e["step"] - 1)
+                prev = want
+            total = m["prequential"]
+            ones = [doc["methods"][name]["prequential"] for doc in alone]
+            self.assertEqual(total["samples"], sum(p["samples"] for p in ones))
+            self.assertEqual(total["samples"], prev["samples"])
+            self.assertEqual(total["rows"], sum(scored))
+            self.assertEqual(total["skipped_samples"], sum(p["skipped_samples"] for p in ones))
+            self.assertAlmostEqual(total["nll_mean"], prev["nll"] / prev["samples"], delta=1e-12)
+            self.assertAlmostEqual(total["surprise_rate"], prev["surprises"] / prev["samples"], delta=1e-15)
+            self.assertGreater(prev["surprises"], 0)
+            self.assertEqual(total["nll_interval_median"],
+                             C.median(e["prequential"]["interval"]["nll_mean"] for e in m["series"]))
+            # The per-stream totals are the one-stream runs' totals.
+            self.assertEqual([s["path"] for s in m["streams"]], self.paths)
+            for s, p in zip(m["streams"], ones):
+                self.assertEqual((s["samples"], s["skipped_samples"], s["rows"]),
+                                 (p["samples"], p["skipped_samples"], p["rows"]))
+                self.assertEqual(s["nll_mean"], p["nll_mean"])
+                self.assertEqual(s["surprise_rate"], p["surprise_rate"])
+        # Without --like, the same rows and boundaries by hand.
+        hand, _ = self.run_json(self.paths + ["--rank", "2", "--start", "40", "--window", "60",
+                                              "--steps", "100,200,300", "--methods", "static"])
+        self.assertEqual(hand["methods"]["static"]["series"], pooled["methods"]["static"]["series"])
+
+    def test_a_stream_too_short_and_files_that_are_not_the_results(self):
+        short = os.path.join(self.tmp, "short.npy")
+        np.save(short, np.ones((40, 12)))
+        out = os.path.join(self.tmp, "x.json")
+        for paths, like, message in (
+                (self.paths + [short], self.result(streams=4), "%s: 40 rows, fewer than start + 1 = 41" % short),
+                (self.paths, self.result(streams=2), "ran 2 streams, 3 .npy files given"),
+                (self.paths, self.result(timed_samples=5), "took 5 timed steps in all (steps.timed_samples), "
+                 "these files give 700: not the same files"),
+                (self.paths[:1], self.result(), "ran 3 streams: give its 3 .npy files")):
+            rc, _, err = run_main(B, paths + ["--like", like, "--methods", "static", "-o", out])
+            self.assertEqual(rc, 2, message)
+            self.assertIn(message, err)
+        self.assertFalse(os.path.exists(out))
 
 if __name__ == "__main__":
     unittest.main()

@@ -109,9 +109,19 @@ class RealData(TempDirTest):
         self.assertEqual(md_row_starting(text, "IncrementalPCA (batch 50)")[6], "25.0")
         self.assertEqual(md_row_starting(text, "static PCA (in-sample)")[2], "1.0000")
         self.assertIn("Rows [16, 616) of stream.npy", text)
+        self.assertNotIn("pooled", text)
+        self.assertIn("# Test data: MOSAIC against online baselines (prequential accuracy)\n", text)
         self.assertIn("Test CPU on baseline-host", text)
         self.assertIn("Synthetic CPU Model 9000 (test fixture) on synthetic-cpu-host", text)
         self.assertPng(figure, ["synthetic-cpu-host"])
+
+    def test_labels_name_the_ablations(self):
+        label = real_data.mosaic_label
+        self.assertEqual(label({"algorithm": {}}), "MOSAIC")
+        self.assertEqual(label({"algorithm": {"covariance_update": "first_order", "subspace_direction": "oja"}}),
+                         "MOSAIC first_order oja")
+        self.assertEqual(label({"algorithm": {"missing": "posterior"}}), "MOSAIC")
+        self.assertEqual(label({"algorithm": {"missing": "zero_fill"}}), "MOSAIC missing: zero_fill")
 
     def test_runs_with_one_label_are_told_apart_by_their_sweep_point(self):
         t = self.template
@@ -198,6 +208,52 @@ class RealData(TempDirTest):
         self.assertEqual(row[2], "%.4f" % bdoc["methods"]["static"]["prequential"]["nll_mean"])
         md_row_starting(out, "sliding-window PPCA (W=100, M=25)")
         self.assertPng(figure)
+
+    def test_several_streams_pooled(self):
+        # Three streams of unequal length (run.steps: all): the baselines command on the three
+        # files with --like the three-stream result; the table and figure say they are pooled.
+        problem = self.template["resolved_deck"]["problem"]
+        d, r = problem["d"], problem["rank"]
+        rng = np.random.default_rng(2)
+        basis, _ = np.linalg.qr(rng.standard_normal((d, r)))
+        lengths = (START + ROWS, START + 250, START + 420)
+        paths = []
+        for i, n in enumerate(lengths):
+            paths.append(os.path.join(self.tmp, "track%d.npy" % i))
+            np.save(paths[-1], rng.standard_normal((n, r)) @ basis.T * 3.0 + 0.5 * rng.standard_normal((n, d)))
+        timed_samples = sum(n - START for n in lengths)
+        run = mosaic_run(self.template, samples=timed_samples)
+        run["decomposition"]["total_streams"] = 3
+        run["steps"].update(timed_samples=timed_samples, ended_streams=2)
+        result = self.result("r3.json", [run])
+        bpath = os.path.join(self.tmp, "b.json")
+        rc, _, err = run_main(baselines, paths + ["--like", result, "--window", "100", "--methods", "window,static",
+                                                  "-o", bpath])
+        self.assertEqual(rc, 0, err)
+        with open(bpath, encoding="utf-8") as f:
+            bdoc = json.load(f)
+        self.assertEqual((bdoc["streams"], bdoc["steps"], bdoc["end"] - bdoc["start"]), (3, STEPS, ROWS))
+        rc, out, err, _, figure = self.run_cmd([result], bdoc)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("# Test data: MOSAIC against online baselines (prequential accuracy, pooled over 3 streams)",
+                      out)
+        self.assertIn("Rows [16, end) of each of 3 streams (track0.npy, track1.npy, track2.npy), end being the "
+                      "stream's own number of rows (266 to 616); d = 256, rank 8; %d rows in all" % timed_samples, out)
+        self.assertEqual(md_row_starting(out, "static PCA (in-sample)")[1], str(timed_samples))
+        self.assertEqual(md_row_starting(out, "MOSAIC")[6], "200.0")  # 1e6 / update samples per second
+        meta = self.assertPng(figure)
+        self.assertIn("pooled over 3 streams", meta.get("Title", ""))
+        # A one-stream baselines file (or one pooled over another count) is refused.
+        for streams, message in ((None, "3 streams; the baselines score one stream"),
+                                 (2, "3 streams; the baselines were pooled over 2")):
+            other = copy.deepcopy(bdoc)
+            if streams is None:
+                del other["streams"]
+            else:
+                other["streams"] = streams
+            rc, _, err, _, _ = self.run_cmd([result], other)
+            self.assertEqual(rc, 2, message)
+            self.assertIn(message, err)
 
 
 
