@@ -269,7 +269,7 @@ def check(done):
         with open(d["result"]) as f:
             runs = json.load(f)["runs"]
         samples = {run.get("prequential", {}).get("samples") for run in runs}
-        if len(samples) != 1:
+        if len(samples) != 1 and not gaps:  # with gaps each run skips what its own subspace cannot resolve
             problems.append("%s: the MOSAIC runs evaluated %s samples" % (d["name"], sorted(map(str, samples))))
         expected = set()
         for i, run in enumerate(runs):

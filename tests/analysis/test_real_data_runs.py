@@ -143,6 +143,21 @@ class Check(TempDirTest):
             json.dump(doc, f)
         self.assertEqual(R.check(done), [])
 
+    def test_sweep_points_may_score_different_rows_only_with_gaps(self):
+        for name, problems in (("pm10", 0), ("wind", 2)):
+            done = self.done(name, 370, 370, timed_samples=370, streams=1)
+            with open(done[0]["result"]) as f:
+                doc = json.load(f)
+            other = json.loads(json.dumps(doc["runs"][0]))
+            other["prequential"]["samples"] = 360  # e.g. missing: drop skipping more samples than posterior
+            doc["runs"].append(other)
+            with open(done[0]["result"], "w") as f:
+                json.dump(doc, f)
+            found = R.check(done)
+            self.assertEqual(len(found), problems, found)
+            if problems:
+                self.assertIn("wind: the MOSAIC runs evaluated ['360', '370'] samples", found[0])
+
 
 if __name__ == "__main__":
     unittest.main()
