@@ -18,6 +18,9 @@
 #if defined(KOKKOS_ENABLE_CUDA)
 #include <cuda_runtime.h>
 #endif
+#if defined(KOKKOS_ENABLE_OPENMP)
+#include <omp.h>
+#endif
 
 #include "mosaic/app/kokkos_flags.hpp"
 #include "mosaic/app/memory_check.hpp"
@@ -33,6 +36,15 @@
 namespace {
 
 constexpr int kResultSchemaVersion = 1;
+
+#if defined(KOKKOS_ENABLE_OPENMP)
+constexpr bool kOpenMPBackend = true;
+// The threads the OpenMP backend starts without a flag or KOKKOS_NUM_THREADS.
+int default_host_threads() { return omp_get_max_threads(); }
+#else
+constexpr bool kOpenMPBackend = false;
+int default_host_threads() { return 1; }
+#endif
 
 const char* kUsage =
     "usage: mosaic_miniapp DECK.yaml [--set key.path=value ...] [--output FILE]\n"
@@ -221,6 +233,21 @@ int main(int argc, char** argv) {
     if (root && cl.version) print_version();
     MPI_Finalize();
     return 0;
+  }
+  // The host threads Kokkos will start: a bad KOKKOS_NUM_THREADS, or more
+  // than the OpenMP backend's fixed pool holds (Kokkos::initialize would
+  // crash), is refused before anything is read or written.
+  try {
+    const auto threads = mosaic::kokkos_flags::host_threads(cl.kokkos, default_host_threads());
+    if (kOpenMPBackend && threads.count > mosaic::kokkos_flags::kOpenMPMaxThreads)
+      throw std::invalid_argument(
+          std::to_string(threads.count) + " host threads per rank (" + threads.set_by + ") exceed the " +
+          std::to_string(mosaic::kokkos_flags::kOpenMPMaxThreads) +
+          " that Kokkos' OpenMP backend can start in one process: run more MPI ranks with fewer threads each "
+          "(e.g. one rank per socket or NUMA domain), or set --kokkos-num-threads=" +
+          std::to_string(mosaic::kokkos_flags::kOpenMPMaxThreads) + " or fewer");
+  } catch (const std::exception& e) {
+    return fail(e.what(), 2);
   }
 
   // Everything about the deck is checked before Kokkos starts or anything is written.

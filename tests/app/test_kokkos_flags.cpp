@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <Kokkos_Core.hpp>
+
 #include "mosaic/app/kokkos_flags.hpp"
 
 namespace {
@@ -157,3 +159,49 @@ TEST(KokkosFlags, HelpListsEveryFlagWithItsOtherSpellings) {
 }
 
 }  // namespace
+
+// The host threads Kokkos will start (issue 32: past the OpenMP backend's
+// pool of 512 the process crashed): the flag in either spelling, else
+// KOKKOS_NUM_THREADS (checked), else the OpenMP default.
+TEST(KokkosFlags, HostThreadsComeFromTheFlagTheVariableOrOpenMP) {
+  using mosaic::kokkos_flags::host_threads;
+  unsetenv("KOKKOS_NUM_THREADS");
+  setenv("OMP_NUM_THREADS", "6", 1);
+  EXPECT_EQ(host_threads(translate({}, 3), 6).count, 6);
+  EXPECT_EQ(host_threads(translate({}, 3), 6).set_by, "OMP_NUM_THREADS");
+  unsetenv("OMP_NUM_THREADS");
+  EXPECT_EQ(host_threads(translate({}, 4), 96).set_by, "OpenMP's default: OMP_NUM_THREADS is not set");
+  for (int major : {3, 4})
+    for (const char* flag : {"--kokkos-num-threads=768", "--kokkos-threads=768"}) {
+      const auto t = host_threads(translate({flag}, major), 6);
+      EXPECT_EQ(t.count, 768) << flag << " " << major;
+      EXPECT_EQ(t.set_by, "--kokkos-num-threads=768");
+    }
+  setenv("KOKKOS_NUM_THREADS", "600", 1);
+  EXPECT_EQ(host_threads(translate({}, 3), 6).count, 600);
+  EXPECT_EQ(host_threads(translate({}, 3), 6).set_by, "KOKKOS_NUM_THREADS=600");
+  EXPECT_EQ(host_threads(translate({"--kokkos-num-threads=2"}, 4), 6).count, 2);  // the flag first
+  for (const char* bad : {"abc", "0", "-3", "", "12x"}) {
+    setenv("KOKKOS_NUM_THREADS", bad, 1);
+    try {
+      host_threads(translate({}, 3), 6);
+      ADD_FAILURE() << "KOKKOS_NUM_THREADS=" << bad << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("KOKKOS_NUM_THREADS: expected an integer >= 1"), std::string::npos)
+          << e.what();
+    }
+  }
+  unsetenv("KOKKOS_NUM_THREADS");
+}
+
+// The limit is the Kokkos built against's own pool size (an internal name,
+// checked on the versions the project is tested with).
+TEST(KokkosFlags, OpenMPThreadLimitIsKokkosPoolSize) {
+#if defined(KOKKOS_ENABLE_OPENMP) && KOKKOS_VERSION >= 40000 && KOKKOS_VERSION < 40700
+  EXPECT_EQ(mosaic::kokkos_flags::kOpenMPMaxThreads, int(Kokkos::Impl::OpenMPTraits::MAX_THREAD_COUNT));
+#elif defined(KOKKOS_ENABLE_OPENMP) && KOKKOS_VERSION < 40000
+  EXPECT_EQ(mosaic::kokkos_flags::kOpenMPMaxThreads, int(Kokkos::Impl::OpenMPExec::MAX_THREAD_COUNT));
+#else
+  GTEST_SKIP() << "no OpenMP backend, or a Kokkos whose internal name is not checked here";
+#endif
+}

@@ -186,6 +186,12 @@ std::vector<ErrorCase> error_cases() {
        p + "output:\n  checkpoint: {dir: c}\nsweep:\n  problem.rank: [1, 2]\n",
        {},
        {"deck.yaml:5:21: output.checkpoint.dir: expected a deck without a sweep", "found a sweep of 2 points"}},
+      {"result_path_swept",
+       p + "output:\n  result: out/new.json\nsweep:\n  output.result: [out/a.json, out/b.json]\n",
+       {},
+       {"deck.yaml:7:18: output.result: expected one result path for the whole sweep",
+        "set output.result (or "
+        "--output) once"}},
       {"restart_with_sweep",
        p + "sweep:\n  problem.rank: [1, 2]\n",
        {"run.restart_from=ck"},

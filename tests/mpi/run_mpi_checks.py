@@ -1402,6 +1402,41 @@ def check_kokkos_misspelt(args):
         fail("the error should be printed once (by rank 0), got:\n" + proc.stderr)
 
 
+def check_kokkos_threads_limit(args):
+    """More host threads than Kokkos' OpenMP backend can start (its pool of
+    512) crashed the process inside Kokkos::initialize (issue 32): now a
+    refusal before anything runs or is written, naming the count, what set it
+    and the limit, from OMP_NUM_THREADS, KOKKOS_NUM_THREADS and the flag. A
+    KOKKOS_NUM_THREADS that is not a count is refused before the state
+    directory is created."""
+    version = subprocess.run([args.miniapp, "--version"], capture_output=True, text=True).stdout
+    state_dir = os.path.join(args.workdir, "threads_states")
+    out = os.path.join(args.workdir, "threads.json")
+    cases = [(["OMP_NUM_THREADS=600"], [], "600 host threads per rank (OMP_NUM_THREADS)"),
+             (["KOKKOS_NUM_THREADS=768"], [], "768 host threads per rank (KOKKOS_NUM_THREADS=768)"),
+             ([], ["--kokkos-num-threads=1024"], "1024 host threads per rank (--kokkos-num-threads=1024)")]
+    if "OpenMP" not in version.split("backends", 1)[-1].split("\n", 1)[0]:
+        print("no OpenMP backend: the thread pool limit does not apply; checking KOKKOS_NUM_THREADS only")
+        cases = []
+    for env, flags, words in cases:
+        shutil.rmtree(state_dir, ignore_errors=True)
+        proc = mpirun(args, 2, flags + ["--output", out, "--set", f"output.state_dir={state_dir}"] + SHORT,
+                      args.workdir, env=env)
+        expect_refused_before_running(proc, out, " ".join(env + flags))
+        for w in (words, "exceed the 512 that Kokkos' OpenMP backend can start in one process"):
+            if w not in proc.stderr:
+                fail(f"{env + flags}: the error does not say {w!r}:\n{proc.stderr}")
+        if proc.stderr.count("error:") != 1 or os.path.exists(state_dir):
+            fail(f"{env + flags}: the error should be printed once and nothing created:\n{proc.stderr}")
+    shutil.rmtree(state_dir, ignore_errors=True)
+    proc = mpirun(args, 2, ["--output", out, "--set", f"output.state_dir={state_dir}"] + SHORT, args.workdir,
+                  env=["KOKKOS_NUM_THREADS=abc"])
+    expect_refused_before_running(proc, out, "KOKKOS_NUM_THREADS=abc")
+    if "KOKKOS_NUM_THREADS: expected an integer >= 1" not in proc.stderr or os.path.exists(state_dir):
+        fail(f"KOKKOS_NUM_THREADS=abc: the message, or a state directory created before the check:\n{proc.stderr}")
+    print("thread counts past the OpenMP pool and a KOKKOS_NUM_THREADS that is not a count are refused up front")
+
+
 HOST_SPACES = ("OpenMP", "Serial", "Threads")
 
 
@@ -2023,7 +2058,7 @@ def main():
                                      "checkpoint_resume", "checkpoint_resume_diagonal", "checkpoint_redistribute",
                                      "checkpoint_crash_safety",
                                      "checkpoint_refused", "checkpoint_npy", "checkpoint_mpiexec_sigterm", "blocked_schedules",
-                                     "init_rank_deficient", "verification", "kokkos_misspelt",
+                                     "init_rank_deficient", "verification", "kokkos_misspelt", "kokkos_threads_limit",
                                      "kokkos_num_threads", "kokkos_help", "version", "provenance", "kokkos_tools",
                                      "memory_estimate", "launch_budget", "concurrent_writers", "state_set_atomic",
                                      "npy_input_changed", "npy_special_files", "missing"])

@@ -197,6 +197,7 @@ void add(const std::string& arg, int kokkos_major, Translation& t) {
     return;
   }
   t.device_chosen = t.device_chosen || f->selects_device;
+  if (f->kokkos4 && std::strcmp(f->kokkos4, "--kokkos-num-threads") == 0) t.host_threads = std::stoi(value);
   if (f->value == Value::boolean && kokkos_major < 4) {
     // Kokkos 3 reads the bare flag only (and would take "=false" for true).
     if (on) t.arguments.push_back(target);
@@ -228,6 +229,21 @@ Translation translate(const std::vector<std::string>& flags, int kokkos_major) {
     }
   }
   return t;
+}
+
+HostThreads host_threads(const Translation& t, int default_threads) {
+  if (t.host_threads > 0) return {t.host_threads, "--kokkos-num-threads=" + std::to_string(t.host_threads)};
+  if (const char* value = std::getenv("KOKKOS_NUM_THREADS")) {
+    const std::string v = value;
+    if (!is_unsigned_int(v) || std::stoi(v) < 1)
+      throw std::invalid_argument(
+          "environment variable KOKKOS_NUM_THREADS: expected an integer >= 1 (host threads "
+          "per rank), found '" +
+          v + "'");
+    return {std::stoi(v), "KOKKOS_NUM_THREADS=" + v};
+  }
+  return {default_threads,
+          std::getenv("OMP_NUM_THREADS") ? "OMP_NUM_THREADS" : "OpenMP's default: OMP_NUM_THREADS is not set"};
 }
 
 std::string help() {

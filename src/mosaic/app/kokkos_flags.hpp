@@ -30,6 +30,8 @@ struct Translation {
   // they are in `arguments`):
   bool print_configuration = false;  // Kokkos::print_configuration after initialize
   std::string map_device_id_by;      // "random", "mpi_rank" (the driver's default) or ""
+  // --kokkos-num-threads (or --kokkos-threads), the last one given; 0: none.
+  int host_threads = 0;
 };
 
 // Checks and translates `flags` (each "--kokkos-NAME[=VALUE]", in command-line
@@ -41,6 +43,25 @@ struct Translation {
 // known name), a missing or malformed value, or a flag that Kokkos version
 // lacks and the driver cannot stand in for.
 Translation translate(const std::vector<std::string>& flags, int kokkos_major);
+
+// The threads per process Kokkos' host backend starts, and what set them.
+struct HostThreads {
+  int count = 0;
+  std::string set_by;  // e.g. "--kokkos-num-threads=768", "KOKKOS_NUM_THREADS=768", "OMP_NUM_THREADS"
+};
+
+// The host threads Kokkos::initialize will start: the flag's value, else
+// the environment variable KOKKOS_NUM_THREADS (which every Kokkos reads;
+// std::invalid_argument naming it unless it is an integer >= 1), else
+// `default_threads` (the OpenMP backend's omp_get_max_threads(), i.e.
+// OMP_NUM_THREADS).
+HostThreads host_threads(const Translation& t, int default_threads);
+
+// The most threads the OpenMP backend of every supported Kokkos can start in
+// one process: a fixed pool (MAX_THREAD_COUNT in Kokkos 3.4's OpenMPExec and
+// 4.x's OpenMPTraits); past it Kokkos::initialize writes beyond the pool and
+// the process crashes.
+constexpr int kOpenMPMaxThreads = 512;
 
 // The accepted flags, one per line: value, meaning, other spellings, and
 // which Kokkos versions have them.

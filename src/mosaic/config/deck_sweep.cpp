@@ -33,6 +33,14 @@ std::vector<SweepPoint> Loader::expand() {
                "found a sweep of " +
                std::to_string(count) + " points");
   }
+  // One result file holds every point of a sweep (the driver writes it once,
+  // at output.result): a swept result path would be ignored after the
+  // first point while each point's resolved deck named its own.
+  for (const auto& e : sweep_)
+    if (e.path == "output.result")
+      fail(e.origin,
+           "output.result: expected one result path for the whole sweep (one file holds every point), found "
+           "the key in the sweep; set output.result (or --output) once");
   std::vector<SweepPoint> points;
   points.reserve(count);
   for (std::size_t idx = 0; idx < count; ++idx) {
