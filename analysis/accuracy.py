@@ -230,6 +230,8 @@ def main(argv=None):
                         help="the distance that counts as tracking (default %(default)s: run.tracking_threshold's default)")
     parser.add_argument("--no-plots", action="store_true", help="tables only")
     args = parser.parse_args(argv)
+    if not args.no_plots:
+        C.check_output_dir(args.out)
     records = C.load_records(args.inputs, validate=args.validate)
     points, skipped = collect_points(records)
     if not points:

@@ -233,6 +233,8 @@ def main(argv=None):
                    help="which statistic over the ranks (default %(default)s: the one timer_coverage uses)")
     p.add_argument("--no-plots", action="store_true", help="table only")
     args = p.parse_args(argv)
+    if not args.no_plots:
+        C.check_output_dir(args.out)
     records = C.load_records(args.inputs, validate=args.validate)
     text, _rows, _figs = analyse(records, args.out, args.stat, not args.no_plots)
     sys.stdout.write(text)

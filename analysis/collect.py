@@ -101,13 +101,12 @@ def main(argv=None):
     C.add_common_arguments(p, out=False)
     p.add_argument("--csv", metavar="FILE", help="also write the table as CSV (full precision) to FILE")
     args = p.parse_args(argv)
+    if args.csv:
+        C.check_output_file(args.csv)
     records = C.load_records(args.inputs, validate=args.validate)
     md, csv = build(records)
     if args.csv:
-        d = os.path.dirname(os.path.abspath(args.csv))
-        os.makedirs(d, exist_ok=True)
-        with open(args.csv, "w", encoding="utf-8", newline="") as f:
-            f.write(csv)
+        C.write_text(args.csv, csv)
     sys.stdout.write(md)
     if args.csv:
         print("\nCSV written to %s" % args.csv)

@@ -18,7 +18,6 @@ import io
 import json
 import math
 import os
-import statistics
 import sys
 import textwrap
 from collections import OrderedDict
@@ -83,6 +82,95 @@ def not_recorded(v):
     return "n/a" if v is None else str(v)
 
 
+# ---------------------------------------------------------------------------
+# Checked access to result documents: a field that is missing or of another
+# JSON type than expected is a FieldError naming its path in the document
+# ("runs[0].resolved_deck.streams: expected an object, found an array"),
+# which load_records reports with the file's name, never a Python error.
+
+
+class FieldError(AnalysisError):
+    """A missing or mistyped field of a result document; the message starts
+    with the field's path in the document (load_records adds the file)."""
+
+
+_REQUIRED = object()
+_KIND_TEXT = {"object": "an object", "array": "an array", "string": "a string", "number": "a number",
+              "integer": "an integer", "boolean": "a boolean", "null": "null"}
+
+
+def json_type(value):
+    """How a message names a parsed JSON value: its type, and a short text of
+    a scalar's value ("a number (0.5)", "null", "an array")."""
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    kind = "a boolean" if isinstance(value, bool) else "a string" if isinstance(value, str) else "a number"
+    text = json.dumps(value)
+    return "%s (%s)" % (kind, text if len(text) <= 40 else text[:37] + "...")
+
+
+def _is_kind(value, kind):
+    if kind == "null":
+        return value is None
+    if isinstance(value, bool):
+        return kind == "boolean"
+    if kind == "integer":
+        return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    return isinstance(value, {"object": dict, "array": list, "string": str, "number": (int, float),
+                              "boolean": bool}[kind])
+
+
+def expect(value, kinds, where):
+    """value when its JSON type is one of `kinds` ("object", "array",
+    "string", "number", "integer", "boolean", "null"; a name or a tuple),
+    else FieldError "<where>: expected an object, found a number (0.5)"."""
+    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    if any(_is_kind(value, k) for k in kinds):
+        return value
+    raise FieldError("%s: expected %s, found %s" % (where, " or ".join(_KIND_TEXT[k] for k in kinds),
+                                                    json_type(value)))
+
+
+def field(parent, key, kinds, where="", default=_REQUIRED):
+    """parent[key], checked by expect(), for an object `parent` at path
+    `where` ("" for the top level); an absent key gives `default`, or, when
+    there is none, FieldError "<where>.<key>: missing"."""
+    path = "%s.%s" % (where, key) if where else key
+    if key not in parent:
+        if default is _REQUIRED:
+            raise FieldError("%s: missing" % path)
+        return default
+    return expect(parent[key], kinds, path)
+
+
+# The diagnostics series values the commands read (stability, accuracy,
+# noise), checked where an entry has them: {name: JSON types}.
+SERIES_FIELDS = OrderedDict([
+    ("sample_index", ("integer",)), ("orthonormality_error_max", ("number", "null")),
+    ("s_condition_max", ("number", "null")), ("clamped_steps", ("integer", "null")),
+    ("accuracy", ("object", "null")),
+])
+SERIES_ACCURACY_FIELDS = ("projector_distance_max", "projector_distance_mean")
+
+
+def check_series_entry(entry, where):
+    """A runs[].diagnostics.series entry: an object with an integer step and
+    the SERIES_FIELDS it has of their types; FieldError otherwise."""
+    expect(entry, "object", where)
+    field(entry, "step", "integer", where)
+    for name, kinds in SERIES_FIELDS.items():
+        field(entry, name, kinds, where, None)
+    acc = entry.get("accuracy")
+    if acc is not None:
+        for name in SERIES_ACCURACY_FIELDS:
+            field(acc, name, ("number", "null"), where + ".accuracy", None)
+    return entry
+
+
 # The key fields, besides the problem and the decomposition, that change the
 # performance of a run (Record.configuration). "concurrency" is that of Kokkos'
 # default execution space: the threads per rank with OpenMP, not a thread count
@@ -94,6 +182,13 @@ CONFIGURATION_FIELDS = ("kernel", "block size", "block GEMM", "reorthonormalize"
 class Record:
     """One run (one runs[] entry) of one result file, flattened.
 
+    Every field read is checked for its JSON type (field(), expect()): a
+    missing or mistyped one is a FieldError naming its path in the document,
+    e.g. "runs[0].timer_coverage: expected an object, found a number (0.5)".
+    So are the diagnostics series entries (objects, with an integer step and
+    numbers or nulls where the commands read them) and the timers (objects of
+    numbers), which the commands read later.
+
     Defaults for fields that older result files (and the synthetic test
     fixtures) lack: no runs[].kernel -> kernel_from_deck(); no
     kernel.block_gemm -> None; no kernel.block_size_from -> "deck"; no
@@ -102,77 +197,110 @@ class Record:
     environment.kokkos_default_execution_space -> "" (shown as "n/a")."""
 
     def __init__(self, path, doc, index):
-        run = doc["runs"][index]
-        env = doc["environment"]
-        deck = run["resolved_deck"]
-        dec = run["decomposition"]
+        w = "runs[%d]" % index
+        run = expect(doc["runs"][index], "object", w)
+        env = field(doc, "environment", "object")
+        for i, gpu in enumerate(field(env, "gpus", ("array", "null"), "environment", None) or []):
+            expect(gpu, "object", "environment.gpus[%d]" % i)
+        deck = field(run, "resolved_deck", "object", w)
+        wd = w + ".resolved_deck"
+        dec = field(run, "decomposition", "object", w)
+        wdec = w + ".decomposition"
         self.path = path
         self.file = os.path.basename(path)
         self.run_index = index
         self.run_count = len(doc["runs"])
-        self.deck_path = doc["deck_path"]
-        self.overrides = list(doc.get("overrides", []))
-        self.status = doc["status"]
+        self.deck_path = field(doc, "deck_path", "string")
+        self.overrides = [expect(o, "string", "overrides[%d]" % i)
+                          for i, o in enumerate(field(doc, "overrides", "array", "", []))]
+        self.status = field(doc, "status", "string")
         self.env = env
-        self.hostname = str(env["hostname"])
+        self.hostname = field(env, "hostname", "string", "environment")
         self.machine = machine_label(env)
-        self.backend = str(env.get("kokkos_default_execution_space", ""))
-        self.git_commit = str(env["git_commit"])
+        self.backend = field(env, "kokkos_default_execution_space", "string", "environment", "")
+        self.git_commit = field(env, "git_commit", "string", "environment")
 
-        self.d = int(deck["problem"]["d"])
-        self.r = int(deck["problem"]["rank"])
-        self.dtype = str(run["dtype"])
-        self.mode = str(dec["mode"])
-        self.ranks = int(dec["ranks"])
-        self.streams_total = int(dec["total_streams"])
-        self.spr_min = int(dec["streams_per_rank_min"])
-        self.spr_max = int(dec["streams_per_rank_max"])
-        self.imbalance = float(dec["imbalance"])
+        problem = field(deck, "problem", "object", wd)
+        self.d = int(field(problem, "d", "integer", wd + ".problem"))
+        self.r = int(field(problem, "rank", "integer", wd + ".problem"))
+        self.dtype = field(run, "dtype", "string", w)
+        self.mode = field(dec, "mode", "string", wdec)
+        self.ranks = int(field(dec, "ranks", "integer", wdec))
+        if self.ranks < 1:
+            raise FieldError("%s.ranks: expected an integer >= 1, found %d" % (wdec, self.ranks))
+        self.streams_total = int(field(dec, "total_streams", "integer", wdec))
+        self.spr_min = int(field(dec, "streams_per_rank_min", "integer", wdec))
+        self.spr_max = int(field(dec, "streams_per_rank_max", "integer", wdec))
+        self.imbalance = float(field(dec, "imbalance", "number", wdec))
         # Streams per rank: the deck's per_rank in weak mode, total/ranks in strong mode.
-        per_rank = deck.get("streams", {}).get("per_rank")
+        streams = field(deck, "streams", "object", wd, {})
+        per_rank = field(streams, "per_rank", ("number", "null"), wd + ".streams", None)
         if self.mode == "weak" and per_rank is not None:
             self.streams_per_rank = float(per_rank)
         else:
             self.streams_per_rank = self.streams_total / self.ranks
-        self.steps = int(run["steps"]["timed"])
-        self.sweep_point = dict(run.get("sweep_point") or {})
+        self.steps = int(field(field(run, "steps", "object", w), "timed", "integer", w + ".steps"))
+        self.sweep_point = dict(field(run, "sweep_point", ("object", "null"), w, None) or {})
         self.resolved_deck = deck
-        alg = deck.get("algorithm", {})
-        self.algorithm = "%s/%s" % (alg.get("covariance_update", "exact"),
-                                    alg.get("subspace_direction", "precision"))
-        self.precision_solve = str(alg.get("precision_solve", "dense"))
-        kernel = run.get("kernel") or kernel_from_deck(alg)
-        self.kernel = str(kernel["update"])
-        self.block_size = int(kernel["block_size"])
-        self.block_size_from = str(kernel.get("block_size_from", "deck"))
-        self.block_gemm = kernel.get("block_gemm")
-        self.reorthonormalize = str(kernel["reorthonormalize"])
-        concurrency = env.get("kokkos_default_concurrency")
+        alg = field(deck, "algorithm", "object", wd, {})
+        wa = wd + ".algorithm"
+        self.algorithm = "%s/%s" % (field(alg, "covariance_update", "string", wa, "exact"),
+                                    field(alg, "subspace_direction", "string", wa, "precision"))
+        self.precision_solve = field(alg, "precision_solve", "string", wa, "dense")
+        kernel = field(run, "kernel", ("object", "null"), w, None)
+        wk = w + ".kernel"
+        if kernel is None:
+            kernel, wk = kernel_from_deck(alg), wa
+        self.kernel = field(kernel, "update", "string", wk)
+        self.block_size = int(field(kernel, "block_size", "integer", wk))
+        self.block_size_from = field(kernel, "block_size_from", "string", wk, "deck")
+        self.block_gemm = field(kernel, "block_gemm", ("string", "null"), wk, None)
+        self.reorthonormalize = field(kernel, "reorthonormalize", "string", wk)
+        concurrency = field(env, "kokkos_default_concurrency", ("integer", "null"), "environment", None)
         self.concurrency = None if concurrency is None else int(concurrency)
 
         # Seconds per phase, {phase: {"max_s", "min_s", "mean_s"}} over the
         # ranks (analysis.breakdown); older files lack some phases.
-        self.timers = dict(run.get("timers") or {})
-        coverage = (run.get("timer_coverage") or {}).get("accounted_fraction")
+        self.timers = dict(field(run, "timers", ("object", "null"), w, None) or {})
+        for phase, timer in self.timers.items():
+            wt = "%s.timers.%s" % (w, phase)
+            for stat in ("max_s", "min_s", "mean_s"):
+                field(expect(timer, "object", wt), stat, "number", wt)
+        coverage = field(run, "timer_coverage", ("object", "null"), w, None) or {}
+        coverage = field(coverage, "accounted_fraction", ("number", "null"), w + ".timer_coverage", None)
         self.timer_coverage = None if coverage is None else float(coverage)
 
-        self.fom = _num(run["figure_of_merit"]["value"])
-        self.end_to_end = _num(run["throughput"]["end_to_end_samples_per_second"])
+        self.fom = _num(field(field(run, "figure_of_merit", "object", w), "value", ("number", "null"),
+                              w + ".figure_of_merit"))
+        self.end_to_end = _num(field(field(run, "throughput", "object", w), "end_to_end_samples_per_second",
+                                     ("number", "null"), w + ".throughput"))
 
-        fin = run["diagnostics"]["final"]
-        self.orthonormality_error = _num(fin["orthonormality_error_max"])
-        self.s_condition = _num(fin["s_condition_max"])
-        self.clamped_steps = int(fin["clamped_steps"])
-        acc = fin.get("accuracy") or {}
-        self.projector_distance = _num(acc.get("projector_distance_max"))
-        self.series = list(run["diagnostics"]["series"])
+        diag = field(run, "diagnostics", "object", w)
+        wf = w + ".diagnostics.final"
+        fin = field(diag, "final", "object", w + ".diagnostics")
+        self.orthonormality_error = _num(field(fin, "orthonormality_error_max", ("number", "null"), wf))
+        self.s_condition = _num(field(fin, "s_condition_max", ("number", "null"), wf))
+        self.clamped_steps = int(field(fin, "clamped_steps", "integer", wf))
+        acc = field(fin, "accuracy", ("object", "null"), wf, None) or {}
+        self.projector_distance = _num(field(acc, "projector_distance_max", ("number", "null"), wf + ".accuracy",
+                                             None))
+        self.series = list(field(diag, "series", "array", w + ".diagnostics"))
+        for i, entry in enumerate(self.series):
+            check_series_entry(entry, "%s.diagnostics.series[%d]" % (w, i))
 
-        ver = run["verification"]
-        self.passed = bool(ver["passed"])
-        self.failed_checks = [c["name"] for c in ver["checks"] if not c["passed"]]
+        wv = w + ".verification"
+        ver = field(run, "verification", "object", w)
+        self.passed = field(ver, "passed", "boolean", wv)
+        self.failed_checks = []
+        for i, c in enumerate(field(ver, "checks", "array", wv)):
+            wc = "%s.checks[%d]" % (wv, i)
+            if not field(expect(c, "object", wc), "passed", "boolean", wc):
+                self.failed_checks.append(field(c, "name", "string", wc))
         self.checksums = OrderedDict()
-        for c in ver["per_stream_checksums"]:
-            self.checksums[int(c["stream_id"])] = c["checksum"]
+        for i, c in enumerate(field(ver, "per_stream_checksums", "array", wv)):
+            wc = "%s.per_stream_checksums[%d]" % (wv, i)
+            sid = int(field(expect(c, "object", wc), "stream_id", "integer", wc))
+            self.checksums[sid] = field(c, "checksum", ("number", "string", "null"), wc)
 
         # Filled by assign_efficiencies().
         self.efficiency = None
@@ -293,8 +421,10 @@ def load_records(paths, validate=False):
         for k in range(len(runs)):
             try:
                 records.append(Record(path, doc, k))
-            except (KeyError, TypeError, ValueError) as e:
-                raise AnalysisError("%s: runs[%d]: missing or malformed field %s" % (path, k, e))
+            except FieldError as e:
+                raise AnalysisError("%s: %s" % (path, e)) from None
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                raise AnalysisError("%s: runs[%d]: missing or malformed field %s" % (path, k, e)) from None
     if not records:
         raise AnalysisError("no result files found in: %s" % " ".join(paths))
     # Files with the same name in different directories are shown by path.
@@ -366,12 +496,52 @@ def slug(text):
     return out.strip("_")[:120]
 
 
+def median_or_nan(values):
+    """median(), with NaN for none (for the arithmetic of efficiencies)."""
+    m = median(values)
+    return math.nan if m is None else m
+
+
+def runs_without_fom(records):
+    """The records whose FOM is missing (null: non-finite), which medians leave out."""
+    return [r for r in records if isnan(r.fom)]
+
+
+def without_fom_note(records):
+    """'' or a sentence naming the runs whose FOM is null and that the
+    medians (scaling, sweep) leave out, so that they are not left out silently."""
+    missing = runs_without_fom(records)
+    if not missing:
+        return ""
+    return "No FOM (figure_of_merit.value null: non-finite) in %d run(s), left out of the medians: %s." % (
+        len(missing), ", ".join("%s (%d rank%s)" % (r.label(), r.ranks, "" if r.ranks == 1 else "s")
+                                for r in missing))
+
+
+def verification_summary(records):
+    """PASSED, or how many of the records failed their verification and how
+    many were interrupted (status "interrupted": stopped by a signal, the
+    result describes the state at the stop), e.g. "interrupted (1 of 3)"."""
+    failed = sum(1 for r in records if not r.passed)
+    stopped = sum(1 for r in records if r.status != "completed")
+    if not failed and not stopped:
+        return "PASSED"
+    parts = []
+    if failed:
+        parts.append("FAILED (%d of %d)" % (failed, len(records)))
+    if stopped:
+        statuses = sorted({r.status for r in records if r.status != "completed"})
+        parts.append("%s (%d of %d)" % ("/".join(statuses), stopped, len(records)))
+    return ", ".join(parts)
+
+
 class ScalingPoint:
     def __init__(self, ranks, records):
         self.ranks = ranks
         self.records = records
-        self.fom = statistics.median([r.fom for r in records])
-        self.end_to_end = statistics.median([r.end_to_end for r in records])
+        # Median of the runs with a FOM (null, non-finite, ones left out: without_fom_note).
+        self.fom = median_or_nan([r.fom for r in records])
+        self.end_to_end = median_or_nan([r.end_to_end for r in records])
         self.streams_total = records[0].streams_total
         self.spr_min = min(r.spr_min for r in records)
         self.spr_max = max(r.spr_max for r in records)
@@ -495,10 +665,12 @@ def _fmt_checksum(v):
 
 
 def median(values):
-    """The median of the values that are not None (the mean of the middle
-    two for an even count); None when there are none. analysis.accuracy's
-    distances and analysis.baselines' interval means use it."""
-    v = sorted(x for x in values if x is not None)
+    """The median of the values that are not missing, None or NaN (the mean
+    of the middle two for an even count), so it does not depend on their
+    order; None when there are none. The scaling and sweep medians of the FOM
+    (a null FOM is NaN in a Record), analysis.accuracy's distances and
+    analysis.baselines' interval means use it."""
+    v = sorted(x for x in values if not isnan(x))
     if not v:
         return None
     n = len(v)
@@ -620,9 +792,14 @@ def save_figure(fig, path, title, records):
     # tight_layout makes room for the suptitle itself; the caption needs its band.
     bottom = (len(cap_lines) + 0.3) * 7 * 1.3 / 72 / fig.get_figheight()
     fig.tight_layout(rect=(0, bottom, 1, 1))
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.savefig(path, dpi=110, metadata={"Title": title, "Description": caption, "Software": "mosaic_miniapp analysis"})
-    pyplot().close(fig)
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        fig.savefig(path, dpi=110, metadata={"Title": title, "Description": caption,
+                                             "Software": "mosaic_miniapp analysis"})
+    except OSError as e:
+        raise AnalysisError("%s: cannot write the figure: %s" % (path, e.strerror or e)) from None
+    finally:
+        pyplot().close(fig)
     return path
 
 
@@ -646,6 +823,57 @@ def plain_log_labels(ax, axis="y"):
     fmt = FuncFormatter(lambda v, _pos: fmt_rate(v))
     a.set_major_formatter(fmt)
     a.set_minor_formatter(fmt if lo > 0 and hi / lo < 10 else NullFormatter())
+
+
+def _nearest_existing(path):
+    """path, or its nearest ancestor that exists."""
+    p = os.path.abspath(path)
+    while not os.path.exists(p) and os.path.dirname(p) != p:
+        p = os.path.dirname(p)
+    return p
+
+
+def check_output_dir(path):
+    """Before any work: AnalysisError naming `path` (--out) when it cannot
+    be the figures' directory: it is not a directory, or the nearest part of
+    it that exists is not one or cannot be written in. A directory that does
+    not exist yet is made when the first figure is saved."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise AnalysisError("%s: exists and is not a directory (--out needs a directory for the figures)" % path)
+    existing = _nearest_existing(path)
+    if not os.path.isdir(existing):
+        raise AnalysisError("%s: cannot make this directory: %s is not a directory" % (path, existing))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise AnalysisError("%s: cannot write in %s: permission denied" % (path, existing))
+
+
+def check_output_file(path):
+    """Before any work: AnalysisError naming `path` (an output file such as
+    collect's --csv) when it cannot be written: a directory, an existing file
+    without write permission, or a directory that cannot be made (the file's
+    directory is made here, as the write would)."""
+    if os.path.isdir(path):
+        raise AnalysisError("%s: is a directory (expected a file name)" % path)
+    parent = os.path.dirname(os.path.abspath(path))
+    existing = _nearest_existing(parent)
+    if not os.path.isdir(existing):
+        raise AnalysisError("%s: cannot make its directory: %s is not a directory" % (path, existing))
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as e:
+        raise AnalysisError("%s: cannot make its directory %s: %s" % (path, parent, e.strerror or e)) from None
+    if not os.access(path if os.path.exists(path) else parent, os.W_OK):
+        raise AnalysisError("%s: cannot write: permission denied" % path)
+
+
+def write_text(path, text):
+    """Writes an output file; an OSError is an AnalysisError naming it."""
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+    except OSError as e:
+        raise AnalysisError("%s: cannot write: %s" % (path, e.strerror or e)) from None
 
 
 def add_common_arguments(parser, out=True):

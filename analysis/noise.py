@@ -207,6 +207,8 @@ def main(argv=None):
                         "relative differences of the runs' window means")
     parser.add_argument("--no-plots", action="store_true", help="tables only")
     args = parser.parse_args(argv)
+    if not args.no_plots:
+        C.check_output_dir(args.out)
     records = C.load_records(args.inputs, validate=args.validate)
     runs, notes = collect(records, args.window_start, args.window_end)
     if not runs:

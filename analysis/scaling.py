@@ -36,8 +36,7 @@ from analysis import common as C
 
 
 def _verification(point):
-    bad = [r for r in point.records if not (r.passed and r.status == "completed")]
-    return "PASSED" if not bad else "FAILED (%d of %d)" % (len(bad), len(point.records))
+    return C.verification_summary(point.records)
 
 
 def group_table(g):
@@ -170,6 +169,9 @@ def analyse(records, out_dir, mode="both", rtol=0.0, plots=True):
             lines.append("")
             lines.append(group_table(g))
             lines.append("")
+            note = C.without_fom_note(g.records)
+            if note:
+                lines += [note, ""]
             if which == "strong":
                 rep = C.check_checksums(g, rtol=rtol)
                 reports.append(rep)
@@ -198,6 +200,9 @@ def analyse(records, out_dir, mode="both", rtol=0.0, plots=True):
                  + [k["device"], g.points[0].ranks, len(g.records), C.fmt_rate(g.points[0].fom),
                     _verification(g.points[0])] for g in single for k in [dict(g.key)]]))
             lines.append("")
+            note = C.without_fom_note([r for g in single for r in g.records])
+            if note:
+                lines += [note, ""]
     return "\n".join(lines), groups, reports, figures
 
 
@@ -216,6 +221,8 @@ def main(argv=None):
                    help="relative tolerance for the checksum comparison (default 0: bit-identical)")
     p.add_argument("--no-plots", action="store_true", help="tables only")
     args = p.parse_args(argv)
+    if not args.no_plots:
+        C.check_output_dir(args.out)
     records = C.load_records(args.inputs, validate=args.validate)
     text, _groups, reports, _figs = analyse(records, args.out, args.mode, args.checksum_rtol, not args.no_plots)
     print(text)

@@ -191,6 +191,8 @@ def main(argv=None):
     p.add_argument("--per-run", action="store_true", help="one figure per run instead of one per deck")
     p.add_argument("--no-plots", action="store_true", help="summary tables only")
     args = p.parse_args(argv)
+    if not args.no_plots:
+        C.check_output_dir(args.out)
     records = C.load_records(args.inputs, validate=args.validate)
     text, _groups, _figs = analyse(records, args.out, args.per_run, not args.no_plots)
     print(text)

@@ -21,7 +21,6 @@ ratio at each d or r they share and sweep_blocked_vs_sequential_vs_<d|r>.png
 
 import argparse
 import os
-import statistics
 import sys
 from collections import OrderedDict
 
@@ -54,7 +53,7 @@ class Curve:
         self.points = []  # (x, median FOM, records), by x and then block size
         for x, block_size in sorted(points):
             recs = points[(x, block_size)]
-            self.points.append((x, statistics.median([r.fom for r in recs]), recs))
+            self.points.append((x, C.median_or_nan([r.fom for r in recs]), recs))
 
     @property
     def records(self):
@@ -74,13 +73,17 @@ def curves(records, xattr, without):
 
 
 def _ver(recs):
-    bad = sum(1 for r in recs if not (r.passed and r.status == "completed"))
-    return "PASSED" if not bad else "FAILED (%d of %d)" % (bad, len(recs))
+    return C.verification_summary(recs)
+
+
+def _top(curve):
+    """The curve's largest median FOM (NaN when no point has one)."""
+    return max([f for _x, f, _r in curve.points if not C.isnan(f)], default=float("nan"))
 
 
 def saturation_point(curve, fraction=SATURATION_FRACTION):
     """Smallest streams/rank whose FOM reaches `fraction` of the curve's maximum."""
-    top = max(f for _x, f, _r in curve.points)
+    top = _top(curve)
     for x, f, _r in curve.points:
         if f >= fraction * top:
             return x
@@ -94,7 +97,7 @@ def table(curve, xname, saturation=False):
     def block_cell(rs):
         return [rs[0].block_size] if curve.block_size_auto else []
     if saturation:
-        top = max(f for _x, f, _r in curve.points)
+        top = _top(curve)
         headers = ["streams/rank"] + block_header + [
             "total streams", "runs", "FOM (update samples/s)", "FOM per rank", "per-stream samples/s",
             "fraction of max", "verification"]
@@ -107,7 +110,7 @@ def table(curve, xname, saturation=False):
             "runs", "FOM (update samples/s)", "per-stream samples/s", "end-to-end samples/s", "verification"]
         rows = [[x] + block_cell(rs) + [
                     len(rs), C.fmt_rate(f), C.fmt_rate(f / rs[0].streams_total),
-                    C.fmt_rate(statistics.median([r.end_to_end for r in rs])), _ver(rs)]
+                    C.fmt_rate(C.median_or_nan([r.end_to_end for r in rs])), _ver(rs)]
                 for x, f, rs in curve.points]
     return C.md_table(headers, rows)
 
@@ -257,6 +260,9 @@ def analyse(records, out_dir, plots=True):
         constant = C.constant_fields(keys, SHOWN_WHEN_VARYING)
         for c in cs:
             lines += ["## " + C.key_text(c.key, skip=constant), "", table(c, xhead, saturation=sat), ""]
+            note = C.without_fom_note(c.records)
+            if note:
+                lines += [note, ""]
             if sat:
                 x = saturation_point(c)
                 lines += ["Saturates (FOM >= %d%% of its maximum) at %s streams per rank." % (
@@ -292,6 +298,8 @@ def main(argv=None):
     C.add_common_arguments(p)
     p.add_argument("--no-plots", action="store_true", help="tables only")
     args = p.parse_args(argv)
+    if not args.no_plots:
+        C.check_output_dir(args.out)
     records = C.load_records(args.inputs, validate=args.validate)
     text, _found, _figs = analyse(records, args.out, not args.no_plots)
     print(text)

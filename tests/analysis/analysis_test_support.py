@@ -126,6 +126,12 @@ class TempDirTest(unittest.TestCase):
         edit(doc)
         return self.write_doc(name, doc, subdir)
 
+    def assertOneLineError(self, rc, err, prog, message):
+        """The documented error: exit status 2 and exactly the one line
+        "<prog>: error: <message>" on stderr (no traceback)."""
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(err.splitlines(), ["%s: error: %s" % (prog, message)])
+
     def assertPng(self, path, records_hint=()):
         self.assertTrue(os.path.isfile(path), path)
         self.assertGreater(os.path.getsize(path), 5000, path)

@@ -7,6 +7,7 @@ import unittest
 
 import analysis_test_support as S
 from analysis import collect
+from analysis import common as C
 
 
 class CollectTest(S.TempDirTest):
@@ -122,6 +123,54 @@ class CollectTest(S.TempDirTest):
         rc, _out, err, _rows = self.run_collect([bad])
         self.assertEqual(rc, 2)
         self.assertIn("schema_version 2 is not supported", err)
+
+    def test_a_number_where_an_object_belongs_is_one_line(self):
+        # Issue 32: runs[0].timer_coverage as a number was an AttributeError traceback, exit 1.
+        bad = self.variant("synthetic_weak_np1.json", "cov.json", lambda d: d["runs"][0].update(timer_coverage=0.5))
+        rc, out, err, _rows = self.run_collect([bad])
+        self.assertOneLineError(rc, err, "analysis.collect", "%s: runs[0].timer_coverage: expected an object or "
+                                "null, found a number (0.5)" % bad)
+        self.assertEqual(out, "")
+
+    def test_streams_as_a_list_is_one_line_with_and_without_validate(self):
+        # Issue 32: the schema does not constrain resolved_deck.streams, so --validate passed it too.
+        bad = self.variant("synthetic_weak_np1.json", "streams.json",
+                           lambda d: d["runs"][0]["resolved_deck"].update(streams=[]))
+        for extra in ([], ["--validate"]):
+            rc, _out, err, _rows = self.run_collect([bad], *extra)
+            self.assertOneLineError(rc, err, "analysis.collect",
+                                    "%s: runs[0].resolved_deck.streams: expected an object, found an array" % bad)
+
+    def test_field_checks(self):
+        self.assertEqual(C.expect({}, "object", "x"), {})
+        self.assertEqual(C.expect(3.0, "integer", "x"), 3.0)
+        for value, kinds, message in [
+                (None, "object", "x: expected an object, found null"),
+                (True, "number", "x: expected a number, found a boolean (true)"),
+                (2.5, "integer", "x: expected an integer, found a number (2.5)"),
+                ("a" * 50, ("array", "null"), 'x: expected an array or null, found a string ("%s...)' % ("a" * 36))]:
+            with self.assertRaises(C.FieldError) as cm:
+                C.expect(value, kinds, "x")
+            self.assertEqual(str(cm.exception), message)
+        with self.assertRaises(C.FieldError) as cm:
+            C.field({}, "value", "number", "runs[0].figure_of_merit")
+        self.assertEqual(str(cm.exception), "runs[0].figure_of_merit.value: missing")
+        self.assertIsNone(C.field({}, "value", "number", "w", None))
+
+    def test_csv_that_cannot_be_written_is_refused_before_the_work(self):
+        # Issue 32: --csv /proc/nope/x.csv was a FileNotFoundError traceback after the work.
+        # The input does not exist either: the CSV path is checked first.
+        missing_input = os.path.join(self.tmp, "missing.json")
+        blocker = os.path.join(self.tmp, "file")
+        open(blocker, "w").close()
+        cases = [(os.path.join(blocker, "x.csv"), "cannot make its directory: %s is not a directory" % blocker),
+                 (self.tmp, "is a directory (expected a file name)")]
+        if os.path.isdir("/proc/self"):
+            cases.append(("/proc/nope/x.csv", "cannot make its directory /proc/nope: No such file or directory"))
+        for path, what in cases:
+            rc, out, err = S.run_main(collect, [missing_input, "--csv", path])
+            self.assertOneLineError(rc, err, "analysis.collect", "%s: %s" % (path, what))
+            self.assertEqual(out, "")
 
     def test_validate_option_rejects_a_schema_violation(self):
         if importlib.util.find_spec("jsonschema") is None:

@@ -1,6 +1,7 @@
 """analysis.scaling: grouping, efficiencies from known FOMs, the checksum
 agreement check, and the figures."""
 
+import math
 import os
 import unittest
 
@@ -75,6 +76,37 @@ class ScalingNumbersTest(S.TempDirTest):
         row = S.md_row_starting(S.section(out, WEAK_HEADING), "2")
         self.assertEqual(row[:4], ["2", "3", "8", "1,800"])
         self.assertEqual(row[6], "0.900")  # (1800/2) / 1000
+
+    def test_median_leaves_out_a_missing_fom_in_any_order(self):
+        # Issue 32: 1-rank FOMs 1000, 1500 and null gave a base of 1,000, 1,500 or n/a by file order.
+        import itertools
+        reps = {name: self.variant(WEAK[0], "np1_%s.json" % name, set_fom(fom))
+                for name, fom in (("a", 1000.0), ("b", 1500.0), ("null", None))}
+        for order in itertools.permutations(sorted(reps)):
+            rc, out, err = S.run_main(scaling, [reps[n] for n in order] + S.fixture(WEAK[1]) +
+                                      ["--no-plots", "--mode", "weak"])
+            self.assertEqual(rc, 0, err)
+            weak = S.section(out, WEAK_HEADING)
+            self.assertEqual(S.md_row_starting(weak, "1")[:4], ["1", "3", "4", "1,250"], order)
+            self.assertEqual(S.md_row_starting(weak, "2")[6], "0.760", order)  # (1900/2) / 1250
+            self.assertIn("No FOM (figure_of_merit.value null: non-finite) in 1 run(s), left out of the medians: "
+                          "np1_null.json (1 rank).", weak)
+        self.assertEqual(C.median([math.nan, 3.0, None, 1.0]), 2.0)
+        self.assertIsNone(C.median([math.nan, None]))
+
+    def test_interrupted_run_is_labelled_interrupted(self):
+        def interrupt(doc):
+            doc["status"] = "interrupted"
+            doc["interrupted"] = {"signal": 15, "signal_name": "SIGTERM", "checkpoint": None}
+        stopped = self.variant(WEAK[0], "np1_interrupted.json", interrupt)
+        rc, out, err = S.run_main(scaling, [stopped] + S.fixture(WEAK[1]) + ["--no-plots", "--mode", "weak"])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(S.md_row_starting(S.section(out, WEAK_HEADING), "1")[-1], "interrupted (1 of 1)")
+        failed = self.variant(WEAK[0], "np1_failed.json", lambda d: d["runs"][0]["verification"].update(passed=False))
+        rc, out, err = S.run_main(scaling, [stopped, failed, S.fixture(WEAK[0])[0]] + S.fixture(WEAK[1]) +
+                                  ["--no-plots", "--mode", "weak"])
+        self.assertEqual(S.md_row_starting(S.section(out, WEAK_HEADING), "1")[-1],
+                         "FAILED (1 of 3), interrupted (1 of 3)")
 
     def test_different_device_is_a_different_group(self):
         def other_gpu(doc):

@@ -70,6 +70,16 @@ class StabilityTest(S.TempDirTest):
         for p in pngs:
             self.assertIn("Figure: " + os.path.join(self.tmp, p), out)
 
+    def test_null_series_entry_is_one_line(self):
+        # Issue 32: a null entry in diagnostics.series was an AttributeError traceback.
+        def null_entry(doc):
+            doc["runs"][0]["diagnostics"]["series"][1] = None
+        bad = self.variant("synthetic_drift_np1.json", "null_entry.json", null_entry)
+        rc, out, err = S.run_main(stability, [bad, "--no-plots"])
+        self.assertOneLineError(rc, err, "analysis.stability",
+                                "%s: runs[0].diagnostics.series[1]: expected an object, found null" % bad)
+        self.assertEqual(out, "")
+
 
 if __name__ == "__main__":
     unittest.main()

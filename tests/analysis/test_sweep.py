@@ -56,6 +56,25 @@ class SweepTest(S.TempDirTest):
         self.assertEqual(rc, 0)
         self.assertEqual(S.md_row_starting(S.section(out, "# Throughput vs d"), "512")[-1], "FAILED (1 of 1)")
 
+    def test_interrupted_run_is_labelled_interrupted(self):
+        def interrupt(doc):
+            doc["status"] = "interrupted"
+            doc["interrupted"] = {"signal": 15, "signal_name": "SIGTERM", "checkpoint": None}
+        path = self.variant("synthetic_sweep_d.json", "sweep_d_interrupted.json", interrupt)
+        rc, out, _err = S.run_main(sweep, [path, "--no-plots"])
+        self.assertEqual(rc, 0)
+        self.assertEqual(S.md_row_starting(S.section(out, "# Throughput vs d"), "512")[-1], "interrupted (1 of 1)")
+
+    def test_out_that_is_a_file_is_refused_before_any_output(self):
+        # Issue 32: the tables were printed, then a FileExistsError traceback.
+        figs = os.path.join(self.tmp, "figs")
+        open(figs, "w").close()
+        for out_dir, what in [(figs, "exists and is not a directory (--out needs a directory for the figures)"),
+                              (os.path.join(figs, "sub"), "cannot make this directory: %s is not a directory" % figs)]:
+            rc, out, err = S.run_main(sweep, S.fixture(*SWEEPS) + ["--out", out_dir])
+            self.assertOneLineError(rc, err, "analysis.sweep", "%s: %s" % (out_dir, what))
+            self.assertEqual(out, "")
+
     def test_pngs(self):
         rc, out, err = S.run_main(sweep, S.fixture(*SWEEPS) + ["--out", self.tmp])
         self.assertEqual(rc, 0, err)
