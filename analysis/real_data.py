@@ -45,7 +45,7 @@ and number of rows (warm-up + timed steps; several streams: the longest
 stream's), the same interval boundaries (warm-up + each series entry's step
 = the baselines' steps), and the same number of evaluated samples. The last can differ with missing data for a reason
 (MOSAIC skips a step whose tr(C^-1) exceeds missing_cond_max, which depends
-on its own frame, and evaluates only the posterior mode's masked samples):
+on its own frame, in every missing mode):
 --allow-sample-difference accepts that and the table shows each count.
 
     python3 -m analysis.real_data --name PM10 --result results/cpu/pm10.json --baselines pm10_baselines.json \\

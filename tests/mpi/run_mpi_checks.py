@@ -2051,6 +2051,42 @@ def check_npy_special_files(args):
     print("a FIFO and a directory in source.paths refused before the run, naming their type")
 
 
+def check_npy_open_file_limit(args):
+    """Issue 32 item 2: the source keeps every stream's file open, so 300
+    files under `ulimit -n 256` aborted the run midway (exit 1); now the
+    start-up checks refuse it (exit 2, once, naming the limit, ulimit -n and
+    what is needed), and under `ulimit -n 1024` the same run completes."""
+    import numpy as np
+    import shlex
+    w = os.path.join(args.workdir, "many")
+    os.makedirs(w, exist_ok=True)
+    rng = np.random.default_rng(5)
+    for k in range(300):
+        np.save(os.path.join(w, f"s{k:03d}.npy"), rng.standard_normal((40, 48)))
+    out = os.path.join(args.workdir, "many.json")
+    state_dir = os.path.join(args.workdir, "many_states")
+    extra = ["--set", "source.type=npy", "--set", f"source.paths={w}/s*.npy", "--set", "streams.mode=strong",
+             "--set", "streams.total=300", "--set", "run.steps=all", "--set", f"output.state_dir={state_dir}",
+             "--output", out]
+    for limit, expect in ((256, 2), (1024, 0)):
+        for stale in (out,):
+            if os.path.exists(stale):
+                os.remove(stale)
+        shutil.rmtree(state_dir, ignore_errors=True)
+        cmd = "ulimit -n %d && exec %s" % (limit, shlex.join(mpirun_cmd(args, 1, extra)))
+        print("+", cmd, flush=True)
+        proc = subprocess.run(["bash", "-c", cmd], cwd=args.workdir, capture_output=True, text=True, timeout=300)
+        print(proc.stdout)
+        print(proc.stderr, file=sys.stderr)
+        if expect:
+            expect_input_error(proc, f"ulimit -n {limit}", ["rank 0 reads 300 .npy files", "the open-file limit is "
+                                                            f"{limit} (ulimit -n)", "raise it to 364"],
+                               out, state_dir)
+        elif proc.returncode != 0 or not os.path.exists(out):
+            fail(f"ulimit -n {limit}: 300 files should run, exit {proc.returncode}")
+    print("300 .npy files: refused up front under ulimit -n 256, run under ulimit -n 1024")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("check", choices=["weak", "strong_invariance", "sweep", "unwritable_output", "bad_deck",
@@ -2061,7 +2097,7 @@ def main():
                                      "init_rank_deficient", "verification", "kokkos_misspelt", "kokkos_threads_limit",
                                      "kokkos_num_threads", "kokkos_help", "version", "provenance", "kokkos_tools",
                                      "memory_estimate", "launch_budget", "concurrent_writers", "state_set_atomic",
-                                     "npy_input_changed", "npy_special_files", "missing"])
+                                     "npy_input_changed", "npy_special_files", "npy_open_file_limit", "missing"])
     p.add_argument("--miniapp", required=True)
     p.add_argument("--mpiexec", required=True)
     p.add_argument("--schema", required=True)

@@ -1,8 +1,10 @@
 // Prequential (truth-free) accuracy, ALGORITHM.md section 4: how well the
 // state before a step predicted the sample the step then takes, from the
 // step's own quantities (y = x - mu, z = U^T y, rho^2, q = z^T S^-1 z) and
-// the log-determinant of the factor the step computed anyway. Written once
-// for the host reference and every kernel (host and device).
+// the log-determinant of the factor the step computed anyway (the masked
+// modes project, zero_fill and drop factor S + s2 K for the score alone on
+// a sample with gaps). Written once for the host reference and every kernel
+// (host and device).
 //
 // With Sigma = U S U^T + s2 (I - U U^T) = s2 I + U (S - s2 I) U^T on n
 // coordinates (n = d; with missing data (7) the observed ones, Sigma_OO):
@@ -32,7 +34,7 @@ namespace mosaic {
 
 // Columns of a stream's running prequential sums.
 enum PrequentialColumn : int {
-  preq_samples = 0,        // samples evaluated (a step taken on the section-2 or masked-posterior path)
+  preq_samples = 0,        // samples evaluated (every step but 7.5's skipped ones; gapped samples in every mode)
   preq_zero_norm,          // of those, samples with ||y|| = 0 (no residual fraction)
   preq_residual_fraction,  // sum of rho^2 / ||y||^2 over the others
   preq_nll,                // sum of the per-coordinate negative log-likelihoods

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <mpi.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -17,6 +18,29 @@
 #include "mosaic/util/mpi_collectives.hpp"
 
 namespace mosaic {
+
+// The descriptors a rank needs besides its .npy files: MPI's, Kokkos',
+// stdio, the result, state and checkpoint files it writes (a margin; Open
+// MPI on one node held about 30 in the runs here).
+constexpr long long kOtherOpenFiles = 64;
+
+// A rank's source holds each of its `files` .npy files open for the whole
+// run (NpyStreamSource); "" when they fit under the process's open-file
+// limit (RLIMIT_NOFILE, `ulimit -n`) with kOtherOpenFiles to spare, else
+// the refusal naming the limit.
+inline std::string open_file_limit_problem(std::size_t files, int rank) {
+  struct rlimit lim {};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return "";
+  const long long need = (long long)files + kOtherOpenFiles, have = (long long)lim.rlim_cur;
+  if (need <= have) return "";
+  return "rank " + std::to_string(rank) + " reads " + std::to_string(files) +
+         " .npy files (one per stream, each kept open for the run), but the open-file limit is " +
+         std::to_string(have) + " (ulimit -n) and about " + std::to_string(kOtherOpenFiles) +
+         " more are needed for MPI, Kokkos and the outputs: raise it to " + std::to_string(need) +
+         " or more (ulimit -n " + std::to_string(need) + "; the hard limit is " +
+         (lim.rlim_max == RLIM_INFINITY ? std::string("unlimited") : std::to_string((long long)lim.rlim_max)) +
+         "), or spread the streams over more ranks";
+}
 
 // The checks of an npy run's files, before any step (collective over comm):
 // every rank opens the files of its own streams and checks each one
@@ -42,9 +66,10 @@ inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
       "algorithm.init_samples (" + std::to_string(n0) + ") + run.warmup_steps (" + std::to_string(w) + ") + " +
       (all ? std::string("at least one step (run.steps: all)") : "run.steps (" + std::to_string(cfg.run.steps) + ")");
   const bool nan_ok = cfg.algorithm.missing != MissingMode::error;  // a NaN is a missing entry (section 7)
-  std::string error;
+  std::string error = open_file_limit_problem(decomp.local_ids.size(), rank);
   std::vector<long long> rows_of(std::size_t(decomp.total_streams), 0);  // by stream id; other ranks' 0 here
   for (auto id : decomp.local_ids) {
+    if (!error.empty()) break;
     if (id >= cfg.source.paths.size()) {
       error = "stream " + std::to_string(id) + " has no file: source.paths lists " +
               std::to_string(cfg.source.paths.size());

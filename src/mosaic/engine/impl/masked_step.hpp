@@ -256,10 +256,10 @@ struct MaskedStepFunctor {
     if (n_missing == 0 || mode == MissingMode::zero_fill) {
       const PrequentialSample gapped =
           n_missing > 0 ? gapped_evaluation(m, b, step_index, d - n_missing, n_missing) : PrequentialSample{};
-      base.section_two(m, b, step_index, DataY{this, b}, n_missing == 0, n_missing == 0 ? logdet_psi(m, b) : 0.0);
+      base.section_two(m, b, step_index, DataY{this, b}, n_missing == 0, n_missing == 0 ? logdet_psi(m, b) : 0.0,
+                       gapped);
       m.team_barrier();
       if (base.status(b) != 0) return;
-      add_prequential(m, b, gapped);
       if (diagonal) accumulate_residuals(m, b, s2_old, d, false);
       if (n_missing > 0) mark_seen(m, b);
     } else if (mode == MissingMode::drop) {

@@ -224,13 +224,16 @@ struct StepFunctor {
   }
   // The same with the mean moved by eta_mu data_y(i): wy(b, i) in section 2,
   // the data-unit x_i - mu_i where wy holds a whitened sample (ALGORITHM.md
-  // 8.3: mu lives in data units). `evaluate`: the sample enters section 4's
-  // prequential sums (not for a zero-filled sample, whose likelihood this
-  // step's quantities do not give); `logdet_psi`: a whitened sample's
-  // sum of log psi_j, which puts its likelihood in data units.
+  // 8.3: mu lives in data units). `evaluate`: the sample is scored for
+  // section 4's prequential sums from this step's quantities; else
+  // `scored` is added at the commit (a zero-filled sample, whose likelihood
+  // on its observed rows the caller computed; n = 0: none).
+  // `logdet_psi`: a whitened sample's sum of log psi_j, which puts its
+  // likelihood in data units.
   template <class DataY>
   KOKKOS_INLINE_FUNCTION void section_two(const member_type& m, int b, std::int64_t step_index, const DataY& data_y,
-                                          bool evaluate, double logdet_psi = 0.0) const {
+                                          bool evaluate, double logdet_psi = 0.0,
+                                          const PrequentialSample& scored = PrequentialSample{}) const {
     auto z = Kokkos::subview(wvec, b, 0, Kokkos::ALL());
     auto w = Kokkos::subview(wvec, b, 1, Kokkos::ALL());
     auto g = Kokkos::subview(wvec, b, 2, Kokkos::ALL());
@@ -244,7 +247,7 @@ struct StepFunctor {
     const Scalar rho2 = residual(m, b, z);
     const Scalar rho = kmath::sqrt(rho2);
     const Scalar s2_old = s2(b);
-    PrequentialSample preq;  // n = 0: not evaluated
+    PrequentialSample preq = scored;
     if (evaluate) {
       preq.n = d;
       preq.r = r;
