@@ -467,20 +467,35 @@ int main(int argc, char** argv) {
     nlohmann::json ranks_environment = nlohmann::json::array();
     for (const auto& entry : mosaic::detail::gather_strings(mosaic::rank_environment(rank).dump(), MPI_COMM_WORLD))
       ranks_environment.push_back(nlohmann::json::parse(entry));
-    nlohmann::json runs = nlohmann::json::array();
+    nlohmann::json runs = nlohmann::json::array(), failed_points = nlohmann::json::array();
     mosaic::RunControl control;
     if (restarting) control.restart = &restart_plan;
     for (std::size_t k = 0; k < points.size(); ++k) {
       const auto& c = points[k].config;
       if (root && points.size() > 1)
         std::printf("[mosaic] sweep point %zu/%zu: %s\n", k + 1, points.size(), points[k].point.dump().c_str());
-      nlohmann::json run = c.problem.dtype == mosaic::Dtype::float32
-                               ? mosaic::run_point<float>(c, MPI_COMM_WORLD, &control)
-                               : mosaic::run_point<double>(c, MPI_COMM_WORLD, &control);
+      nlohmann::json run;
+      try {
+        run = c.problem.dtype == mosaic::Dtype::float32 ? mosaic::run_point<float>(c, MPI_COMM_WORLD, &control)
+                                                        : mosaic::run_point<double>(c, MPI_COMM_WORLD, &control);
+      } catch (const mosaic::RunInputError& e) {
+        // An input problem found as the point started (the same on every
+        // rank, e.g. a rank-deficient start): the point is marked failed,
+        // the others run, the finished ones are kept, exit 2.
+        if (root) {
+          if (points.size() > 1)
+            std::fprintf(stderr, "mosaic_miniapp: error: sweep point %zu/%zu (%s): %s\n", k + 1, points.size(),
+                         points[k].point.dump().c_str(), e.what());
+          else std::fprintf(stderr, "mosaic_miniapp: error: %s\n", e.what());
+          failed_points.push_back({{"index", k}, {"sweep_point", points[k].point}, {"error", e.what()}});
+        }
+        rc = 2;
+        continue;
+      }
       if (root) {
         run["sweep_point"] = points[k].point;
         print_summary(run);
-        if (!run["verification"]["passed"].get<bool>()) rc = 3;
+        if (!run["verification"]["passed"].get<bool>() && rc == 0) rc = 3;
         runs.push_back(std::move(run));
       }
       if (control.stop_signal) break;  // the points after it do not run
@@ -488,7 +503,8 @@ int main(int argc, char** argv) {
     // Stopped by SIGTERM/SIGINT: the result is marked interrupted and the
     // exit status is 128 + the signal (every rank).
     if (control.stop_signal) rc = 128 + control.stop_signal;
-    if (root) {
+    if (root && runs.empty()) std::printf("[mosaic] no point ran to its end: no result file written\n");
+    if (root && !runs.empty()) {
       std::vector<std::string> args(argv, argv + argc);
       nlohmann::json doc = {
           {"schema_version", kResultSchemaVersion},
@@ -503,6 +519,7 @@ int main(int argc, char** argv) {
           {"status", control.stop_signal ? "interrupted" : "completed"},
           {"runs", runs},
       };
+      if (!failed_points.empty()) doc["failed_points"] = failed_points;
       if (control.stop_signal)
         doc["interrupted"] = {
             {"signal", control.stop_signal},
@@ -518,6 +535,9 @@ int main(int argc, char** argv) {
         std::printf("[mosaic] stopped by %s: partial result (status interrupted) written to %s%s%s\n",
                     mosaic::stop_signal_name(control.stop_signal), result_path.c_str(),
                     control.last_checkpoint.empty() ? "" : ", checkpoint ", control.last_checkpoint.c_str());
+      else if (!failed_points.empty())
+        std::printf("[mosaic] result written to %s: %zu of %zu points ran, %zu failed (failed_points)\n",
+                    result_path.c_str(), runs.size(), points.size(), failed_points.size());
       else std::printf("[mosaic] result written to %s\n", result_path.c_str());
     }
   } catch (const mosaic::RunInputError& e) {

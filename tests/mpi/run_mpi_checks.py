@@ -534,6 +534,25 @@ def check_init_rank_deficient(args):
     proc = mpirun(args, 2, ["--set", "source.rank=1", "--set", "source.noise=1e-30", "--set", "source.drift=0",
                             "--set", f"output.state_dir={state_dir}", "--output", out], args.workdir)
     expect_input_error(proc, "synthetic", ["stream 0", "rank-deficient", "init: data"], out, state_dir)
+    # A sweep whose middle point has that start (issue 32 item 3): the first
+    # and last points run and are kept, the middle one is marked, exit 2.
+    if os.path.exists(out):
+        os.remove(out)
+    good = "[" + ", ".join(paths[:4]) + "]"
+    bad = "[" + ", ".join(paths[:3] + [flat]) + "]"
+    sweep = ["--set", "source.type=npy", "--set", f"sweep.source.paths=[{good}, {bad}, {good}]",
+             "--set", "streams.mode=strong", "--set", "streams.total=4", "--set", "run.steps=all", "--output", out]
+    proc = mpirun(args, 2, sweep, args.workdir)
+    if proc.returncode != 2 or not os.path.exists(out):
+        fail(f"a sweep with one rank-deficient point: exit {proc.returncode} (expected 2), result written: "
+             f"{os.path.exists(out)}")
+    doc = load_valid(args, out)
+    failed = doc.get("failed_points", [])
+    if len(doc["runs"]) != 2 or [f["index"] for f in failed] != [1] or "rank-deficient" not in failed[0]["error"]:
+        fail(f"runs {len(doc['runs'])}, failed_points {failed}: expected points 0 and 2 run, point 1 marked")
+    if not all(r["verification"]["passed"] for r in doc["runs"]) or "sweep point 2/3" not in proc.stderr:
+        fail("the finished points should pass and the message name sweep point 2/3:\n" + proc.stderr)
+    print("a sweep's rank-deficient point is marked in failed_points; the other two points ran and are kept")
 
 
 def check_npy_bad_file(args):
