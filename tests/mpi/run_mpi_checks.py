@@ -1363,9 +1363,10 @@ def check_verification(args):
     if not any("timed update lasted" in w for w in run["warnings"]):
         fail(f"no warning about a timed update under 10 s: {run['warnings']}")
 
-    # A run that does not track (random start, almost no subspace learning
-    # rate): FAILED, exit 3, naming the tracking check.
-    no_track = ["--set", "algorithm.init=random", "--set", "algorithm.eta_U=1e-6"]
+    # A run that does not track (the truth turns 0.05 rad per step, far
+    # faster than the subspace adapts), though longer than the adaptation
+    # time (420 steps >= 1/eta_U = 200): FAILED, exit 3, naming the check.
+    no_track = ["--set", "source.drift=0.05"]
     doc, proc = run_ok(args, 1, no_track, "verify_no_track.json", expect_rc=3)
     run = doc["runs"][0]
     proj = check_by_name(run, "projector_distance_max")
@@ -1381,6 +1382,18 @@ def check_verification(args):
         fail(f"throughput-only run: verdict {ver['verdict']!r}")
     if any(c["group"] == "accuracy" for c in ver["checks"]):
         fail("a throughput-only run judged accuracy")
+    # A run shorter than the adaptation time (issue 32 item 8: 50 steps
+    # after a 6-sample start were FAILED on projector_distance_max): not
+    # judged, PASSED on what was checked, the distance still reported.
+    doc, _ = run_ok(args, 1, ["--set", "run.steps=50", "--set", "run.warmup_steps=0"], "verify_short.json")
+    run = doc["runs"][0]
+    ver = run["verification"]
+    words = "tracking not judged: 50 steps < the adaptation time ceil(1/eta_U) = 200 steps"
+    if not ver["passed"] or words not in ver["accuracy"] or words not in ver["verdict"]:
+        fail(f"a 50-step run: verdict {ver['verdict']!r}")
+    if any(c["name"].startswith("projector_distance") for c in ver["checks"]) or \
+            "accuracy" not in run["diagnostics"]["final"]:
+        fail("a run too short to judge was judged on tracking, or its distance is not reported")
     # A cross-checked stream that is not in the run is a deck error.
     proc = mpirun(args, 2, ["--set", "run.reference_check_stream=4", "--output",
                             os.path.join(args.workdir, "never.json")], args.workdir)

@@ -105,7 +105,7 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
 
   const nlohmann::json& ref_check = run.reference_check->result();
   const Verification v = verify_run(cfg, std::is_same<Scalar, float>::value, run.final_diag, ref_check,
-                                    double(run.warm) * double(run.decomp.total_streams) + samples);
+                                    double(run.warm) * double(run.decomp.total_streams) + samples, run.warm + run.k);
   nlohmann::json warnings = nlohmann::json::array();
   if (update_max < 10.0)
     warnings.push_back("the timed update lasted " + std::to_string(update_max) +
