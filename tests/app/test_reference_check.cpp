@@ -6,12 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <vector>
 
 #include "mosaic/app/reference_check.hpp"
 #include "mosaic/engine/batched_engine.hpp"
+#include "mosaic/engine/transfer.hpp"
 #include "mosaic/sources/synthetic_source.hpp"
 
 namespace {
@@ -20,12 +22,23 @@ using namespace mosaic;
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
 
+// The samples times 2^units, on the execution space (units 0: X itself).
+template <class T, class V>
+Kokkos::View<const T***, Kokkos::LayoutStride, Mem> in_units(const V& X, int units) {
+  if (units == 0) return X;
+  auto h = transfer::to_host(X);
+  for (std::size_t k = 0; k < h.size(); ++k) h.data()[k] = std::ldexp(h.data()[k], units);
+  Kokkos::View<T***, Kokkos::LayoutRight, Mem> out("scaled", h.extent(0), h.extent(1), h.extent(2));
+  transfer::copy_from_host(out, h);
+  return out;
+}
+
 // Advances two streams (ids 0 and 1) with the check on stream 1 for
-// `steps` timed steps; `tamper` may change the engine's state before the
-// window closes. Returns the check's result.
+// `steps` timed steps, the samples times 2^units; `tamper` may change the
+// engine's state before the window closes. Returns the check's result.
 template <class T>
 nlohmann::json run_checked(int block_size, std::int64_t steps,
-                           const std::function<void(StreamBatch<T, Exec>&)>& tamper = {}) {
+                           const std::function<void(StreamBatch<T, Exec>&)>& tamper = {}, int units = 0) {
   const int d = 40, r = 4;
   RunConfig cfg;
   cfg.problem.d = d;
@@ -47,12 +60,12 @@ nlohmann::json run_checked(int block_size, std::int64_t steps,
   const int n0 = cfg.algorithm.resolved_init_samples(r);
   Kokkos::View<T***, Kokkos::LayoutRight, Mem> X0("X0", 2, n0, d);
   source.read_init(n0, X0);
-  engine.init_data(batch, X0);
+  engine.init_data(batch, in_units<T>(X0, units));
   ReferenceCrossCheck<T, Exec> check(cfg, decomp, 0, nlohmann::json(), MPI_COMM_WORLD);
   check.start(batch);
   std::int64_t k = 0;
   while (check.open()) {
-    const auto X = source.next_block(n0 + k, engine.block_length(k));
+    const auto X = in_units<T>(source.next_block(n0 + k, engine.block_length(k)), units);
     engine.advance(batch, X);
     k += std::int64_t(X.extent(1));
     check.consume(X);
@@ -72,6 +85,20 @@ TEST(ReferenceCheck, PassesForTheEngineInDoubleSequentialAndBlocked) {
     // The window closes at the first block end at or after 50 steps.
     EXPECT_EQ(res["to_timed_step"], k == 1 ? 50 : 64);
     EXPECT_EQ(res["reference_steps"], res["to_timed_step"]);
+  }
+}
+
+// In any units of the data (issue 32 item 7: for samples of 1e+-100 the
+// relative errors' norms overflowed or underflowed to an error of inf):
+// samples times 2^+-332 give the errors of the samples themselves.
+TEST(ReferenceCheck, RelativeErrorsDoNotDependOnTheUnits) {
+  const nlohmann::json one = run_checked<double>(16, 50);
+  for (const int units : {332, -332}) {
+    const nlohmann::json res = run_checked<double>(16, 50, {}, units);
+    ASSERT_EQ(res["status"], "compared") << res.dump();
+    EXPECT_TRUE(res["passed"].get<bool>()) << units << ": " << res.dump();
+    for (const char* key : {"covariance_rel_error", "s2_rel_error", "mu_rel_error", "rel_error"})
+      EXPECT_EQ(res[key].get<double>(), one[key].get<double>()) << key << " at 2^" << units;
   }
 }
 

@@ -603,4 +603,51 @@ TEST(EngineInit, RefusesWhatTheReferenceRefusesWithItsMessage) {
   expect_init_refusal_like_reference<float>("outside float");
 }
 
+// init: data in any units (issue 32 item 7: samples times 1e-100 or 1e100
+// were refused as an overflow, the eigen-solve having failed to converge):
+// the start from samples times 2^k, k = +-332 (about 1e+-100), is the
+// start from the samples with mu times 2^k, S and s2 times 4^k, and U
+// bitwise the same, in the engine and in the reference.
+TEST(EngineInit, StartIsTheSameInAnyUnitsOfTheData) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  const int B = 2, d = 16, r = 3;
+  MosaicParams p;
+  const int n0 = p.resolved_init_samples(r);
+  const auto start = [&](int k, std::vector<ReferenceState<double>>& ref) {
+    Kokkos::View<double***, Kokkos::LayoutRight, Exec::memory_space> X0("X0", B, n0, d);
+    auto h0 = Kokkos::create_mirror_view(X0);
+    ref.clear();
+    for (int b = 0; b < B; ++b) {
+      std::vector<double> xs(std::size_t(n0) * d);
+      for (int j = 0; j < n0; ++j)
+        for (int i = 0; i < d; ++i)
+          h0(b, j, i) = xs[std::size_t(j) * d + i] = std::ldexp(sample_value(std::uint64_t(b), j, i, d), k);
+      ref.push_back(reference_init_data<double>(xs.data(), n0, d, r, p));
+    }
+    Kokkos::deep_copy(X0, h0);
+    StreamBatch<double, Exec> sb(B, d, r, {0, 1});
+    MosaicEngine<double, Exec> eng(p, B, d, r);
+    eng.init_data(sb, X0);
+    std::vector<ReferenceState<double>> out;
+    for (int b = 0; b < B; ++b) out.push_back(sb.to_host(b));
+    return out;
+  };
+  const auto same_in_units = [&](const ReferenceState<double>& a, const ReferenceState<double>& s, int k,
+                                 const char* who) {
+    EXPECT_EQ(s.U, a.U) << who << " k=" << k;
+    for (int i = 0; i < d; ++i) ASSERT_EQ(s.mu[i], std::ldexp(a.mu[i], k)) << who << " k=" << k;
+    for (std::size_t c = 0; c < a.S.size(); ++c) ASSERT_EQ(s.S[c], std::ldexp(a.S[c], 2 * k)) << who;
+    EXPECT_EQ(s.s2, std::ldexp(a.s2, 2 * k)) << who << " k=" << k;
+  };
+  std::vector<ReferenceState<double>> ref1, refk;
+  const auto one = start(0, ref1);
+  for (const int k : {332, -332}) {
+    const auto scaled = start(k, refk);
+    for (int b = 0; b < B; ++b) {
+      same_in_units(one[std::size_t(b)], scaled[std::size_t(b)], k, "engine");
+      same_in_units(ref1[std::size_t(b)], refk[std::size_t(b)], k, "reference");
+    }
+  }
+}
+
 }  // namespace

@@ -20,6 +20,7 @@
 #include "mosaic/algorithm/host_linalg.hpp"
 #include "mosaic/algorithm/params.hpp"
 #include "mosaic/algorithm/prequential.hpp"
+#include "mosaic/algorithm/tridiagonal_eigen.hpp"
 
 namespace mosaic {
 
@@ -454,10 +455,19 @@ std::vector<double> init_frame(const std::vector<double>& Y, int n0, int d, int 
     for (int a = 0; a < n0; ++a)
       for (int b = a; b < n0; ++b) K[a * n0 + b] += y[a] * y[b];
   }
+  double amax = 0;
   for (int a = 0; a < n0; ++a)
-    for (int b = a; b < n0; ++b) K[b * n0 + a] = K[a * n0 + b] /= double(n0);
+    for (int b = a; b < n0; ++b) {
+      K[b * n0 + a] = K[a * n0 + b] /= double(n0);
+      amax = std::max(amax, std::fabs(K[a * n0 + b]));
+    }
+  // Solved at a power-of-two scale (balancing_exponent): the same in any
+  // units of the data.
+  const int e = balancing_exponent(amax);
+  for (double& v : K) v = std::ldexp(v, -e);
   std::vector<double> lambda, V;  // descending
   host::symmetric_eigen(K, n0, lambda, V);
+  for (double& l : lambda) l = std::ldexp(l, e);
   require_init_spectrum<T>(lambda, n0, r, raw2);
   std::vector<double> vj(static_cast<std::size_t>(n0));  // eigenvector j, at unit stride
   for (int j = 0; j < r; ++j) {

@@ -14,6 +14,8 @@
 // keeps Jacobi.
 #pragma once
 
+#include <math.h>
+
 #include <Kokkos_Core.hpp>
 
 #include "mosaic/util/kokkos_compat.hpp"
@@ -21,6 +23,21 @@
 namespace mosaic {
 
 namespace detail {
+
+// The even power of two e with max_abs 2^-e in [1, 4) (0 when max_abs is
+// 0 or not finite). A symmetric matrix times 2^-e (exact) has entries of
+// order 1, so an eigen-solve's squares neither overflow nor underflow in any
+// units of the data (init: data on samples of 1e-100 or 1e100 did not
+// converge); its eigenvalues scale back by 2^e exactly, its eigenvectors do
+// not change. Even, so that square roots of the scaled quantities scale
+// exactly too. (::ilogb and ::ldexp are the C library's on the host and
+// CUDA's device functions.)
+KOKKOS_INLINE_FUNCTION int balancing_exponent(double max_abs) {
+  if (!(max_abs > 0.0) || !kmath::isfinite(max_abs)) return 0;
+  const int e = ::ilogb(max_abs);
+  return e - (e & 1);  // floor to even, negative ones too
+}
+KOKKOS_INLINE_FUNCTION double times_power_of_two(double v, int e) { return ::ldexp(v, e); }
 
 template <class Mat>
 KOKKOS_INLINE_FUNCTION void transpose_in_place(const Mat& a, const int n) {

@@ -149,15 +149,32 @@ class ReferenceCrossCheck {
   }
 
   // max_i |psi_i - psi_ref_i| / psi_ref_i (0 under isotropic noise).
-  static double psi_rel_error(const MaskedReferenceState<Scalar>& engine, const MaskedReferenceState<double>& ref) {
+  template <class T>
+  static double psi_rel_error(const MaskedReferenceState<T>& engine, const MaskedReferenceState<double>& ref) {
     double e = 0;
     for (std::size_t i = 0; i < ref.psi.size() && i < engine.psi.size(); ++i)
       e = std::max(e, std::fabs(double(engine.psi[i]) - ref.psi[i]) / ref.psi[i]);
     return ref.psi.size() == engine.psi.size() ? e : std::numeric_limits<double>::quiet_NaN();
   }
 
-  nlohmann::json compare(const MaskedReferenceState<Scalar>& engine, std::int64_t timed_done) const {
-    const ReferenceState<double>& ref = *reference_;
+  // Both states at a power-of-two scale where the reference's S and s2 are
+  // of order 1 (mu, S, s2 by 2^-e/2, 2^-e, 2^-e: exact): the relative errors
+  // below do not depend on the data's units, but their norms square
+  // entries, which would overflow or underflow for data of 1e+-100.
+  static void to_unit_scale(ReferenceState<double>& s, int e) {
+    for (double& v : s.mu) v = std::ldexp(v, -e / 2);
+    for (double& v : s.S) v = std::ldexp(v, -e);
+    s.s2 = std::ldexp(s.s2, -e);
+  }
+
+  nlohmann::json compare(const MaskedReferenceState<Scalar>& engine_state, std::int64_t timed_done) const {
+    ReferenceState<double> ref = *reference_;
+    MaskedReferenceState<double> engine = widen(engine_state);
+    double amax = std::fabs(ref.s2);
+    for (double v : ref.S) amax = std::max(amax, std::fabs(v));
+    const int e = detail::balancing_exponent(amax);
+    to_unit_scale(ref, e);
+    to_unit_scale(engine, e);
     const StateDistance dist = reference_distance(engine, ref);
     // ||U S U^T||_F of the reference: its distance to the same basis with S = 0.
     ReferenceState<double> zero = ref;

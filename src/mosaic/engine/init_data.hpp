@@ -139,20 +139,34 @@ std::vector<std::string> init_data_batch(
   }
   // Step 3 on the execution space, one thread per stream: K's symmetric
   // part (the mean of both triangles, which the gemm need not round alike)
-  // decomposed in place, eigenvalues ascending in w, eigenvectors the
-  // columns of K.
+  // scaled by a power of two to entries of order 1 (balancing_exponent: the
+  // solve is then the same in any units of the data), decomposed in place,
+  // eigenvalues ascending in w (scaled back), eigenvectors the columns of K.
+  // converged(b): 1, 0 (the iteration did not converge), -1 (K has a
+  // non-finite entry: the second moments overflow double).
   Kokkos::View<double**, Kokkos::LayoutRight, memory_space> w("mosaic::init_eigenvalues", B, n0),
       ework("mosaic::init_eigen_work", B, n0);
   Kokkos::View<int*, Kokkos::LayoutRight, memory_space> converged("mosaic::init_eigen_converged", B);
   Kokkos::parallel_for(
       "mosaic::init_eigen", Kokkos::RangePolicy<ExecSpace>(0, B), KOKKOS_LAMBDA(const int b) {
         const auto Kb = Kokkos::subview(K, b, Kokkos::ALL(), Kokkos::ALL());
+        const auto wb = Kokkos::subview(w, b, Kokkos::ALL());
+        double amax = 0;
         for (int a = 0; a < n0; ++a)
-          for (int c = a + 1; c < n0; ++c) Kb(a, c) = Kb(c, a) = 0.5 * (Kb(a, c) + Kb(c, a));
-        converged(b) = tridiagonal_ql_eigen(Kb, Kokkos::subview(w, b, Kokkos::ALL()),
-                                            Kokkos::subview(ework, b, Kokkos::ALL()), n0, true)
-                           ? 1
-                           : 0;
+          for (int c = a; c < n0; ++c) {
+            const double v = c == a ? Kb(a, a) : 0.5 * (Kb(a, c) + Kb(c, a));
+            Kb(a, c) = Kb(c, a) = v;
+            amax = kmath::fabs(v) > amax || !kmath::isfinite(v) ? kmath::fabs(v) : amax;
+          }
+        if (!kmath::isfinite(amax)) {
+          converged(b) = -1;
+          return;
+        }
+        const int e = detail::balancing_exponent(amax);
+        for (int a = 0; a < n0; ++a)
+          for (int c = 0; c < n0; ++c) Kb(a, c) = detail::times_power_of_two(Kb(a, c), -e);
+        converged(b) = tridiagonal_ql_eigen(Kb, wb, Kokkos::subview(ework, b, Kokkos::ALL()), n0, true) ? 1 : 0;
+        for (int j = 0; j < n0; ++j) wb(j) = detail::times_power_of_two(wb(j), e);
       });
   const auto hw = transfer::to_host(w);
   const auto hconv = transfer::to_host(converged);
@@ -173,7 +187,10 @@ std::vector<std::string> init_data_batch(
         const auto xb = transfer::to_host(Kokkos::subview(X, b, Kokkos::ALL(), Kokkos::ALL()));
         detail::require_finite(xb.data(), int(per_stream), "init: data samples");  // n0 x d, row-major
       }
-      if (!hconv(b)) throw std::invalid_argument("init: data: the samples' second moments overflow double");
+      if (hconv(b) < 0) throw std::invalid_argument("init: data: the samples' second moments overflow double");
+      if (hconv(b) == 0)
+        throw std::invalid_argument("init: data: the eigen-decomposition of the " + std::to_string(n0) + " x " +
+                                    std::to_string(n0) + " Gram matrix of the init samples did not converge");
       std::vector<double> lambda(static_cast<std::size_t>(n0));  // descending
       for (int j = 0; j < n0; ++j) lambda[std::size_t(j)] = hw(b, n0 - 1 - j);
       detail::require_init_spectrum<Scalar>(lambda, n0, r, hsums(b, 0));
