@@ -233,7 +233,7 @@ struct StepFunctor {
   template <class DataY>
   KOKKOS_INLINE_FUNCTION void section_two(const member_type& m, int b, std::int64_t step_index, const DataY& data_y,
                                           bool evaluate, double logdet_psi = 0.0,
-                                          const PrequentialSample& scored = PrequentialSample{}) const {
+                                          const PrequentialSample& scored = PrequentialSample()) const {
     auto z = Kokkos::subview(wvec, b, 0, Kokkos::ALL());
     auto w = Kokkos::subview(wvec, b, 1, Kokkos::ALL());
     auto g = Kokkos::subview(wvec, b, 2, Kokkos::ALL());
