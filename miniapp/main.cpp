@@ -540,10 +540,6 @@ int main(int argc, char** argv) {
                     result_path.c_str(), runs.size(), points.size(), failed_points.size());
       else std::printf("[mosaic] result written to %s\n", result_path.c_str());
     }
-  } catch (const mosaic::RunInputError& e) {
-    // The same input error on every rank (e.g. a rank-deficient start): exit 2.
-    if (root) std::fprintf(stderr, "mosaic_miniapp: error: %s\n", e.what());
-    rc = 2;
   } catch (const mosaic::OutOfMemory& e) {
     std::fprintf(stderr, "mosaic_miniapp: rank %d: error: %s; the estimate for rank 0 was %s\n", rank, e.what(),
                  mosaic::describe_rank0_memory(points.front().config, nranks).c_str());

@@ -299,6 +299,24 @@ void reference_rewhiten(MaskedReferenceState<T>& st, const MosaicParams& p) {
 // error) and NumericalBreakdown when the step cannot be completed with
 // finite numbers; in both cases the state is unchanged.
 namespace detail {
+// Section 4 on the observed rows O = mk.observed after part 1, the parts
+// every mode shares: n = |O|, ||y_O||^2, rho2 and log det C of the fit, the
+// noise variance s2 before the step, the profile's log-determinant on O
+// (the engine's MaskedStepFunctor::observed_sample).
+template <class T>
+PrequentialSample observed_sample(const MaskedReferenceState<T>& st, const Mask& mk, const ObservedFit<T>& fit, T s2) {
+  PrequentialSample preq;
+  preq.n = int(mk.observed.size());
+  preq.r = st.r;
+  preq.yy = double(fit.yy);
+  preq.rho2 = double(fit.rho2);
+  preq.s2 = double(s2);
+  preq.logdet_c = fit.logdet_c;
+  if (st.diagonal_noise())
+    for (const int i : mk.observed) preq.logdet_psi += std::log(double(st.psi[i]));
+  return preq;
+}
+
 // Section 4 on the observed rows of a sample with missing entries for a
 // mode whose step does not factor S + s2 K (project, zero_fill, drop): the
 // state before the step scored on the samples the posterior scores (n >= r
@@ -315,17 +333,9 @@ PrequentialSample gapped_evaluation(const MaskedReferenceState<T>& st, const std
   for (std::size_t k = 0; k < SD.size(); ++k) SD[k] += st.s2 * fit.K[k];
   if (!host::cholesky(SD, r, L)) return {};
   const std::vector<T> w = host::cholesky_solve(L, r, fit.z_ls);
-  PrequentialSample preq;
-  preq.n = n;
-  preq.r = r;
-  preq.yy = double(fit.yy);
-  preq.rho2 = double(fit.rho2);
-  preq.s2 = double(st.s2);
+  PrequentialSample preq = observed_sample(st, mk, fit, st.s2);
   for (int j = 0; j < r; ++j) preq.quad += double(fit.z_ls[j]) * double(w[j]);
   preq.logdet_sd = logdet_from_factor(r, L.data(), r);
-  preq.logdet_c = fit.logdet_c;
-  if (st.diagonal_noise())
-    for (const int i : mk.observed) preq.logdet_psi += std::log(double(st.psi[i]));
   return preq;
 }
 }  // namespace detail
@@ -496,17 +506,9 @@ MaskedStepInfo reference_masked_step(MaskedReferenceState<T>& st, const T* x, co
   if (gapped.n > 0) {
     gapped.add_to(st.prequential.data());
   } else if (complete || p.missing == MissingMode::posterior) {
-    PrequentialSample preq;
-    if (st.diagonal_noise())
-      for (const int i : mk.observed) preq.logdet_psi += std::log(double(st.psi[i]));
-    preq.n = n;
-    preq.r = r;
-    preq.yy = double(fit.yy);
-    preq.rho2 = double(fit.rho2);
-    preq.s2 = double(s2_old);
+    PrequentialSample preq = detail::observed_sample(st, mk, fit, s2_old);
     preq.quad = post.zls_w;
     preq.logdet_sd = post.logdet_sd;
-    preq.logdet_c = fit.logdet_c;
     preq.add_to(st.prequential.data());
   }
   count_step();
