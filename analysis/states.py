@@ -1,11 +1,11 @@
 """Reading the final-state files a run writes into output.state_dir.
 
 A state set is the .npy files of docs/INPUT_DECK.md plus its manifest
-states.json, which the mini-app removes before it writes a new set and writes
-after the last file (src/mosaic/app/run.hpp, write_state_files). A directory
-without the manifest holds an incomplete set: a run died (or the disk filled)
-while writing it, and its files may be of two different runs (the new mu.npy
-beside the previous U.npy). load_states refuses such a set, and a set whose
+states.json. The mini-app writes a new set into state_dir/.incoming and
+swaps it in by renames, the manifest last (src/mosaic/io/state_files.hpp,
+write_state_files). A directory without the manifest holds an incomplete
+set: a run died inside that swap, and its files may be of two different runs
+(the new mu.npy beside the previous U.npy). load_states refuses such a set, and a set whose
 files are not those the manifest records (size, CRC-32, shape).
 
     from analysis.states import load_states
@@ -41,7 +41,7 @@ def read_manifest(state_dir):
     path = os.path.join(state_dir, MANIFEST)
     if not os.path.exists(path):
         raise StateSetError(
-            f"{path}: missing: the state set in {state_dir} is incomplete (a run stopped while writing it, "
+            f"{path}: missing: the state set in {state_dir} is incomplete (a run stopped while swapping it in, "
             f"or it was written before the mini-app wrote manifests); its .npy files may come from different "
             f"runs and are not used")
     try:

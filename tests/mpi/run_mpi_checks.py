@@ -1928,25 +1928,64 @@ def check_concurrent_writers(args):
 
 
 def check_state_set_atomic(args):
-    """Issue 16 item 5: a state set is published by its manifest
-    (states.json), written last; a run that dies in the middle of the set
-    leaves it without a manifest, and the reader refuses it, instead of
-    presenting the new mu.npy beside the previous run's U.npy."""
+    """Issue 16 item 5 and issue 32 item 9: a new state set is written into
+    the staging directory .incoming beside the previous one and swapped in
+    only when complete. A run that dies in the middle of writing it, or
+    whose writes fail (a full disk: here the file-size limit, so the write
+    fails with EFBIG), leaves the previous set complete and readable; the
+    next run clears the leftovers. A set without its manifest, or with a
+    file replaced behind the manifest's back, is refused by the reader."""
+    import resource
     w = args.workdir
     states = os.path.join(w, "set_states")
+    staging = os.path.join(states, ".incoming")
     shutil.rmtree(states, ignore_errors=True)
     run_ok(args, 2, ["--set", "run.seed=1", "--set", f"output.state_dir={states}"], "set_1.json")
     first, manifest = state_sets.load_states(states)
     if sorted(first) != sorted(STATE_FILES) or manifest["run"]["resolved_deck"]["run"]["seed"] != 1:
         fail(f"the complete set: {sorted(first)}, seed {manifest['run']['resolved_deck']['run']['seed']}")
     old_u = open(os.path.join(states, "U.npy"), "rb").read()
+
+    def expect_previous_set(what):
+        try:
+            states_now, manifest_now = state_sets.load_states(states)
+        except state_sets.StateSetError as e:
+            fail(f"{what}: the previous state set is lost: {e}")
+        if manifest_now["run"]["resolved_deck"]["run"]["seed"] != 1 or \
+                open(os.path.join(states, "U.npy"), "rb").read() != old_u:
+            fail(f"{what}: the state set is not the previous run's")
+
     # Dies after the new mu.npy, before the new U.npy is renamed into place.
     proc = mpirun(args, 2, ["--set", "run.seed=2", "--set", f"output.state_dir={states}"], w,
                   env=["MOSAIC_TEST_FAIL_BEFORE_RENAME=U.npy"], timeout=120)
     if proc.returncode == 0 or "simulated failure between writing and renaming" not in proc.stderr:
         fail(f"the injected failure did not happen (rc {proc.returncode})")
-    if open(os.path.join(states, "U.npy"), "rb").read() != old_u:
-        fail("U.npy is not the previous run's (the mixed set is not what is tested)")
+    expect_previous_set("a run killed while writing its state set")
+    if not os.path.exists(os.path.join(staging, "mu.npy")):
+        fail("the killed run's new mu.npy is not in the staging directory (the crash is not what is tested)")
+
+    # The state files' writes fail (the result file is written after them):
+    # the mini-app ignores SIGXFSZ, so a write past the limit fails with
+    # EFBIG. PMIx's shared-memory store would itself hit the limit: its hash
+    # store instead.
+    limit = len(old_u) // 2
+
+    def file_size_limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    cmd = mpirun_cmd(args, 1, ["--set", "run.seed=3", "--set", f"output.state_dir={states}",
+                               "--output", os.path.join(w, "set_3.json")])
+    print("+ (file size limit", limit, "bytes)", " ".join(cmd), flush=True)
+    proc = subprocess.run(cmd, cwd=w, capture_output=True, text=True, timeout=120, preexec_fn=file_size_limit,
+                          env=dict(os.environ, PMIX_MCA_gds="hash"))
+    print(proc.stdout)
+    print(proc.stderr, file=sys.stderr)
+    if proc.returncode == 0 or "the previous set in" not in proc.stderr:
+        fail(f"a state set whose writes fail: rc {proc.returncode}, no message that the previous set is kept")
+    expect_previous_set("a run whose state-file writes failed")
+    if os.path.exists(staging):
+        fail(f"the failed run left its staging directory {staging}")
+
     def expect_refused(what, message):
         try:
             state_sets.load_states(states)
@@ -1956,15 +1995,19 @@ def check_state_set_atomic(args):
             return
         fail(f"{what} was accepted")
 
-    expect_refused("a mixed state set (new mu.npy, previous U.npy)",
-                   f"{states}/states.json: missing: the state set in {states} is incomplete")
-    # Complete again, then a file replaced behind the manifest's back.
+    # Complete again (the crashed run's staging cleared), then a file replaced
+    # behind the manifest's back, then the manifest removed.
     run_ok(args, 2, ["--set", "run.seed=2", "--set", f"output.state_dir={states}"], "set_2.json")
     if state_sets.load_states(states)[1]["run"]["resolved_deck"]["run"]["seed"] != 2:
         fail("the rewritten set's manifest does not name the run that wrote it")
+    if os.path.exists(staging):
+        fail(f"a complete run left the staging directory {staging}")
     open(os.path.join(states, "U.npy"), "wb").write(old_u)
     expect_refused("a state file replaced after the set was written", f"{states}/U.npy: CRC-32")
-    print("state set: incomplete and altered sets refused by the reader")
+    os.remove(os.path.join(states, "states.json"))
+    expect_refused("a state set without its manifest",
+                   f"{states}/states.json: missing: the state set in {states} is incomplete")
+    print("state set: the previous set kept through a crash and a failed write; incomplete and altered sets refused")
 
 
 # ---------------------------------------------------------------- npy input that changes under the run

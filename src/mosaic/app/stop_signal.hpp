@@ -7,6 +7,11 @@
 //
 // The first signal wins; later ones (schedulers and mpiexec may deliver the
 // same SIGTERM to a rank twice) are ignored: use SIGKILL to stop a rank at once.
+//
+// SIGXFSZ (a write past the file-size limit, `ulimit -f`) is ignored, so
+// that such a write fails with EFBIG and the writer reports it and keeps
+// what was complete (the previous state set, the last checkpoint) instead
+// of the process dying mid-file.
 #pragma once
 
 #include <csignal>
@@ -22,7 +27,8 @@ inline void record_stop_signal(int signum) {
 }
 }  // namespace detail
 
-// Installs the handler for SIGTERM and SIGINT (process-wide; call once, early).
+// Installs the handler for SIGTERM and SIGINT and ignores SIGXFSZ
+// (process-wide; call once, early).
 inline void install_stop_signal_handlers() {
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
@@ -31,6 +37,7 @@ inline void install_stop_signal_handlers() {
   sa.sa_flags = SA_RESTART;  // interrupted system calls resume; the loop polls the flag
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
+  std::signal(SIGXFSZ, SIG_IGN);
 }
 
 // The signal received so far on this rank (0 = none).

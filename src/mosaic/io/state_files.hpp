@@ -32,6 +32,48 @@ namespace mosaic::detail {
 // The manifest of a state set, written last (write_state_files).
 constexpr const char* kStateManifestName = "states.json";
 
+// The staging directory of a state set being written (write_state_files).
+constexpr const char* kStagingName = ".incoming";
+
+// Every file name a state set may hold: a name of the previous set that the
+// new one lacks (psi.npy after a noise: diagonal run) is removed at the swap.
+inline const std::vector<std::string>& state_file_names() {
+  static const std::vector<std::string> names = {"mu.npy",         "U.npy",     "S.npy",      "s2.npy",
+                                                 "stream_ids.npy", "steps.npy", "status.npy", "psi.npy"};
+  return names;
+}
+
+// Replaces the state set in `dir` by the complete one staged in `staging`
+// (its files listed in `files`, its manifest written): renames only.
+inline void swap_in_state_set(const std::filesystem::path& staging, const std::string& dir,
+                              const nlohmann::json& files) {
+  namespace fs = std::filesystem;
+  const fs::path target(dir);
+  auto rename = [&](const fs::path& from, const fs::path& to) {
+    if (::rename(from.c_str(), to.c_str()) != 0)
+      throw std::runtime_error(from.string() + ": cannot move the new state file into place as " + to.string() + " (" +
+                               std::strerror(errno) + "); the complete new set is in " + staging.string());
+  };
+  const fs::path manifest = target / kStateManifestName;
+  if (::unlink(manifest.c_str()) != 0 && errno != ENOENT)
+    throw std::runtime_error(manifest.string() + ": cannot remove the previous state set's manifest (" +
+                             std::strerror(errno) + "); the previous set is kept, the new one is in " +
+                             staging.string());
+  fsync_directory(dir);
+  for (const std::string& name : state_file_names()) {
+    bool in_new_set = false;
+    for (const auto& f : files) in_new_set = in_new_set || f["name"].get<std::string>() == name;
+    if (in_new_set)
+      rename(staging / name, target / name);
+    else
+      ::unlink((target / name).c_str());
+  }
+  rename(staging / kStateManifestName, target / kStateManifestName);
+  fsync_directory(dir);
+  std::error_code ec;
+  fs::remove(staging, ec);
+}
+
 // The final state of every stream, gathered to rank 0 (rank order = stream id
 // order: each rank owns a contiguous block of ids) and written by rank 0 into
 // `dir` as NumPy files, each atomically: mu (streams, d), U (streams, d, r)
@@ -44,16 +86,21 @@ constexpr const char* kStateManifestName = "states.json";
 // data-coordinate subspace span(Psi^1/2 U)). Collective. Returns
 // {"directory", "files", "manifest"} on rank 0.
 //
-// The set is atomic as a whole, not only file by file: the manifest
-// states.json (the run that wrote the set; each file's name, shape, size and
-// CRC-32) is removed first, durably, and written last, so a set without a
-// manifest is incomplete (a crash or a full disk in the middle leaves the
-// new mu.npy beside the previous run's U.npy) and readers refuse it
-// (analysis/states.py). A manifest is chosen over a staging directory
-// renamed into place: a directory cannot be renamed over a non-empty one
-// atomically (only renameat2 RENAME_EXCHANGE, which NFS lacks), and the
-// state directory also holds its lock file (dir_lock.hpp) and, for a sweep,
-// the other points' directories.
+// The set is replaced as a whole, never destroyed by a failed write: the new
+// files and their manifest states.json (the run that wrote the set; each
+// file's name, shape, size and CRC-32) are written first into the staging
+// directory dir/.incoming beside the previous set, which stays complete and
+// readable if that fails (a full disk, a quota, a crash). Only a complete
+// staged set is swapped in: the old manifest removed, durably, each file
+// renamed over its old one, the manifest renamed in last. Renames within one
+// file system need no space, so a full disk cannot stop the swap half-way; a
+// crash inside it leaves a directory without a manifest, which readers
+// refuse as incomplete (analysis/states.py), and the new set's rest with
+// its manifest in .incoming. Files rather than the directory are swapped: a
+// directory cannot be renamed over a non-empty one atomically (only
+// renameat2 RENAME_EXCHANGE, which NFS lacks), and the state directory also
+// holds its lock file (dir_lock.hpp) and, for a sweep, the other points'
+// directories.
 template <class Scalar, class Exec>
 nlohmann::json write_state_files(const StreamBatch<Scalar, Exec>& batch, const RunConfig& cfg, const std::string& dir,
                                  MPI_Comm comm) {
@@ -90,48 +137,53 @@ nlohmann::json write_state_files(const StreamBatch<Scalar, Exec>& batch, const R
   const auto all_psi = gather_to_root(psi, mpi_type<Scalar>(), comm);
   if (rank != 0) return nlohmann::json::object();
   const std::int64_t n = std::int64_t(all_ids.size());
+  namespace fs = std::filesystem;
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error(dir + ": cannot create the state directory: " + ec.message());
-  auto file = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
-  const std::string manifest = file(kStateManifestName);
-  if (::unlink(manifest.c_str()) != 0 && errno != ENOENT)
-    throw std::runtime_error(manifest +
-                             ": cannot remove the previous state set's manifest before writing a new "
-                             "set (" +
-                             std::strerror(errno) + ")");
-  fsync_directory(dir);
+  const fs::path staging = fs::path(dir) / kStagingName;
+  fs::remove_all(staging, ec);  // a crashed run's leftovers (the directory lock makes them nobody's)
+  fs::create_directory(staging, ec);
+  if (ec) throw std::runtime_error(staging.string() + ": cannot create the staging directory: " + ec.message());
   nlohmann::json files = nlohmann::json::array();
-  auto put = [&](const char* name, const std::vector<std::int64_t>& shape, const auto* data) {
-    const NpyWritten w = write_npy(file(name), shape, data);
-    files.push_back({{"name", name}, {"shape", shape}, {"bytes", w.bytes}, {"crc32", w.crc32}});
-  };
-  put("mu.npy", {n, d}, all_mu.data());
-  put("U.npy", {n, d, r}, all_U.data());
-  put("S.npy", {n, r, r}, all_S.data());
-  put("s2.npy", {n}, all_s2.data());
-  put("stream_ids.npy", {n}, all_ids.data());
-  put("steps.npy", {n}, all_steps.data());
-  put("status.npy", {n}, all_status.data());
-  if (batch.diagonal_noise()) put("psi.npy", {n, d}, all_psi.data());
-  const nlohmann::json m = {
-      {"format", "mosaic-states"},
-      {"format_version", 1},
-      {"written_utc", utc_timestamp()},
-      {"run",
-       {{"deck_path", cfg.deck_path},
-        {"host", host_name()},
-        {"pid", (long long)::getpid()},
-        {"build", ckpt::build_info()},
-        {"resolved_deck", cfg.resolved}}},
-      {"dtype", to_string(cfg.problem.dtype)},
-      {"streams", n},
-      {"d", d},
-      {"r", r},
-      {"checksum", "crc32 (zlib.crc32) of every byte of each file"},
-      {"files", files},
-  };
-  write_json_atomically(manifest, m);
+  try {
+    auto put = [&](const char* name, const std::vector<std::int64_t>& shape, const auto* data) {
+      const NpyWritten w = write_npy((staging / name).string(), shape, data);
+      files.push_back({{"name", name}, {"shape", shape}, {"bytes", w.bytes}, {"crc32", w.crc32}});
+    };
+    put("mu.npy", {n, d}, all_mu.data());
+    put("U.npy", {n, d, r}, all_U.data());
+    put("S.npy", {n, r, r}, all_S.data());
+    put("s2.npy", {n}, all_s2.data());
+    put("stream_ids.npy", {n}, all_ids.data());
+    put("steps.npy", {n}, all_steps.data());
+    put("status.npy", {n}, all_status.data());
+    if (batch.diagonal_noise()) put("psi.npy", {n, d}, all_psi.data());
+    const nlohmann::json m = {
+        {"format", "mosaic-states"},
+        {"format_version", 1},
+        {"written_utc", utc_timestamp()},
+        {"run",
+         {{"deck_path", cfg.deck_path},
+          {"host", host_name()},
+          {"pid", (long long)::getpid()},
+          {"build", ckpt::build_info()},
+          {"resolved_deck", cfg.resolved}}},
+        {"dtype", to_string(cfg.problem.dtype)},
+        {"streams", n},
+        {"d", d},
+        {"r", r},
+        {"checksum", "crc32 (zlib.crc32) of every byte of each file"},
+        {"files", files},
+    };
+    write_json_atomically((staging / kStateManifestName).string(), m);
+    fsync_directory(staging.string());
+  } catch (const std::exception& e) {
+    fs::remove_all(staging, ec);
+    throw std::runtime_error(std::string(e.what()) + "; the new state set was not completed, and the previous set in " +
+                             dir + " (if any) is kept unchanged");
+  }
+  swap_in_state_set(staging, dir, files);
   nlohmann::json names = nlohmann::json::array();
   for (const auto& f : files) names.push_back(f["name"]);
   return {{"directory", dir}, {"files", names}, {"manifest", kStateManifestName}};
