@@ -63,10 +63,8 @@ inline void swap_in_state_set(const std::filesystem::path& staging, const std::s
   for (const std::string& name : state_file_names()) {
     bool in_new_set = false;
     for (const auto& f : files) in_new_set = in_new_set || f["name"].get<std::string>() == name;
-    if (in_new_set)
-      rename(staging / name, target / name);
-    else
-      ::unlink((target / name).c_str());
+    if (in_new_set) rename(staging / name, target / name);
+    else ::unlink((target / name).c_str());
   }
   rename(staging / kStateManifestName, target / kStateManifestName);
   fsync_directory(dir);
