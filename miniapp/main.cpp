@@ -166,9 +166,12 @@ void print_summary(const nlohmann::json& run) {
                 run["steps"]["ended_streams"].get<long long>(), run["steps"]["timed_samples"].get<long long>());
   std::printf("  end-to-end          %.4g samples/s (timed samples / timed loop wall time)\n",
               thr["end_to_end_samples_per_second"].get<double>());
-  std::printf("  orthonormality err  %.3e   min eig(S) %.3e   clamped steps %lld   unresolved residuals %lld\n",
-              fin["orthonormality_error_max"].get<double>(), fin["s_min_eig_min"].get<double>(),
-              fin["clamped_steps"].get<long long>(), fin["unresolved_residual_steps"].get<long long>());
+  std::printf(
+      "  orthonormality err  %.3e   min eig(S) %.3e   clamped steps %lld   unresolved residuals %lld (%lld "
+      "recomputed)\n",
+      fin["orthonormality_error_max"].get<double>(), fin["s_min_eig_min"].get<double>(),
+      fin["clamped_steps"].get<long long>(), fin["unresolved_residual_steps"].get<long long>(),
+      fin["residual_recomputations"].get<long long>());
   if (fin.contains("accuracy"))
     std::printf("  projector distance to truth (max) %.3e   noise rel. error (max) %.3e\n",
                 fin["accuracy"]["projector_distance_max"].get<double>(),

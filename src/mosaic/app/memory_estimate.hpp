@@ -159,7 +159,7 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
     work += s * B * (2 * k * d + d * r + d + k * (r + k)) + 8 * B * (k + (is_host_space<Exec> ? d : 0));
   if (k > 1) {
     work += 8 * B *
-            (4 * k * r + k * k + (1 + std::size_t(detail::bm_count)) * r * r + 4 +
+            (4 * k * r + k * k + (1 + std::size_t(detail::bm_count)) * r * r + 5 +
              std::size_t(detail::bv_count) * std::max(r, k));  // the blocked coefficients
     const std::size_t rk = r + k;
     if (vendor_gemm_tpl<Exec>()) work += s * B * (d * rk + rk * rk + rk * r);

@@ -16,6 +16,24 @@
 // blocks and a run resumed inside it ends it where the uninterrupted run
 // does. A stream the engine freezes (a non-finite row, a breakdown) is
 // compared where both stopped: the reference refuses the same sample.
+//
+// The tolerance scales with the data (ALGORITHM.md section 6: a check
+// states its tolerance through the error models and the data's
+// offset-to-spread ratio). Over the window the reference records, from its
+// own state before each step, the offset-to-spread ratio max_i |x_i| /
+// sqrt(s2 psi_i) (y = x - mu loses eps |x_i| to rounding, against a noise
+// scale sqrt(s2 psi_i)) and, for each step it takes, ||y||^2 / rho^2 (the
+// relative error of a rho^2 formed from the blocked coefficients is eps
+// ||y||^2 / rho^2; section 6's resolve rule recomputes it from the explicit
+// residual where ||y||^2 / rho^2 > 1 / (64 eps), so what is kept has an
+// error of at most 1 / 64). The tolerance is max(base, eps kappa), eps of
+// the run's scalar type, kappa the largest offset-to-spread ratio and, when
+// the engine forms rho^2 from coefficients (block_size > 1 or
+// precision_solve: maintained), the largest ||y||^2 / rho^2 of the steps
+// the engine may have kept (those up to twice 1 / (64 eps): the engine
+// decides on its own rho^2, which is off by up to 1 / 64 near the line),
+// capped at 1 / (64 eps). On data of moderate offset and conditioning eps
+// kappa is far below the base, which stays the tolerance.
 #pragma once
 
 #include <mpi.h>
@@ -28,6 +46,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <Kokkos_Core.hpp>
@@ -38,17 +57,54 @@
 #include "mosaic/algorithm/reference_masked.hpp"
 #include "mosaic/app/decomposition.hpp"
 #include "mosaic/config/run_config.hpp"
+#include "mosaic/engine/batched_engine.hpp"
 #include "mosaic/engine/stream_batch.hpp"
 #include "mosaic/engine/transfer.hpp"
 
 namespace mosaic {
 
-// The relative error the cross-check holds a run to: the largest of
+// The relative error the cross-check holds a run to on well-conditioned
+// data (the base of the tolerance, file comment): the largest of
 //   ||C_e - C_r||_F / ||C_r||_F  (C = U S U^T, basis-free),
 //   |s2_e - s2_r| / s2_r,
 //   max_i |mu_e - mu_r| / (max_i |mu_r| + sqrt(s2_r)),
 // e = engine, r = reference.
 inline double reference_check_threshold(bool is_float) { return is_float ? 1e-3 : 1e-10; }
+
+// The data's conditioning seen by the cross-check over its window (file
+// comment): the largest offset-to-spread ratio, ||y||^2 / rho^2 (inf for a
+// residual of exactly 0), and that of the steps whose coefficient rho^2 the
+// engine may have kept (capped at `cap` = 1 / (64 eps)).
+struct CheckConditioning {
+  double cap = 0;
+  double offset_to_spread_max = 0, residual_ratio_max = 0, kept_ratio_max = 0;
+
+  // From the reference's state before the step and the sample x (the
+  // sample's observed entries: NaN entries are left out).
+  template <class State>
+  static std::pair<double, double> before_step(const State& st, const double* x) {
+    double offset = 0, yy = 0;
+    for (int i = 0; i < st.d; ++i) {
+      if (std::isnan(x[i])) continue;
+      const double noise = st.psi.empty() ? st.s2 : st.s2 * st.psi[std::size_t(i)];
+      const double y = x[i] - st.mu[std::size_t(i)];
+      offset = std::max(offset, std::fabs(x[i]) / std::sqrt(noise));
+      yy += st.psi.empty() ? y * y : y * y / st.psi[std::size_t(i)];
+    }
+    return {offset, yy};
+  }
+  void add(double offset, double yy, bool stepped, double rho) {
+    offset_to_spread_max = std::max(offset_to_spread_max, offset);
+    if (!stepped || !(yy > 0)) return;
+    const double ratio = rho > 0 ? yy / (rho * rho) : std::numeric_limits<double>::infinity();
+    residual_ratio_max = std::max(residual_ratio_max, ratio);
+    if (ratio <= 2 * cap) kept_ratio_max = std::max(kept_ratio_max, std::min(ratio, cap));
+  }
+  // kappa of the file comment.
+  double kappa(bool coefficient_rho2) const {
+    return std::max(offset_to_spread_max, coefficient_rho2 ? kept_ratio_max : 0.0);
+  }
+};
 
 template <class Scalar, class ExecSpace>
 class ReferenceCrossCheck {
@@ -61,6 +117,9 @@ class ReferenceCrossCheck {
   ReferenceCrossCheck(const RunConfig& cfg, const StreamDecomposition& decomp, std::int64_t timed_done,
                       const nlohmann::json& earlier, MPI_Comm comm)
       : params_(cfg.algorithm),
+        coefficient_rho2_(resolved_block_size<ExecSpace>(cfg.algorithm, cfg.problem.d, cfg.problem.rank) > 1 ||
+                          cfg.algorithm.precision_solve == PrecisionSolve::maintained),
+        conditioning_{1.0 / (64.0 * double(std::numeric_limits<Scalar>::epsilon()))},
         steps_(cfg.run.reference_check_steps),
         stream_(cfg.run.reference_check_stream),
         comm_(comm) {
@@ -104,7 +163,9 @@ class ReferenceCrossCheck {
     for (int j = 0; j < n && stopped_.empty(); ++j) {
       for (int i = 0; i < d; ++i) x[std::size_t(i)] = double(h(j, i));
       try {
-        reference_masked_step(*reference_, x.data(), params_);
+        const auto [offset, yy] = CheckConditioning::before_step(*reference_, x.data());
+        const MaskedStepInfo info = reference_masked_step(*reference_, x.data(), params_);
+        conditioning_.add(offset, yy, !info.skipped && !info.dropped, info.rho);
       } catch (const std::exception& e) {  // the engine freezes the stream at this sample too
         stopped_ = e.what();
       }
@@ -187,7 +248,11 @@ class ReferenceCrossCheck {
     const double mu_rel = dist.mu / mu_scale;
     const double psi_rel = psi_rel_error(engine, *reference_);
     const double rel = std::max({cov_rel, s2_rel, mu_rel, psi_rel});
-    const double tol = reference_check_threshold(std::is_same<Scalar, float>::value);
+    const double base = reference_check_threshold(std::is_same<Scalar, float>::value);
+    const double eps = double(std::numeric_limits<Scalar>::epsilon());
+    const double model = eps * conditioning_.kappa(coefficient_rho2_);
+    const double tol = std::max(base, model);
+    auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
     nlohmann::json j = {
         {"status", "compared"},
         {"stream_id", stream_},
@@ -203,12 +268,29 @@ class ReferenceCrossCheck {
         {"projector_distance", dist.projector / ref.r},
         {"rel_error", std::isfinite(rel) ? nlohmann::json(rel) : nlohmann::json()},
         {"threshold", tol},
+        {"threshold_base", base},
+        {"conditioning",
+         {{"offset_to_spread_max", number(conditioning_.offset_to_spread_max)},
+          {"residual_ratio_max", number(conditioning_.residual_ratio_max)},
+          {"kept_residual_ratio_max", conditioning_.kept_ratio_max},
+          {"rho2_from_coefficients", coefficient_rho2_},
+          {"scalar_eps", eps},
+          {"error_model", model},
+          {"definition",
+           "threshold = max(threshold_base, scalar_eps * kappa), kappa = max(offset_to_spread_max, "
+           "kept_residual_ratio_max when rho2_from_coefficients); offset_to_spread = max_i |x_i| / sqrt(s2 psi_i), "
+           "residual_ratio = ||y||^2 / rho^2 (null: a residual of exactly 0), both from the reference's state "
+           "before each step of the window; kept_residual_ratio_max: the largest residual_ratio, capped at "
+           "1 / (64 scalar_eps), of the steps at most twice that (those whose coefficient rho^2 the section 6 "
+           "resolve rule may keep; docs/INPUT_DECK.md)"}}},
         {"passed", std::isfinite(rel) && rel <= tol},
     };
     if (!stopped_.empty()) j["reference_stopped"] = stopped_;
     return j;
   }
   MosaicParams params_;
+  bool coefficient_rho2_;  // the engine forms rho^2 from block coefficients (file comment)
+  CheckConditioning conditioning_;
   std::int64_t steps_;
   std::uint64_t stream_;
   MPI_Comm comm_;

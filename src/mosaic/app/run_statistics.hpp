@@ -32,6 +32,7 @@ inline nlohmann::json reduce_diagnostics(const BatchDiagnostics& d, const TruthA
       {"nonfinite_count", allreduce((long long)d.nonfinite_count, MPI_SUM, comm)},
       {"clamped_steps", allreduce((long long)d.clamped_steps, MPI_SUM, comm)},
       {"unresolved_residual_steps", allreduce((long long)d.unresolved_residual_steps, MPI_SUM, comm)},
+      {"residual_recomputations", allreduce((long long)d.residual_recomputations, MPI_SUM, comm)},
       {"breakdown_streams", allreduce((long long)d.breakdown_streams, MPI_SUM, comm)},
       {"ended_streams", allreduce((long long)d.ended_streams, MPI_SUM, comm)},
       {"maintained_solve_drift_max", allreduce(d.maintained_solve_drift_max, MPI_MAX, comm)},

@@ -53,9 +53,12 @@ struct BatchDiagnostics {
   double s2_min = 0;
   std::int64_t nonfinite_count = 0;  // non-finite entries of mu, U, S, s2, all streams
   std::int64_t clamped_steps = 0;    // total over the streams
-  // Blocked steps whose residual rho^2 was not resolved (below 64 eps ||y||^2,
-  // ALGORITHM.md section 6), total over the streams.
+  // Blocked steps whose residual rho^2 from the coefficients was not
+  // resolved (below 64 eps ||y||^2, ALGORITHM.md section 6), and those
+  // recomputed from the explicit residual (the resolve rule), totals over
+  // the streams.
   std::int64_t unresolved_residual_steps = 0;
+  std::int64_t residual_recomputations = 0;
   std::int64_t breakdown_streams = 0;
   std::int64_t ended_streams = 0;  // streams whose data ended before the run's end (status stream_ended)
   // precision_solve: maintained: the largest relative drift of the
@@ -320,6 +323,7 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb, D
   const auto bstep = transfer::to_host(sb.breakdown_step);
   const auto clamped = transfer::to_host(sb.clamped_steps);
   const auto unresolved = transfer::to_host(sb.unresolved_residual_steps);
+  const auto recomputed = transfer::to_host(sb.residual_recomputations);
   const auto drift = transfer::to_host(sb.solve_drift);
   const auto refactors = transfer::to_host(sb.refactors);
   const auto skipped = transfer::to_host(sb.skipped_steps);
@@ -383,6 +387,7 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb, D
     }
     diag.clamped_steps += clamped(b);
     diag.unresolved_residual_steps += unresolved(b);
+    diag.residual_recomputations += recomputed(b);
     if (!(drift(b) <= diag.maintained_solve_drift_max)) diag.maintained_solve_drift_max = drift(b);
     diag.maintained_refactorizations += refactors(b);
     diag.skipped_steps += skipped(b);

@@ -513,6 +513,7 @@ class MosaicEngine {
     f.breakdown_step = sb.breakdown_step;
     f.reorths = sb.reorthonormalizations;
     f.unresolved_residual_steps = sb.unresolved_residual_steps;
+    f.residual_recomputations = sb.residual_recomputations;
     f.status = sb.status;
     return f;
   }
@@ -532,7 +533,7 @@ class MosaicEngine {
     f.dBt = decltype(f.dBt)("mosaic::block_dBt", B, r, K);
     f.dM = decltype(f.dM)("mosaic::block_dM", B, int(detail::bm_count), r, r);
     f.dv = decltype(f.dv)("mosaic::block_dv", B, int(detail::bv_count), std::max(r, K));
-    f.dsc = decltype(f.dsc)("mosaic::block_dsc", B, 4);
+    f.dsc = decltype(f.dsc)("mosaic::block_dsc", B, 5);
   }
 
   // The work arrays of the chosen GEMM kernel of the blocked update.
@@ -778,6 +779,7 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
   f.stream_n = stream_n;
   f.shared_missing = shared_missing;
   f.saved_rows = runs_.shared_saved;
+  f.missing_rows = runs_.shared_rows;
   f.skipped_steps = sb.skipped_steps;
   f.missing_entries = sb.missing_entries;
   f.cond_max = params_.missing_cond_max;

@@ -24,9 +24,12 @@
 //      an earlier step. The terms of rho^2 are of the size of ||y_t||^2, so
 //      its rounding error is about eps ||y_t||^2 (eps of the scalar type the
 //      GEMMs ran in): a step whose computed rho^2 < 64 eps c^T H c
-//      (= 64 eps ||y_t||^2) has a residual at rounding level and is counted
-//      (StreamBatch::unresolved_residual_steps); a negative rho^2 is taken
-//      as 0.
+//      (= 64 eps ||y_t||^2) has a residual at rounding level: it is counted
+//      (StreamBatch::unresolved_residual_steps) and its rho^2 recomputed
+//      from the explicit residual e = U0 alpha + D beta, one product of
+//      length d for that step only (section 6's resolve rule,
+//      StreamBatch::residual_recomputations); a negative rho^2 is taken as
+//      0.
 //   4. Block end (or the step before a breakdown): U = U0 A + D B (GEMM),
 //      mu = mu0 + D m, S, s2, counters. When the re-orthonormalization
 //      schedule asks for it (at every block end: reorthonormalize_every:

@@ -238,7 +238,8 @@ std::vector<std::string> init_data_batch(
   const auto sS = sb.S;
   const auto ss2 = sb.s2;
   const auto ssteps = sb.steps, sclamped = sb.clamped_steps, sreorths = sb.reorthonormalizations,
-             sunresolved = sb.unresolved_residual_steps, sbreak = sb.breakdown_step, sage = sb.factor_age;
+             sunresolved = sb.unresolved_residual_steps, srecomputed = sb.residual_recomputations,
+             sbreak = sb.breakdown_step, sage = sb.factor_age;
   const auto sstatus = sb.status;
   const auto spreq = sb.prequential;
   Kokkos::parallel_for(
@@ -256,6 +257,7 @@ std::vector<std::string> init_data_batch(
           sclamped(b) = 0;
           sreorths(b) = 0;
           sunresolved(b) = 0;
+          srecomputed(b) = 0;
           sstatus(b) = 0;
           sbreak(b) = -1;
           sage(b) = -1;

@@ -104,11 +104,14 @@ struct StreamBatch {
   // whose covariance step was shortened to max_step; breakdown_step: value
   // of `steps` when the stream broke down (the 0-based index of the failed
   // step), -1 while healthy; reorthonormalizations: Cholesky-QR passes done;
-  // unresolved_residual_steps: blocked steps whose computed rho^2 was below
-  // 64 eps ||y||^2 (residual at rounding level, ALGORITHM.md section 6;
-  // always 0 for the sequential kernel, which computes e directly).
+  // unresolved_residual_steps: blocked steps whose rho^2 from the
+  // coefficients was below 64 eps ||y||^2 (residual at rounding level,
+  // ALGORITHM.md section 6; always 0 for the sequential kernel, which
+  // computes e directly); residual_recomputations: those of them whose
+  // rho^2 was recomputed from the explicit residual (section 6's resolve
+  // rule: every one, counted where it is done).
   Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> steps, clamped_steps, breakdown_step,
-      reorthonormalizations, unresolved_residual_steps;
+      reorthonormalizations, unresolved_residual_steps, residual_recomputations;
   Kokkos::View<int*, Kokkos::LayoutRight, memory_space> status;  // BreakdownCode; nonzero = frozen
   // Running sums of section 4's prequential accuracy, B x preq_columns
   // (algorithm/prequential.hpp), in double whatever Scalar is.
@@ -160,6 +163,7 @@ struct StreamBatch {
     breakdown_step = decltype(breakdown_step)("mosaic::breakdown_step", batch);
     reorthonormalizations = decltype(reorthonormalizations)("mosaic::reorth", batch);
     unresolved_residual_steps = decltype(unresolved_residual_steps)("mosaic::unresolved_residual_steps", batch);
+    residual_recomputations = decltype(residual_recomputations)("mosaic::residual_recomputations", batch);
     status = decltype(status)("mosaic::status", batch);
     prequential = decltype(prequential)("mosaic::prequential", batch, int(preq_columns));
     Kokkos::deep_copy(breakdown_step, std::int64_t(-1));
@@ -241,6 +245,7 @@ struct StreamBatch {
     write_scalar(clamped_steps, b, st.clamped_steps);
     write_scalar(reorthonormalizations, b, st.reorthonormalizations);
     write_scalar(unresolved_residual_steps, b, std::int64_t(0));
+    write_scalar(residual_recomputations, b, std::int64_t(0));
     write_scalar(status, b, 0);
     write_scalar(breakdown_step, b, std::int64_t(-1));
     write_scalar(factor_age, b, std::int64_t(-1));  // S changed: no maintained factor

@@ -23,6 +23,12 @@
 namespace mosaic {
 namespace detail {
 
+// What a coefficient step did besides moving the state (coef_step), counted
+// per block.
+struct StepFlags {
+  bool clamped = false, unresolved = false, recomputed = false;
+};
+
 // Indices of the double work vectors of one stream.
 enum BlockVec : int {
   bv_c = 0,
@@ -44,6 +50,7 @@ enum BlockVec : int {
   bv_zls,  // the shared-mask form (7.7.2): z_ls = C^-1 b, v = C^-1 g, vh = v / beta
   bv_v,
   bv_vh,
+  bv_epart,  // section 6's resolve rule: partial sums of ||e||^2 over fixed chunks of rows
   bv_count
 };
 // Indices of the double r x r work matrices of one stream
@@ -81,8 +88,9 @@ struct BlockCoefficients {
   view_t<double***> dQ;                   // B x k x r: G^T A + H B (the coefficient Cholesky-QR)
   view_t<double****> dM;                  // B x bm_count x r x r
   view_t<double***> dv;                   // B x bv_count x max(r, k)
-  // B x 4: s2, clamped and unresolved-residual steps of the block, and
-  // log det C of a shared-mask run's current factors (section 4's likelihood)
+  // B x 5: s2, clamped and unresolved-residual steps of the block, log det
+  // C of a shared-mask run's current factors (section 4's likelihood), and
+  // the block's explicit residual recomputations (section 6's resolve rule)
   view_t<double**> dsc;
   // A launch of 7.7.2's shared-mask form (impl/masked_blocks.hpp): stream
   // b's run shares the missing rows whose U0 rows are saved_rows(b, 0..
@@ -90,6 +98,7 @@ struct BlockCoefficients {
   // when the launch has no missing entries. The samples' missing entries
   // hold mu0 (D_M = 0).
   view_t<const int*> shared_missing;
+  view_t<const int**> missing_rows;  // B x d: the run's missing rows, ascending (the first shared_missing(b))
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> saved_rows;  // B x d x r
   view_t<std::int64_t*> skipped_steps, missing_entries;
   double cond_max = 1e4;  // missing_cond_max (7.5)
@@ -311,6 +320,46 @@ struct BlockCoefficients {
     return double(r) + trK <= cond_max;
   }
 
+  // Section 6's resolve rule: ||e||^2 of the explicit residual
+  // e = U0 alpha + D beta of sample t (alpha, beta in dv), with D's columns
+  // 0..T-1 formed as the GEMM kernels form them (x - mu0 in the scalar type)
+  // and, in a shared-mask run, e_M left out (7.7.2's rho^2 uses U0_O:
+  // C = I - N; D_M = 0 there). Each e_i is formed in double; the squares
+  // are summed in increasing i within fixed chunks of rows, then over the
+  // chunks in order, so the value does not depend on the team size. One
+  // product of length d, for an unresolved step only. Ends with a team
+  // barrier.
+  KOKKOS_INLINE_FUNCTION double explicit_residual_norm2(const member_type& m, int b, int T, int mrows) const {
+    const int d = base.d, r = base.r;
+    const int chunks = dv.extent_int(2), rows = (d + chunks - 1) / chunks;
+    const typename Base::Basis U0{&base.U(b, 0, 0), d, r};
+    const Scalar* const mu0 = &base.mu(b, 0);
+    const long sx = long(Xb.stride(2)), sj = long(Xb.stride(1));
+    const Scalar* const x = &Xb(b, 0, 0);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, chunks), [&](const int c) {
+      const int lo = c * rows, hi = lo + rows < d ? lo + rows : d;
+      int q = 0;  // the first missing row at or after lo
+      while (q < mrows && missing_rows(b, q) < lo) ++q;
+      double sum = 0;
+      for (int i = lo; i < hi; ++i) {
+        if (q < mrows && missing_rows(b, q) == i) {
+          ++q;
+          continue;
+        }
+        double e = 0;
+        for (int p = 0; p < r; ++p) e += double(U0(i, p)) * dv(b, bv_alpha, p);
+        for (int j = 0; j < T; ++j) e += double(Scalar(x[j * sj + i * sx] - mu0[i])) * dv(b, bv_beta, j);
+        sum += e * e;
+      }
+      dv(b, bv_epart, c) = sum;
+    });
+    m.team_barrier();
+    double total = 0;
+    for (int c = 0; c < chunks; ++c) total += dv(b, bv_epart, c);
+    m.team_barrier();
+    return total;
+  }
+
   // One MOSAIC step on the coefficients with sample t (1-based: column t - 1
   // of D). Returns 0 or a BreakdownCode; nothing is modified on failure.
   // mrows > 0: 7.7.2's step for a run with mrows missing rows
@@ -321,10 +370,12 @@ struct BlockCoefficients {
   // freedom; the rest is section 2's. Under the geodesic rotation K is the
   // sample's (geodesic_sample_factors), the rotation section 2's (vh = gh)
   // and A_M += (cos-1) A_M gh gh^T; rho^2 keeps U0's C = I - N.
-  // `unresolved`: the computed rho^2 is below 64 eps ||y_t||^2 (file comment).
+  // `flags`: the step was clamped; its coefficient rho^2 was below 64 eps
+  // ||y_t||^2 (unresolved, file comment) and was then recomputed from the
+  // explicit residual (section 6's resolve rule, explicit_residual_norm2).
   // `preq`: section 4's quantities of the sample (n = 0 when the step
   // breaks down before they are complete).
-  KOKKOS_INLINE_FUNCTION int coef_step(const member_type& m, int b, int t, int mrows, bool& clamped, bool& unresolved,
+  KOKKOS_INLINE_FUNCTION int coef_step(const member_type& m, int b, int t, int mrows, StepFlags& flags,
                                        PrequentialSample& preq) const {
     const int r = base.r, T = t;
     auto V = [&](int k) { return Kokkos::subview(dv, b, k, Kokkos::ALL()); };
@@ -381,7 +432,11 @@ struct BlockCoefficients {
       yy += c(j) * hc(j);  // ||y_t||^2 = c^T H c
     }
     double rho2 = aa + 2.0 * agb + bhb;
-    unresolved = rho2 < 64.0 * scalar_eps * yy;
+    flags.unresolved = rho2 < 64.0 * scalar_eps * yy;  // the same on every thread: each summed the same terms
+    if (flags.unresolved) {
+      rho2 = explicit_residual_norm2(m, b, T, mrows);
+      flags.recomputed = true;
+    }
     if (rho2 < 0.0) rho2 = 0.0;
     const double rho = kmath::sqrt(rho2);
     const double s2_old = dsc(b, 0);
@@ -434,10 +489,10 @@ struct BlockCoefficients {
     // Step length, clamp, covariance update in the old frame.
     const double ell = eta_S * kmath::sqrt((q - 1) * (q - 1) + double(r - 1));
     double eta = eta_S;
-    clamped = false;
+    flags.clamped = false;
     if (ell > max_step) {
       eta = eta_S * max_step / ell;
-      clamped = true;
+      flags.clamped = true;
     }
     const double cc = q > 0.0 ? kmath::expm1(eta * q) / q : eta;
     const double decay = kmath::exp(-eta);

@@ -209,6 +209,7 @@ struct BlockFunctor : BlockCoefficients<Base> {
       dsc(b, 0) = double(base.s2(b));
       dsc(b, 1) = 0.0;
       dsc(b, 2) = 0.0;
+      dsc(b, 4) = 0.0;
     });
     m.team_barrier();
 
@@ -233,13 +234,14 @@ struct BlockFunctor : BlockCoefficients<Base> {
         ++skipped;
         continue;
       }
-      bool clamped = false, unresolved = false;
+      StepFlags flags;
       PrequentialSample preq;
-      code = coef_step(m, b, t, mrows, clamped, unresolved, preq);
+      code = coef_step(m, b, t, mrows, flags, preq);
       if (code != 0) break;
       Kokkos::single(Kokkos::PerTeam(m), [&]() {
-        if (clamped) dsc(b, 1) += 1.0;
-        if (unresolved) dsc(b, 2) += 1.0;
+        if (flags.clamped) dsc(b, 1) += 1.0;
+        if (flags.unresolved) dsc(b, 2) += 1.0;
+        if (flags.recomputed) dsc(b, 4) += 1.0;
         if (preq.n > 0) preq.add_to(&base.prequential(b, 0));
       });
       done = t;
@@ -271,6 +273,7 @@ struct BlockFunctor : BlockCoefficients<Base> {
       }
       base.clamped_steps(b) += std::int64_t(dsc(b, 1));
       base.unresolved_residual_steps(b) += std::int64_t(dsc(b, 2));
+      base.residual_recomputations(b) += std::int64_t(dsc(b, 4));
     });
     m.team_barrier();
     if (code != 0) base.fail(m, b, code, step0 + done);

@@ -93,7 +93,8 @@ struct StepFunctor {
   typename StreamBatch<Scalar, ExecSpace>::basis_view U;
   view_t<Scalar***> S;
   view_t<Scalar*> s2;
-  view_t<std::int64_t*> steps, clamped_steps, breakdown_step, reorths, unresolved_residual_steps;
+  view_t<std::int64_t*> steps, clamped_steps, breakdown_step, reorths, unresolved_residual_steps,
+      residual_recomputations;
   view_t<int*> status;
   view_t<double**> prequential;  // B x preq_columns: section 4's running sums
   // sample (a row of a staged block: any strides)

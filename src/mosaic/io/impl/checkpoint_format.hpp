@@ -34,8 +34,8 @@ struct CheckpointError : std::runtime_error {
 namespace ckpt {
 
 // 2: unresolved_residual_steps; 3: seen and section 7's counters; 4: section
-// 8's noise state; 5: section 4's prequential sums
-constexpr int kFormatVersion = 5;
+// 8's noise state; 5: section 4's prequential sums; 6: residual_recomputations
+constexpr int kFormatVersion = 6;
 constexpr char kMagic[8] = {'M', 'O', 'S', 'C', 'K', 'P', 'T', '1'};
 constexpr const char* kManifestName = "MANIFEST.json";
 constexpr const char* kDirPrefix = "ckpt_";
@@ -112,6 +112,7 @@ void for_each_state_view(Batch& sb, F&& f) {
   f("breakdown_step", sb.breakdown_step);
   f("reorthonormalizations", sb.reorthonormalizations);
   f("unresolved_residual_steps", sb.unresolved_residual_steps);
+  f("residual_recomputations", sb.residual_recomputations);
   f("status", sb.status);
   f("prequential", sb.prequential);
   f("Rfac", sb.Rfac);
@@ -227,7 +228,8 @@ std::vector<std::pair<std::string, std::string>> expected_fields() {
     decltype(none->U) U;
     decltype(none->S) S;
     decltype(none->s2) s2;
-    decltype(none->steps) steps, clamped_steps, breakdown_step, reorthonormalizations, unresolved_residual_steps;
+    decltype(none->steps) steps, clamped_steps, breakdown_step, reorthonormalizations, unresolved_residual_steps,
+        residual_recomputations;
     decltype(none->status) status;
     decltype(none->prequential) prequential;
     decltype(none->Rfac) Rfac;
