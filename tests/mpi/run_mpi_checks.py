@@ -940,7 +940,10 @@ def check_checkpoint_crash_safety(args):
         for f in STATE_FILES:  # every state file is whole: the old one or a complete new one
             np.load(os.path.join(states, f + ".npy"))
         load_valid(args, out)
-        temps = [f for d in (w, states) for f in files_in(d) if pattern in f and ".tmp." in f]
+        # A state file is written into the staging directory of its set.
+        staging = os.path.join(states, ".incoming")
+        temps = [f for d in (w, states, staging) if os.path.isdir(d) for f in files_in(d)
+                 if pattern in f and ".tmp." in f]
         if pattern in ("crash.json", "U.npy") and not temps:
             fail(f"{pattern}: expected the stale temporary file of the failed write")
         if pattern in ("MANIFEST.json", "rank_1.bin"):
@@ -960,6 +963,8 @@ def check_checkpoint_crash_safety(args):
         left = [f for d in (w, states) for f in files_in(d) if ".tmp." in f and ("crash.json" in f or ".npy" in f)]
         if left:
             fail(f"{pattern}: stale temporary files left after a successful write: {left}")
+        if os.path.exists(staging):
+            fail(f"{pattern}: the staging directory {staging} left after a successful write")
         if load_valid(args, out)["runs"][0]["steps"]["timed"] != 400:
             fail(f"{pattern}: the restarted run did not complete")
     # A rank that fails while writing a checkpoint: the job aborts with the
