@@ -561,7 +561,7 @@ TEST(Blocked, UnresolvedResidualsCountedOnNoiseFreeSamples) {
 // the order of the sequential float kernel's accuracy, itself limited by
 // the data's rounding to float (offset-to-spread ratio ~ 3e5: s2 off by
 // about 1e-2): against the double sequential run, the blocked gaps within
-// 8x the sequential's. Measured when written: s2 4.0e-2 and 1.8e-2 against
+// 8x the sequential's. Measured when written: s2 3.3e-2 and 1.7e-2 against
 // the sequential's 9.5e-3 and 7.3e-3; with the recomputation removed, s2 off
 // by 1.9e2 and 1.8e2 (the rounding noise's s2).
 TEST(Blocked, ResolveRuleKeepsTheSequentialAccuracyInFloat) {

@@ -519,7 +519,7 @@ TEST(MaskedEngine, SharedMaskRunsMatchTheReference) {
     // Section 6's resolve rule inside the outage's shared-mask runs: the
     // unresolved steps' rho^2 recomputed on the observed rows only. The
     // steps the rule keeps have a relative rho^2 error of up to 1 / 64
-    // (measured gaps when written: 2.0e-3 observed, 1.4e-3 geodesic);
+    // (measured gaps when written: 2.0e-3 observed, 5.5e-4 geodesic);
     // without the recomputation 1.0 and 0.52, with the missing rows
     // counted in the explicit residual 134.
     c.wide_spectrum = true;

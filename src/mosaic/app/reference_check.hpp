@@ -88,7 +88,7 @@ struct CheckConditioning {
       if (std::isnan(x[i])) continue;
       const double noise = st.psi.empty() ? st.s2 : st.s2 * st.psi[std::size_t(i)];
       const double y = x[i] - st.mu[std::size_t(i)];
-      offset = std::max(offset, std::fabs(x[i]) / std::sqrt(noise));
+      if (noise > 0) offset = std::max(offset, std::fabs(x[i]) / std::sqrt(noise));
       yy += st.psi.empty() ? y * y : y * y / st.psi[std::size_t(i)];
     }
     return {offset, yy};
@@ -251,7 +251,9 @@ class ReferenceCrossCheck {
     const double base = reference_check_threshold(std::is_same<Scalar, float>::value);
     const double eps = double(std::numeric_limits<Scalar>::epsilon());
     const double model = eps * conditioning_.kappa(coefficient_rho2_);
-    const double tol = std::max(base, model);
+    // At 1 the data's conditioning leaves no digit to compare (reported as
+    // such by the threshold itself); never inf, which JSON cannot hold.
+    const double tol = std::isfinite(model) ? std::min(std::max(base, model), 1.0) : 1.0;
     auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
     nlohmann::json j = {
         {"status", "compared"},
@@ -275,9 +277,9 @@ class ReferenceCrossCheck {
           {"kept_residual_ratio_max", conditioning_.kept_ratio_max},
           {"rho2_from_coefficients", coefficient_rho2_},
           {"scalar_eps", eps},
-          {"error_model", model},
+          {"error_model", number(model)},
           {"definition",
-           "threshold = max(threshold_base, scalar_eps * kappa), kappa = max(offset_to_spread_max, "
+           "threshold = min(1, max(threshold_base, scalar_eps * kappa)), kappa = max(offset_to_spread_max, "
            "kept_residual_ratio_max when rho2_from_coefficients); offset_to_spread = max_i |x_i| / sqrt(s2 psi_i), "
            "residual_ratio = ||y||^2 / rho^2 (null: a residual of exactly 0), both from the reference's state "
            "before each step of the window; kept_residual_ratio_max: the largest residual_ratio, capped at "

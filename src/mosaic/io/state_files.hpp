@@ -49,10 +49,14 @@ inline void swap_in_state_set(const std::filesystem::path& staging, const std::s
                               const nlohmann::json& files) {
   namespace fs = std::filesystem;
   const fs::path target(dir);
+  // Past the old manifest's removal a failure leaves `dir` without a
+  // manifest (incomplete, refused by readers): the message says what is where.
   auto rename = [&](const fs::path& from, const fs::path& to) {
     if (::rename(from.c_str(), to.c_str()) != 0)
       throw std::runtime_error(from.string() + ": cannot move the new state file into place as " + to.string() + " (" +
-                               std::strerror(errno) + "); the complete new set is in " + staging.string());
+                               std::strerror(errno) + "); " + dir +
+                               " now holds an incomplete set (no manifest), the new set's remaining files are in " +
+                               staging.string());
   };
   const fs::path manifest = target / kStateManifestName;
   if (::unlink(manifest.c_str()) != 0 && errno != ENOENT)
@@ -63,9 +67,14 @@ inline void swap_in_state_set(const std::filesystem::path& staging, const std::s
   for (const std::string& name : state_file_names()) {
     bool in_new_set = false;
     for (const auto& f : files) in_new_set = in_new_set || f["name"].get<std::string>() == name;
-    if (in_new_set) rename(staging / name, target / name);
-    else ::unlink((target / name).c_str());
+    if (in_new_set) {
+      rename(staging / name, target / name);
+    } else if (::unlink((target / name).c_str()) != 0 && errno != ENOENT) {
+      throw std::runtime_error((target / name).string() + ": cannot remove the previous set's file (" +
+                               std::strerror(errno) + "); " + dir + " now holds an incomplete set (no manifest)");
+    }
   }
+  fsync_directory(dir);  // every file in place before the manifest says so
   rename(staging / kStateManifestName, target / kStateManifestName);
   fsync_directory(dir);
   std::error_code ec;

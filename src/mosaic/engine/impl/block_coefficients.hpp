@@ -324,28 +324,25 @@ struct BlockCoefficients {
   // e = U0 alpha + D beta of sample t (alpha, beta in dv), with D's columns
   // 0..T-1 formed as the GEMM kernels form them (x - mu0 in the scalar type)
   // and, in a shared-mask run, e_M left out (7.7.2's rho^2 uses U0_O:
-  // C = I - N; D_M = 0 there). Each e_i is formed in double; the squares
-  // are summed in increasing i within fixed chunks of rows, then over the
-  // chunks in order, so the value does not depend on the team size. One
-  // product of length d, for an unresolved step only. Ends with a team
-  // barrier.
+  // C = I - N; D_M = 0 there). Each e_i is formed in double; partial sum c
+  // of `chunks` takes the rows c, c + chunks, ... in increasing order
+  // (neighbouring threads read neighbouring rows: coalesced on devices),
+  // then the partial sums are added in order, so the value does not depend
+  // on the team size. One product of length d, for an unresolved step
+  // only. Ends with a team barrier.
   KOKKOS_INLINE_FUNCTION double explicit_residual_norm2(const member_type& m, int b, int T, int mrows) const {
     const int d = base.d, r = base.r;
-    const int chunks = dv.extent_int(2), rows = (d + chunks - 1) / chunks;
+    const int chunks = dv.extent_int(2);
     const typename Base::Basis U0{&base.U(b, 0, 0), d, r};
     const Scalar* const mu0 = &base.mu(b, 0);
     const long sx = long(Xb.stride(2)), sj = long(Xb.stride(1));
     const Scalar* const x = &Xb(b, 0, 0);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, chunks), [&](const int c) {
-      const int lo = c * rows, hi = lo + rows < d ? lo + rows : d;
-      int q = 0;  // the first missing row at or after lo
-      while (q < mrows && missing_rows(b, q) < lo) ++q;
+      int q = 0;  // the first missing row at or after i (the list is ascending)
       double sum = 0;
-      for (int i = lo; i < hi; ++i) {
-        if (q < mrows && missing_rows(b, q) == i) {
-          ++q;
-          continue;
-        }
+      for (int i = c; i < d; i += chunks) {
+        while (q < mrows && missing_rows(b, q) < i) ++q;
+        if (q < mrows && missing_rows(b, q) == i) continue;
         double e = 0;
         for (int p = 0; p < r; ++p) e += double(U0(i, p)) * dv(b, bv_alpha, p);
         for (int j = 0; j < T; ++j) e += double(Scalar(x[j * sj + i * sx] - mu0[i])) * dv(b, bv_beta, j);
