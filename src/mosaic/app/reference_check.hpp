@@ -26,8 +26,8 @@
 // relative error of a rho^2 formed from the blocked coefficients is eps
 // ||y||^2 / rho^2; section 6's resolve rule recomputes it from the explicit
 // residual where ||y||^2 / rho^2 > 1 / (64 eps), so what is kept has an
-// error of at most 1 / 64). The tolerance is max(base, eps kappa), eps of
-// the run's scalar type, kappa the largest offset-to-spread ratio and, when
+// error of at most 1 / 64). The tolerance is min(1, max(base, eps kappa))
+// (at 1 the data leave no digit to compare), eps of the run's scalar type, kappa the largest offset-to-spread ratio and, when
 // the engine forms rho^2 from coefficients (block_size > 1 or
 // precision_solve: maintained), the largest ||y||^2 / rho^2 of the steps
 // the engine may have kept (those up to twice 1 / (64 eps): the engine
