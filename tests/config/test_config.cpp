@@ -1145,23 +1145,34 @@ TEST(Inputs, EveryDeckLoads) {
       }
     }) << e.path();
   }
-  for (const char* want : {"smoke_cpu.yaml", "single_gpu.yaml", "rank_sweep.yaml", "weak_8gpu.yaml", "strong_8gpu.yaml",
-                           "sustained.yaml", "accuracy_drift.yaml", "ablation.yaml", "npy_stream.yaml",
-                           "accuracy_map.yaml", "real/wind.yaml", "real/dj30.yaml", "real/pm10.yaml", "real/eop.yaml",
-                           "real/vtest.yaml", "real/box.yaml", "real/music.yaml", "real/music_tracks.yaml"})
+  for (const char* want :
+       {"smoke_cpu.yaml",     "single_gpu.yaml",       "rank_sweep.yaml", "weak_8gpu.yaml",    "strong_8gpu.yaml",
+        "sustained.yaml",     "accuracy_drift.yaml",   "ablation.yaml",   "npy_stream.yaml",   "seed_d_ladder.yaml",
+        "seed_r_ladder.yaml", "saturation.yaml",       "long_run.yaml",   "accuracy_map.yaml", "real/wind.yaml",
+        "real/dj30.yaml",     "real/pm10.yaml",        "real/eop.yaml",   "real/vtest.yaml",   "real/box.yaml",
+        "real/music.yaml",    "real/music_tracks.yaml"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
 }
 
-// The decks whose settings do not track the truth say so (run.accuracy:
-// throughput_only); the small accuracy decks are judged on it.
-TEST(Inputs, ThroughputDecksAreLabelled) {
+// The headline decks track their truth (eta_U 0.001, docs/ACCURACY.md) and
+// are judged on it; the seed's like-for-like ladders and the saturation sweep
+// keep settings that do not track there, and say so (throughput_only).
+TEST(Inputs, HeadlineDecksCheckAccuracy) {
+  for (const char* name : {"single_gpu.yaml", "rank_sweep.yaml", "weak_8gpu.yaml", "strong_8gpu.yaml", "sustained.yaml",
+                           "long_run.yaml", "smoke_cpu.yaml", "accuracy_drift.yaml", "ablation.yaml"})
+    for (const auto& p : load_deck((source_dir() / "inputs" / name).string()))
+      EXPECT_TRUE(p.config.run.check_accuracy) << name;
   for (const char* name :
        {"single_gpu.yaml", "rank_sweep.yaml", "weak_8gpu.yaml", "strong_8gpu.yaml", "sustained.yaml"})
     for (const auto& p : load_deck((source_dir() / "inputs" / name).string()))
-      EXPECT_FALSE(p.config.run.check_accuracy) << name;
-  for (const char* name : {"smoke_cpu.yaml", "accuracy_drift.yaml", "ablation.yaml"})
+      EXPECT_EQ(p.config.algorithm.eta_U, 0.001) << name;
+  const mosaic::MosaicParams defaults;
+  for (const char* name : {"seed_d_ladder.yaml", "seed_r_ladder.yaml", "saturation.yaml"})
     for (const auto& p : load_deck((source_dir() / "inputs" / name).string()))
-      EXPECT_TRUE(p.config.run.check_accuracy) << name;
+      EXPECT_FALSE(p.config.run.check_accuracy) << name;
+  for (const char* name : {"seed_d_ladder.yaml", "seed_r_ladder.yaml", "long_run.yaml"})
+    for (const auto& p : load_deck((source_dir() / "inputs" / name).string()))
+      EXPECT_EQ(p.config.algorithm.eta_U, defaults.eta_U) << name;
 }
 
 std::vector<mosaic::SweepPoint> input(const char* name) { return load_deck((source_dir() / "inputs" / name).string()); }
@@ -1177,7 +1188,20 @@ TEST(Inputs, DecksSayWhatTheyPromise) {
   EXPECT_EQ(single[3].config.problem.d, 8192);
   EXPECT_EQ(single[0].config.streams.per_rank, 8);
 
-  EXPECT_EQ(input("rank_sweep.yaml").size(), 3u);
+  EXPECT_EQ(input("rank_sweep.yaml").size(), 4u);
+  const auto d_ladder = input("seed_d_ladder.yaml");
+  ASSERT_EQ(d_ladder.size(), 4u);
+  EXPECT_EQ(d_ladder[0].config.problem.d, 2048);
+  EXPECT_EQ(d_ladder[3].config.problem.d, 16384);
+  const auto r_ladder = input("seed_r_ladder.yaml");
+  ASSERT_EQ(r_ladder.size(), 4u);
+  EXPECT_EQ(r_ladder[3].config.problem.rank, 256);
+  const auto saturation = input("saturation.yaml");
+  ASSERT_EQ(saturation.size(), 18u);
+  EXPECT_EQ(saturation[8].config.streams.per_rank, 256);
+  EXPECT_EQ(saturation[17].config.problem.d, 8192);
+  const auto long_run = input("long_run.yaml")[0].config;
+  EXPECT_EQ(long_run.run.steps * long_run.streams.total, 10000000);
 
   const auto strong = input("strong_8gpu.yaml");
   ASSERT_EQ(strong.size(), 1u);
