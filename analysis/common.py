@@ -62,6 +62,22 @@ def machine_label(env):
     return cpu if cpu else "unknown CPU"
 
 
+def is_gpu_run(env):
+    """True when Kokkos' default execution space is a GPU space."""
+    space = str(env.get("kokkos_default_execution_space", ""))
+    return any(s in space for s in GPU_SPACES)
+
+
+def machine_with_cores(env):
+    """machine_label(), with the CPU's cores (environment.cpu_cores_online)
+    when the run's kernels ran on the CPU: "Intel(R) Xeon(R) Processor, 2 cores"."""
+    text = machine_label(env)
+    cores = env.get("cpu_cores_online")
+    if not is_gpu_run(env) and isinstance(cores, int) and not isinstance(cores, bool):
+        text += ", %d core%s" % (cores, "" if cores == 1 else "s")
+    return text
+
+
 def kernel_from_deck(alg):
     """The runs[].kernel object of a file written before the mini-app recorded
     it: an integer algorithm.block_size k > 1 ran the blocked update with k,
@@ -208,6 +224,10 @@ class Record:
         wdec = w + ".decomposition"
         self.path = path
         self.file = os.path.basename(path)
+        # The parsed document and this run's entry, for fields no command
+        # but analysis.report reads (command line, memory, counts, warnings).
+        self.document = doc
+        self.run = run
         self.run_index = index
         self.run_count = len(doc["runs"])
         self.deck_path = field(doc, "deck_path", "string")
@@ -288,6 +308,20 @@ class Record:
         for i, entry in enumerate(self.series):
             check_series_entry(entry, "%s.diagnostics.series[%d]" % (w, i))
 
+        # runs[].memory (docs/result.schema.json): the bytes of one stream's
+        # state, the device bytes in use (max over the ranks; null on a host
+        # backend) and each rank's peak resident memory (VmHWM since the
+        # process started: in a sweep, it includes the points run before).
+        wm = w + ".memory"
+        memory = field(run, "memory", ("object", "null"), w, None) or {}
+        state = field(memory, "state_bytes_per_stream", ("integer", "null"), wm, None)
+        self.state_bytes_per_stream = None if state is None else int(state)
+        device = field(memory, "device_bytes_in_use_max", ("integer", "null"), wm, None)
+        self.device_bytes_in_use_max = None if device is None else int(device)
+        self.peak_rss_bytes_per_rank = [
+            int(expect(v, "integer", "%s.peak_rss_bytes_per_rank[%d]" % (wm, i)))
+            for i, v in enumerate(field(memory, "peak_rss_bytes_per_rank", ("array", "null"), wm, None) or [])]
+
         wv = w + ".verification"
         ver = field(run, "verification", "object", w)
         self.passed = field(ver, "passed", "boolean", wv)
@@ -312,6 +346,13 @@ class Record:
         return tuple(zip(CONFIGURATION_FIELDS, (
             self.kernel, str(self.block_size), not_recorded(self.block_gemm), self.reorthonormalize,
             self.precision_solve, self.backend or "n/a", not_recorded(self.concurrency))))
+
+    @property
+    def machine_text(self):
+        """The device in words for table headings: the GPU model, or the CPU
+        model and its cores (environment.cpu_cores_online, when recorded),
+        e.g. "Intel(R) Xeon(R) Processor, 2 cores"."""
+        return machine_with_cores(self.env)
 
     @property
     def sweep_label(self):
@@ -397,17 +438,20 @@ def validate_document(doc, path):
     return True
 
 
-def load_records(paths, validate=False):
+def load_records(paths, validate=False, skipped=None):
     """Reads result files (or directories of them) into records, in the order
     given and, within a file, in runs[] order. Raises AnalysisError with a
     one-line message on the first unusable named file; files found by scanning
-    a directory that are not mosaic_miniapp results are skipped with a warning."""
+    a directory that are not mosaic_miniapp results are skipped with a warning
+    (and appended to the list `skipped` when one is given)."""
     records = []
     for path, scanned in _expand(paths):
         doc = load_document(path)
         if not isinstance(doc, dict) or doc.get("program") != "mosaic_miniapp":
             if scanned:
                 print("warning: %s: not a mosaic_miniapp result file, skipped" % path, file=sys.stderr)
+                if skipped is not None:
+                    skipped.append(path)
                 continue
             raise AnalysisError("%s: not a mosaic_miniapp result file (no \"program\": \"mosaic_miniapp\")" % path)
         if doc.get("schema_version") != SCHEMA_VERSION:
@@ -597,6 +641,74 @@ def assign_efficiencies(records):
 
 
 # ---------------------------------------------------------------------------
+# Sweep curves (analysis.sweep, analysis.saturation): FOM against one swept
+# parameter (d, r, streams per rank) over runs that agree on everything else.
+# Repeats at one value: the median FOM.
+
+# The saturation point of a curve of FOM against streams per rank: the
+# smallest streams per rank whose (median) FOM reaches this fraction of the
+# largest (median) FOM measured on the curve.
+SATURATION_FRACTION = 0.9
+
+
+def curve_key(rec, without):
+    """The key of the sweep curve a run belongs to: d, r, dtype, stream mode,
+    ranks, total streams, timed steps, algorithm variant, the configuration
+    fields and the device, less the fields named in `without` (the swept one).
+    block_size: auto resolves k from d and r, so a curve over d or r keys on
+    the setting "auto"; curves() keeps the repeats at one point apart by the
+    resolved k."""
+    configuration = tuple((f, "auto" if f == "block size" and rec.block_size_from == "auto" else v)
+                          for f, v in rec.configuration)
+    items = ((("d", str(rec.d)), ("r", str(rec.r)), ("dtype", rec.dtype), ("mode", rec.mode),
+              ("ranks", str(rec.ranks)), ("total streams", str(rec.streams_total)), ("steps", str(rec.steps)),
+              ("algorithm", rec.algorithm)) + configuration + (("device", rec.machine),))
+    return tuple(kv for kv in items if kv[0] not in without)
+
+
+class Curve:
+    def __init__(self, key, points):
+        """points: {(x, resolved block size): records}."""
+        self.key = key
+        self.block_size_auto = dict(key).get("block size") == "auto"
+        self.points = []  # (x, median FOM, records), by x and then block size
+        for x, block_size in sorted(points):
+            recs = points[(x, block_size)]
+            self.points.append((x, median_or_nan([r.fom for r in recs]), recs))
+
+    @property
+    def records(self):
+        return [r for _x, _f, rs in self.points for r in rs]
+
+
+def curves(records, xattr, without):
+    """Curves of FOM vs record.<xattr> over runs whose curve_key (without
+    `without`) agrees and that span at least two values of it. Runs that were
+    given block_size: auto and resolved it to different k at one x (another
+    rule in another build) are separate points at that x, not repeats."""
+    groups = OrderedDict()
+    for r in records:
+        point = (getattr(r, xattr), r.block_size)
+        groups.setdefault(curve_key(r, without), OrderedDict()).setdefault(point, []).append(r)
+    return [Curve(k, points) for k, points in groups.items() if len({x for x, _k in points}) >= 2]
+
+
+def curve_top(curve):
+    """The curve's largest median FOM (NaN when no point has one)."""
+    return max([f for _x, f, _r in curve.points if not isnan(f)], default=math.nan)
+
+
+def saturation_point(curve, fraction=SATURATION_FRACTION):
+    """The smallest x (streams per rank) whose median FOM reaches `fraction`
+    of the curve's largest median FOM; None when no point has a FOM."""
+    top = curve_top(curve)
+    for x, f, _r in curve.points:
+        if not isnan(f) and f >= fraction * top:
+            return x
+    return None
+
+
+# ---------------------------------------------------------------------------
 # Strong scaling: per-stream checksum agreement
 
 
@@ -710,6 +822,14 @@ def fmt_count(x):
     return str(int(x)) if float(x).is_integer() else "{:.2f}".format(x)
 
 
+def fmt_mib(n):
+    """Bytes as MiB, 3 significant digits ("2.05"); "n/a" for None or NaN."""
+    if isnan(n):
+        return "n/a"
+    mib = n / 2.0 ** 20
+    return "{:,.0f}".format(mib) if abs(mib) >= 1000 else "{:.3g}".format(mib)
+
+
 def md_table(headers, rows):
     def cell(v):
         return str(v).replace("|", "\\|").replace("\n", " ")
@@ -768,22 +888,35 @@ def pyplot():
     return matplotlib_module("matplotlib.pyplot")
 
 
-def provenance(records, max_items=3):
-    """'machine: <device> on <host>; ... | git <commit>, ...' for a caption."""
-    machines = list(OrderedDict.fromkeys("%s on %s" % (r.machine, r.hostname) for r in records))
-    commits = list(OrderedDict.fromkeys(r.git_commit for r in records))
+SHORT_COMMIT = 12
+
+
+def provenance(records, max_items=3, decks=False):
+    """'machine: <device> on <host>; ... | git <commit>, ...' for a caption.
+    decks=True: the CPU's cores after a CPU model, the commit shortened to
+    SHORT_COMMIT hex digits, and ' | deck: <deck file names>' added."""
+    machine = machine_with_cores if decks else machine_label
+    machines = list(OrderedDict.fromkeys("%s on %s" % (machine(r.env), r.hostname) for r in records))
+    commits = list(OrderedDict.fromkeys(r.git_commit[:SHORT_COMMIT] if decks else r.git_commit for r in records))
 
     def join(items):
         if len(items) <= max_items:
             return "; ".join(items)
         return "; ".join(items[:max_items]) + "; and %d more" % (len(items) - max_items)
-    return "%s: %s | git %s" % ("machine" if len(machines) == 1 else "machines", join(machines), join(commits))
+    text = "%s: %s | git %s" % ("machine" if len(machines) == 1 else "machines", join(machines), join(commits))
+    if decks:
+        names = list(OrderedDict.fromkeys(r.deck_name for r in records))
+        text += " | %s: %s" % ("deck" if len(names) == 1 else "decks", join(names))
+    return text
 
 
-def save_figure(fig, path, title, records):
-    """Adds the title and the provenance caption (machine, host, git commit),
-    saves a PNG with the same text in its metadata, and closes the figure."""
-    caption = provenance(records)
+def save_figure(fig, path, title, records, decks=False, tight=False):
+    """Adds the title and the provenance caption (machine, host, git commit;
+    decks=True: the CPU's cores, the short commit and the deck files, see
+    provenance()), saves a PNG with the same text in its metadata, and closes
+    the figure. tight=True: the PNG is cut to what is drawn (bbox_inches
+    "tight"), so that a legend outside the axes stays on the canvas."""
+    caption = provenance(records, decks=decks)
     width_chars = int(fig.get_figwidth() * 11)
     title_lines = [w for line in title.split("\n") for w in (textwrap.wrap(line, width_chars) or [""])]
     cap_lines = textwrap.wrap(caption, int(width_chars * 1.8))
@@ -795,7 +928,8 @@ def save_figure(fig, path, title, records):
     try:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         fig.savefig(path, dpi=110, metadata={"Title": title, "Description": caption,
-                                             "Software": "mosaic_miniapp analysis"})
+                                             "Software": "mosaic_miniapp analysis"},
+                    **({"bbox_inches": "tight", "pad_inches": 0.15} if tight else {}))
     except OSError as e:
         raise AnalysisError("%s: cannot write the figure: %s" % (path, e.strerror or e)) from None
     finally:
@@ -814,15 +948,28 @@ def label_x_ticks(ax, ticks, fmt=None):
 
 
 def plain_log_labels(ax, axis="y"):
-    """Plain numbers (1,000 rather than 10^3) on a log axis; minor ticks are
-    labelled too when the axis spans less than a decade."""
+    """Plain numbers (1,000 rather than 10^3) on a log axis, and enough of
+    them to read it: every minor tick labelled when the axis spans less than
+    a decade (with ticks at 1.5 and 2.5 times the powers of ten too below a
+    factor of 3); labelled ticks at 1, 2, 3 and 5 times the powers of ten when
+    it spans up to two decades, at 1, 2 and 5 up to four; the powers of ten
+    beyond. Call it after the data are drawn (it reads the axis limits)."""
     ticker = matplotlib_module("matplotlib.ticker")
-    FuncFormatter, NullFormatter = ticker.FuncFormatter, ticker.NullFormatter
+    FuncFormatter, NullFormatter, LogLocator = ticker.FuncFormatter, ticker.NullFormatter, ticker.LogLocator
     a = ax.yaxis if axis == "y" else ax.xaxis
     lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    lo, hi = min(lo, hi), max(lo, hi)
     fmt = FuncFormatter(lambda v, _pos: fmt_rate(v))
+    span = hi / lo if lo > 0 else math.inf
+    if span < 3:
+        a.set_minor_locator(LogLocator(base=10, subs=(1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0),
+                                       numticks=30))
+    elif 10 <= span < 1e4:
+        a.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0) if span < 100 else (1.0, 2.0, 5.0),
+                                       numticks=30))
+        a.set_minor_locator(LogLocator(base=10, subs=tuple(float(k) for k in range(1, 10)), numticks=30))
     a.set_major_formatter(fmt)
-    a.set_minor_formatter(fmt if lo > 0 and hi / lo < 10 else NullFormatter())
+    a.set_minor_formatter(fmt if span < 10 else NullFormatter())
 
 
 def _nearest_existing(path):

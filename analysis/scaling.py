@@ -88,6 +88,29 @@ def file_stem(g, shown=()):
         k["device"]))
 
 
+def figure_name(g, shown, used):
+    """file_stem(g, shown), numbered when `used` (the names taken so far; the
+    new one is added) already holds it: slug() shortens long names."""
+    base = file_stem(g, shown)
+    name, n = base, 2
+    while name in used:
+        name, n = "%s_%d" % (base, n), n + 1
+    used.add(name)
+    return name
+
+
+def mode_series(groups, which):
+    """(series, shown, shared) of one mode ("strong" or "weak"): its groups
+    among `groups` (C.scaling_groups), the configuration fields that differ
+    between them (headings and file names name them) and the text of those
+    they share ('' for none)."""
+    gs = [g for g in groups if g.mode == which]
+    if not gs:
+        return gs, (), ""
+    keys = [g.key for g in gs]
+    return gs, C.varying_fields(keys, C.CONFIGURATION_FIELDS), C.shared_text(keys, C.CONFIGURATION_FIELDS)
+
+
 def plot_group(g, out_dir, name, shown=()):
     plt = C.pyplot()
     NullFormatter = C.matplotlib_module("matplotlib.ticker").NullFormatter
@@ -142,7 +165,7 @@ def analyse(records, out_dir, mode="both", rtol=0.0, plots=True):
     groups = [g for g in C.scaling_groups(records) if mode in ("both", g.mode)]
     lines, reports, figures, used = [], [], [], set()
     for which in ("strong", "weak"):
-        gs = [g for g in groups if g.mode == which]
+        gs, shown, shared = mode_series(groups, which)
         if mode not in ("both", which):
             continue
         lines.append("# %s scaling" % which.capitalize())
@@ -157,9 +180,6 @@ def analyse(records, out_dir, mode="both", rtol=0.0, plots=True):
         if not gs:
             lines += ["No %s-mode runs." % which, ""]
             continue
-        keys = [g.key for g in gs]
-        shown = C.varying_fields(keys, C.CONFIGURATION_FIELDS)
-        shared = C.shared_text(keys, C.CONFIGURATION_FIELDS)
         if shared:
             lines += ["Configuration of every %s-mode series: %s." % (which, shared), ""]
         for g in [g for g in gs if g.has_baseline]:
@@ -178,13 +198,7 @@ def analyse(records, out_dir, mode="both", rtol=0.0, plots=True):
                 lines.append("Per-stream checksums across rank counts: " + rep.message)
                 lines.append("")
             if plots:
-                # slug() shortens long names: a number keeps them apart.
-                base = file_stem(g, shown)
-                name, n = base, 2
-                while name in used:
-                    name, n = "%s_%d" % (base, n), n + 1
-                used.add(name)
-                paths = plot_group(g, out_dir, name, shown)
+                paths = plot_group(g, out_dir, figure_name(g, shown, used), shown)
                 figures += paths
                 lines.append("Figures: " + ", ".join(paths))
                 lines.append("")

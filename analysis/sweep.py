@@ -7,6 +7,13 @@ configuration fields of common.CONFIGURATION_FIELDS [update kernel, block
 size, block GEMM, re-orthonormalization, precision solve, backend,
 concurrency], timed steps, rank count and, for d and r, total streams) and
 that has at least two values of it. Repeats at one value: the median FOM.
+
+Seed figures (analysis/seed.py): where a curve over d or r holds runs in the
+seed project's configuration (one rank, 8 streams, float) at a d and r the
+seed published, its table gains the seed's FOM beside this code's and their
+ratio, and the figure draws the seed's points at the curve's r (over d) or d
+(over r) as reference points, "seed, GB10, PyTorch (GPU)": its d ladder at
+r = 64 and its rank ladder at d = 8192.
 Headings and legends name the stream mode and configuration fields only where
 they differ between a section's curves; the others are said once per section.
 
@@ -22,72 +29,43 @@ ratio at each d or r they share and sweep_blocked_vs_sequential_vs_<d|r>.png
 import argparse
 import os
 import sys
+import textwrap
 from collections import OrderedDict
 
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from analysis import common as C
+from analysis import seed as S
 
-SATURATION_FRACTION = 0.9
+SATURATION_FRACTION = C.SATURATION_FRACTION
 # Key fields named in a curve's heading and legend only where they differ between the curves.
 SHOWN_WHEN_VARYING = ("mode",) + C.CONFIGURATION_FIELDS
+Y_LABEL = "throughput, all ranks [samples/s (update only)]"
 
-
-def _key(rec, without):
-    # block_size: auto resolves k from d and r (auto_block_size), so a curve
-    # over d or r keys on the setting "auto"; the repeats at one point still
-    # agree on the resolved k (curves()).
-    configuration = tuple((f, "auto" if f == "block size" and rec.block_size_from == "auto" else v)
-                          for f, v in rec.configuration)
-    items = ((("d", str(rec.d)), ("r", str(rec.r)), ("dtype", rec.dtype), ("mode", rec.mode),
-              ("ranks", str(rec.ranks)), ("total streams", str(rec.streams_total)), ("steps", str(rec.steps)),
-              ("algorithm", rec.algorithm)) + configuration + (("device", rec.machine),))
-    return tuple(kv for kv in items if kv[0] not in without)
-
-
-class Curve:
-    def __init__(self, key, points):
-        """points: {(x, resolved block size): records}."""
-        self.key = key
-        self.block_size_auto = dict(key).get("block size") == "auto"
-        self.points = []  # (x, median FOM, records), by x and then block size
-        for x, block_size in sorted(points):
-            recs = points[(x, block_size)]
-            self.points.append((x, C.median_or_nan([r.fom for r in recs]), recs))
-
-    @property
-    def records(self):
-        return [r for _x, _f, rs in self.points for r in rs]
-
-
-def curves(records, xattr, without):
-    """Curves of FOM vs record.<xattr> over runs whose key (without `without`)
-    agrees and that span at least two values of it. Runs that were given
-    block_size: auto and resolved it to different k at one x (another rule in
-    another build) are separate points at that x, not repeats."""
-    groups = OrderedDict()
-    for r in records:
-        point = (getattr(r, xattr), r.block_size)
-        groups.setdefault(_key(r, without), OrderedDict()).setdefault(point, []).append(r)
-    return [Curve(k, points) for k, points in groups.items() if len({x for x, _k in points}) >= 2]
+# The curves and the saturation point live in common.py (analysis.saturation
+# uses them too); these names are sweep's API as before.
+_key = C.curve_key
+Curve = C.Curve
+curves = C.curves
+_top = C.curve_top
+saturation_point = C.saturation_point
 
 
 def _ver(recs):
     return C.verification_summary(recs)
 
 
-def _top(curve):
-    """The curve's largest median FOM (NaN when no point has one)."""
-    return max([f for _x, f, _r in curve.points if not C.isnan(f)], default=float("nan"))
+def seed_column(curve):
+    """[(x, seed figure or None)] for the curve's points when some point has a
+    seed figure (analysis.seed: one rank, 8 streams, float, the seed's d and
+    r); [] otherwise (no seed column)."""
+    figures = [(x, S.seed_figure_for(rs[0])) for x, _f, rs in curve.points]
+    return figures if any(v is not None for _x, v in figures) else []
 
 
-def saturation_point(curve, fraction=SATURATION_FRACTION):
-    """Smallest streams/rank whose FOM reaches `fraction` of the curve's maximum."""
-    top = _top(curve)
-    for x, f, _r in curve.points:
-        if f >= fraction * top:
-            return x
-    return None
+def this_code_text(records):
+    """'this code, <machine>' for headings: the CPU model and its cores, or the GPU model."""
+    return "this code, " + "; ".join(OrderedDict.fromkeys(r.machine_text for r in records))
 
 
 def table(curve, xname, saturation=False):
@@ -106,29 +84,104 @@ def table(curve, xname, saturation=False):
                     C.fmt_rate(f / rs[0].streams_total), "%.3f" % (f / top if top > 0 else 0.0), _ver(rs)]
                 for x, f, rs in curve.points]
     else:
-        headers = [xname] + block_header + [
-            "runs", "FOM (update samples/s)", "per-stream samples/s", "end-to-end samples/s", "verification"]
-        rows = [[x] + block_cell(rs) + [
-                    len(rs), C.fmt_rate(f), C.fmt_rate(f / rs[0].streams_total),
+        seeds = dict(seed_column(curve))
+        if seeds:
+            # This code's FOM, the seed's at the same point and their ratio.
+            fom_headers = ["FOM (update samples/s), %s" % this_code_text(curve.records),
+                           "%s (update samples/s)" % S.LABEL, "this code / seed"]
+
+            def fom_cells(x, f):
+                v = seeds[x]
+                return [C.fmt_rate(f), "n/a" if v is None else C.fmt_rate(v),
+                        "n/a" if v is None or C.isnan(f) else "%.3f" % (f / v)]
+        else:
+            fom_headers = ["FOM (update samples/s)"]
+
+            def fom_cells(_x, f):
+                return [C.fmt_rate(f)]
+        headers = [xname] + block_header + ["runs"] + fom_headers + [
+            "per-stream samples/s", "end-to-end samples/s", "verification"]
+        rows = [[x] + block_cell(rs) + [len(rs)] + fom_cells(x, f) + [
+                    C.fmt_rate(f / rs[0].streams_total),
                     C.fmt_rate(C.median_or_nan([r.end_to_end for r in rs])), _ver(rs)]
                 for x, f, rs in curve.points]
     return C.md_table(headers, rows)
 
 
-def plot(curve_list, path, title, xlabel, ylog=True, ylabel="update throughput, all ranks [samples/s]"):
+def legend_below(ax, n_entries, fontsize=7):
+    """The axis' legend under it, outside the data (the figure is saved with
+    bbox_inches "tight", so it stays on the canvas)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    return ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=fontsize,
+                     ncol=1 if n_entries > 2 or max(len(t) for t in labels) > 45 else n_entries, frameon=False)
+
+
+def wrap_label(text, width=90):
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
+def seed_points(curve_list, xattr):
+    """The seed's figures to draw as reference points beside curves over d
+    or r: for each curve in the seed's configuration (one rank, 8 streams,
+    float; analysis.seed), the seed's points at the curve's r (over d; the
+    seed's d ladder is at r = 64) or d (over r; its rank ladder is at
+    d = 8192). [(fixed value, [(x, samples/s)])], [] when none."""
+    if xattr not in ("d", "r"):
+        return []
+    fixed_name = "r" if xattr == "d" else "d"
+    found = OrderedDict()
+    for c in curve_list:
+        rec = c.records[0]
+        fixed = getattr(rec, fixed_name)
+        points = S.ladder(xattr, fixed) if S.matches_seed_configuration(rec) else []
+        if points:
+            found[fixed] = points
+    return list(found.items())
+
+
+def curve_labels(curve_list):
+    """Legend labels: 'this code, <machine>' for one curve, else what tells
+    each curve from the others; and the key fields they all share (for the
+    title), less the device (the caption names it)."""
+    keys = [c.key for c in curve_list]
+    constant = C.constant_fields(keys, [k for k, _v in keys[0]])
+    shared = C.key_text([kv for kv in keys[0] if kv[0] in constant and kv[0] != "device"])
+    if len(curve_list) == 1:
+        return [this_code_text(curve_list[0].records)], shared
+    return ["this code: " + C.key_text(c.key, skip=constant) for c in curve_list], shared
+
+
+def plot(curve_list, path, title, xlabel, ylog=True, ylabel=Y_LABEL, xattr=None):
     plt = C.pyplot()
     ticker = C.matplotlib_module("matplotlib.ticker")
-    fig, ax = plt.subplots(figsize=(6.8, 4.8))
-    constant = C.constant_fields([c.key for c in curve_list], SHOWN_WHEN_VARYING)
-    for c in curve_list:
+    labels, shared = curve_labels(curve_list)
+    # The legend goes under the axis: the figure grows with it.
+    legend_lines = sum(len(wrap_label(t).split("\n")) for t in labels) * (2 if xattr == "streams_per_rank" else 1) + 1
+    fig, ax = plt.subplots(figsize=(7.2, 4.4 + 0.16 * legend_lines))
+    for c, label in zip(curve_list, labels):
         xs = [x for x, _f, _r in c.points]
-        ax.plot(xs, [f for _x, f, _r in c.points], "o-", label=C.key_text(c.key, skip=("device",) + constant))
+        line, = ax.plot(xs, [f for _x, f, _r in c.points], "o-", label=wrap_label(label))
+        x_sat = saturation_point(c) if xattr == "streams_per_rank" else None
+        if x_sat is not None:
+            ax.axvline(x_sat, color=line.get_color(), ls="--", lw=1.0,
+                       label="saturation point (FOM >= %d%% of the curve's maximum): %s streams/rank" % (
+                           round(100 * SATURATION_FRACTION), C.fmt_count(x_sat)))
+    seeds = seed_points(curve_list, xattr)
+    fixed_name = "r" if xattr == "d" else "d"
+    for i, (fixed, points) in enumerate(seeds):
+        # Several ladders (curves at another r or d) are told apart by the value.
+        ax.plot([x for x, _v in points], [v for _x, v in points], "*:", color="k", ms=12, lw=0.8,
+                markerfacecolor="k" if i == 0 else "none",
+                label=S.PLOT_LABEL + (", %s=%s" % (fixed_name, fixed) if len(seeds) > 1 else ""))
     ax.set_xscale("log", base=2)
     if ylog:
         ax.set_yscale("log")
     else:
         ax.set_ylim(bottom=0)
-    C.label_x_ticks(ax, sorted({x for c in curve_list for x, _f, _r in c.points}))
+    C.label_x_ticks(ax, sorted({x for c in curve_list for x, _f, _r in c.points}
+                               | {x for _fixed, points in seeds for x, _v in points}))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if ylog:
@@ -136,8 +189,9 @@ def plot(curve_list, path, title, xlabel, ylog=True, ylabel="update throughput, 
     else:
         ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: C.fmt_rate(v)))
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6)
-    return C.save_figure(fig, path, title, [r for c in curve_list for r in c.records])
+    legend_below(ax, len(ax.get_legend_handles_labels()[0]))
+    return C.save_figure(fig, path, title + ("\n" + shared if shared else ""),
+                         [r for c in curve_list for r in c.records], decks=True, tight=True)
 
 
 # What the update kernel is: a blocked and a sequential curve pair when they
@@ -214,28 +268,33 @@ def plot_kernel_pairs(pairs, path, title, xlabel):
                  label=label + kernel_text(b) + " / sequential")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_ylabel("update throughput, all ranks [samples/s]")
+    ax.set_ylabel(Y_LABEL)
     C.plain_log_labels(ax)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6)
     ax2.axhline(1.0, color="k", ls=":", lw=0.8)
     ax2.set_ylim(bottom=0)
     ax2.set_ylabel("blocked / sequential FOM [ratio]")
     ax2.set_xlabel(xlabel)
     ax2.grid(True, which="both", alpha=0.3)
-    ax2.legend(fontsize=6)
     C.label_x_ticks(ax2, sorted({x for b, q, _r in pairs for c in (b, q) for x, _f, _r in c.points}))
+    # One legend under the ratio panel for both panels: none over the data.
+    handles, labels = [], []
+    for a in (ax, ax2):
+        h, t = a.get_legend_handles_labels()
+        handles += h
+        labels += [wrap_label(x) for x in t]
+    ax2.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.22), fontsize=7, ncol=1, frameon=False)
     rests = [non_kernel_key(b, also=("device",)) for b, _q, _r in pairs]
     shared = C.shared_text(rests, [k for k, _v in rests[0]])
     return C.save_figure(fig, path, title + ("\n" + shared if shared else ""),
-                         [r for b, q, _r in pairs for c in (b, q) for r in c.records])
+                         [r for b, q, _r in pairs for c in (b, q) for r in c.records], decks=True, tight=True)
 
 
 SECTIONS = [
     # (name, x attribute, key fields dropped, x header, x axis label, title, file)
-    ("Throughput vs d", "d", ("d",), "d", "ambient dimension d [coordinates]",
+    ("Throughput vs d", "d", ("d",), "d", "d (dimension) [coordinates]",
      "Throughput vs problem size d", "sweep_throughput_vs_d.png"),
-    ("Throughput vs r", "r", ("r",), "r", "retained rank r [basis vectors]",
+    ("Throughput vs r", "r", ("r",), "r", "r (rank) [basis vectors]",
      "Throughput vs retained rank r", "sweep_throughput_vs_r.png"),
     ("Saturation: FOM vs streams per rank", "streams_per_rank", ("total streams",), "streams/rank",
      "streams per rank (per device) [count]", "Streams-per-device saturation", "sweep_saturation.png"),
@@ -267,9 +326,11 @@ def analyse(records, out_dir, plots=True):
                 x = saturation_point(c)
                 lines += ["Saturates (FOM >= %d%% of its maximum) at %s streams per rank." % (
                     round(100 * SATURATION_FRACTION), C.fmt_count(x)), ""]
+        if any(seed_column(c) for c in cs) and not sat:
+            lines += [S.source_note(), ""]
         if plots:
             # Saturation: linear throughput axis, so that the plateau shows.
-            path = plot(cs, os.path.join(out_dir, fname), title, xlabel, ylog=not sat)
+            path = plot(cs, os.path.join(out_dir, fname), title, xlabel, ylog=not sat, xattr=xattr)
             figures.append(path)
             lines += ["Figure: " + path, ""]
         pairs = [] if sat else kernel_pairs(cs)

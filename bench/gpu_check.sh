@@ -16,7 +16,11 @@
 # through bench/run_gtests.sh. OUTDIR must not exist or be
 # empty: a previous check is never overwritten. Exit status: 0 if every step
 # passed, 1 if any failed, 2 for a usage error; OUTDIR/SUMMARY.md is written
-# in every case except a usage error.
+# in every case except a usage error. At the end, python3 -m analysis.report
+# makes OUTDIR/report/README.md (one page per run: command, hardware,
+# software, commit, throughput, diagnostics, memory, accuracy, verdict) and
+# its figures from OUTDIR/results; a report that fails is said (report.log,
+# SUMMARY.md) and changes neither the verdict nor the exit status.
 #
 # The whole check stays under 10 minutes: every step runs under `timeout`,
 # and each step's limit is also cut to what is left of a global budget.
@@ -163,6 +167,7 @@ time_skips=0 # steps other than ladder points that the budget left out
 summary_written=0
 monitor_pid=""
 mini_runs=()
+report_status="not made (the check stopped before it)"
 declare -A ladder_status=()
 
 # run_step KIND NAME LOG CAP CMD...: runs CMD under timeout (CAP seconds, or
@@ -347,6 +352,7 @@ write_summary() {
     echo "- GPU present: $([[ $gpu == 1 ]] && echo yes || echo 'no GPU: not a GPU check')"
     echo "- command line: \`$cmdline\`"
     echo "- provenance: environment.txt (date, host, commit, nproc, --version, nvidia-smi, nvidia-smi -q)"
+    echo "- results page (python3 -m analysis.report on results/): $report_status"
     echo
     echo "## Steps"
     echo
@@ -678,11 +684,45 @@ stop_monitor
   done
 } >"$out/results/bench_ladder.csv"
 
+# --- (d) the results page ----------------------------------------------------
+# analysis.report on the mini-app results: report/README.md, one page with
+# each run's command, hardware, software, commit, throughput, diagnostics,
+# memory, accuracy and verdict, and its figures. Not a step of the check: a
+# report that fails is said (report.log, the summary, stderr) and changes
+# neither the verdict nor the exit status. Debian's /usr/bin/python3 has
+# matplotlib where another python3 may not; without it, the page alone.
+report_python=/usr/bin/python3
+[[ -x "$report_python" ]] || report_python="$(command -v python3 || true)"
+if [[ -z "$report_python" ]]; then
+  report_status="not made: no python3"
+elif [[ -z "$(find "$out/results" -name '*.json' -print -quit 2>/dev/null)" ]]; then
+  report_status="not made: no mini-app result in results/"
+else
+  report_lim="$(left)"
+  ((report_lim >= 30)) || report_lim=30
+  ((report_lim <= 120)) || report_lim=120
+  report_rc=0 report_note=""
+  (cd "$root" && timeout -k 5 "$report_lim" "$report_python" -m analysis.report "$out/results" --out "$out/report") \
+    >"$out/report.log" 2>&1 || report_rc=$?
+  if ((report_rc != 0)) && grep -q "is not installed for this interpreter" "$out/report.log"; then
+    report_rc=0 report_note=" (no figures: $report_python has no matplotlib)"
+    (cd "$root" && timeout -k 5 "$report_lim" "$report_python" -m analysis.report "$out/results" --out "$out/report" \
+      --no-plots) >>"$out/report.log" 2>&1 || report_rc=$?
+  fi
+  if ((report_rc == 0)); then
+    report_status="report/README.md$report_note"
+  else
+    report_status="FAILED (exit $report_rc, report.log): $(tail -n 1 "$out/report.log" | tr -d '`|')"
+  fi
+fi
+echo "gpu_check: results page: $report_status" >&2
+
 write_summary
 echo
 sed -n '1,12p' "$out/SUMMARY.md" | grep -E '^\*\*|^- ' || true
 echo
 echo "gpu_check: summary in $out/SUMMARY.md"
+echo "gpu_check: results page: $report_status"
 echo "gpu_check: send this directory (see docs/MULTIGPU_EXPERIMENTS.md and COLLABORATION.md):"
 echo "  tar czf gpu_check_$host.tgz -C $(dirname "$out") $(basename "$out")"
 ((failures == 0))

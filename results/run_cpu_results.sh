@@ -1,22 +1,32 @@
 #!/usr/bin/env bash
 # Reproduces its set of result files in results/cpu/ (results/README.md) and
-# the tables in results/ and plots in results/plots/ made from them
-# on a CPU machine (OpenMP build), with the committed decks scaled down by
-# --set overrides so that the whole set finishes in minutes on 2 cores. The
-# overrides are part of each file name's suffix and are recorded in each
-# result file (command_line, overrides, resolved_deck).
+# the tables in results/ and plots in results/plots/ made from them, on a CPU
+# machine (OpenMP build): the headline decks (tracking settings, accuracy
+# checked) at full length where this CPU allows it (the weak and strong
+# series with fewer streams and steps, named in their file names), the seed
+# project's d and r ladders like for like, the 800,000-observation sustained
+# runs at r = 64 and 128, a 10^7-sample long run and the streams-per-rank
+# saturation sweep. Every result file records its command line, overrides,
+# resolved deck, machine and commit. About 30 minutes on 2 cores.
 #
-#   results/run_cpu_results.sh          (from the repository root)
+#   results/run_cpu_results.sh           (from the repository root)
+#   results/run_cpu_results.sh --tables  (only the tables and plots, from the
+#                                         result files already in results/cpu)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/common.sh   # bootstrap + build the openmp preset; sets mpi_flags, build_dir
-app="$build_dir/miniapp/mosaic_miniapp"
 out=results/cpu
 mkdir -p "$out" results/plots
+rm -f results/plots/{scaling,stability,sweep,breakdown,saturation}_*.png results/plots/accuracy_*.png
+tables_only=0
+[[ "${1:-}" == --tables ]] && tables_only=1
+if ((!tables_only)); then
+source scripts/common.sh   # bootstrap + build the openmp preset; sets mpi_flags, build_dir
+app="$build_dir/miniapp/mosaic_miniapp"
 # Only this script's own files: the other result files in results/cpu come
 # from the bench scripts named in results/README.md.
-rm -f "$out"/{smoke_cpu,single_gpu_steps300,single_gpu_steps300_sequential,rank_sweep_steps200,weak_perrank4_steps200_omp1,strong_total8_steps200_omp1,sustained_steps2000,accuracy_drift,ablation}_np*.json \
-  results/plots/{scaling,stability,sweep,breakdown}_*.png results/plots/accuracy_*.png
+rm -f "$out"/{smoke_cpu,single_gpu,single_gpu_sequential,rank_sweep,seed_d_ladder,seed_r_ladder,saturation,long_run}_np*.json \
+  "$out"/{weak_perrank4_steps4000_omp1,strong_total8_steps4000_omp1,sustained,sustained_r128,accuracy_drift,ablation}_np*.json
+uptime
 
 # run NRANKS THREADS DECK OUTPUT [--set ...]. Single-rank decks use both
 # cores (1 rank x 2 OpenMP threads). The weak and strong series use 1 thread
@@ -31,32 +41,44 @@ run() {
 }
 
 run 2 1 inputs/smoke_cpu.yaml smoke_cpu_np2.json
-run 1 2 inputs/single_gpu.yaml single_gpu_steps300_np1.json \
-  --set run.steps=300 --set run.warmup_steps=20
-# The same d ladder with the sequential kernel: analysis.sweep pairs the two
-# (blocked vs sequential).
-run 1 2 inputs/single_gpu.yaml single_gpu_steps300_sequential_np1.json \
-  --set run.steps=300 --set run.warmup_steps=20 --set algorithm.block_size=1
-run 1 2 inputs/rank_sweep.yaml rank_sweep_steps200_np1.json \
-  --set run.steps=200 --set run.warmup_steps=10
+# The headline decks: the d ladder with the blocked update and with the
+# sequential kernel (analysis.sweep pairs the two), the rank ladder.
+run 1 2 inputs/single_gpu.yaml single_gpu_np1.json
+run 1 2 inputs/single_gpu.yaml single_gpu_sequential_np1.json --set algorithm.block_size=1
+run 1 2 inputs/rank_sweep.yaml rank_sweep_np1.json
 for n in 1 2; do
-  run "$n" 1 inputs/weak_8gpu.yaml "weak_perrank4_steps200_omp1_np$n.json" \
-    --set streams.per_rank=4 --set run.steps=200 --set run.warmup_steps=10
-  run "$n" 1 inputs/strong_8gpu.yaml "strong_total8_steps200_omp1_np$n.json" \
-    --set streams.total=8 --set run.steps=200 --set run.warmup_steps=10
+  run "$n" 1 inputs/weak_8gpu.yaml "weak_perrank4_steps4000_omp1_np$n.json" \
+    --set streams.per_rank=4 --set run.steps=4000 --set run.warmup_steps=100
+  run "$n" 1 inputs/strong_8gpu.yaml "strong_total8_steps4000_omp1_np$n.json" \
+    --set streams.total=8 --set run.steps=4000 --set run.warmup_steps=100
 done
-run 1 2 inputs/sustained.yaml sustained_steps2000_np1.json \
-  --set run.steps=2000 --set run.diagnostics_every=200
+# 800,000 observations (8 streams x 100,000 steps) at r = 64 and at r = 128.
+run 1 2 inputs/sustained.yaml sustained_np1.json
+run 1 2 inputs/sustained.yaml sustained_r128_np1.json --set problem.rank=128
+# The seed's ladders at ALGORITHM.md's default rates (like for like).
+run 1 2 inputs/seed_d_ladder.yaml seed_d_ladder_np1.json
+run 1 2 inputs/seed_r_ladder.yaml seed_r_ladder_np1.json
+run 1 2 inputs/saturation.yaml saturation_np1.json
+run 1 2 inputs/long_run.yaml long_run_np1.json
 run 1 2 inputs/accuracy_drift.yaml accuracy_drift_np1.json
 run 1 2 inputs/ablation.yaml ablation_np1.json
+uptime
+fi
 
 py=/usr/bin/python3
 $py -m analysis.collect "$out" --csv results/all_runs.csv > results/all_runs.md
 $py -m analysis.scaling "$out"/weak_*.json "$out"/strong_*.json --out results/plots > results/scaling.md
-$py -m analysis.sweep "$out"/single_gpu_steps300*.json "$out"/rank_sweep_*.json --out results/plots > results/sweep.md
-$py -m analysis.stability "$out"/accuracy_drift_np1.json "$out"/ablation_np1.json "$out"/sustained_*.json \
+$py -m analysis.sweep "$out"/{single_gpu,single_gpu_sequential,rank_sweep,seed_d_ladder,seed_r_ladder}_np1.json \
+  --out results/plots > results/sweep.md
+$py -m analysis.saturation "$out"/saturation_np1.json --out results/plots > results/saturation.md
+$py -m analysis.stability "$out"/{accuracy_drift,ablation,sustained,sustained_r128,long_run}_np1.json \
   --out results/plots > results/stability.md
 $py -m analysis.breakdown "$out"/*_np*.json --out results/plots > results/breakdown.md
+# The page a collaborator sends (analysis.report), for this script's runs.
+rm -rf results/report
+$py -m analysis.report "$out"/{smoke_cpu_np2,single_gpu_np1,single_gpu_sequential_np1,rank_sweep_np1}.json \
+  "$out"/{weak_perrank4_steps4000_omp1,strong_total8_steps4000_omp1}_np{1,2}.json \
+  "$out"/{sustained,sustained_r128,seed_d_ladder,seed_r_ladder,saturation,long_run}_np1.json --out results/report
 # The accuracy map's files come from bench/run_accuracy_runs.sh (docs/ACCURACY.md).
 $py -m analysis.accuracy "$out"/accuracy_map_*.json --out results/plots > results/accuracy.md
 echo "done: $(ls "$out" | wc -l) result files, $(ls results/plots | wc -l) plots"

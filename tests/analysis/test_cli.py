@@ -8,7 +8,7 @@ import unittest
 
 import analysis_test_support as S
 
-COMMANDS = ["collect", "scaling", "sweep", "stability", "accuracy", "breakdown", "noise"]
+COMMANDS = ["collect", "scaling", "sweep", "saturation", "stability", "accuracy", "breakdown", "noise"]
 
 
 def run(args):

@@ -42,6 +42,7 @@ class MissingMatplotlibTest(S.TempDirTest):
     COMMANDS = [
         ("breakdown", [fixture("synthetic_breakdown.json")]),
         ("sweep", [fixture("synthetic_sweep_d.json")]),
+        ("saturation", [fixture("synthetic_saturation.json")]),
         ("scaling", [fixture("synthetic_weak_np1.json"), fixture("synthetic_weak_np2.json")]),
         ("stability", [fixture("synthetic_drift_np1.json")]),
     ]

@@ -7,6 +7,7 @@ import unittest
 import analysis_test_support as S
 import make_synthetic_fixtures as M
 from analysis import common as C
+from analysis import seed
 from analysis import sweep
 
 SWEEPS = ["synthetic_sweep_d.json", "synthetic_sweep_r.json", "synthetic_saturation.json"]
@@ -32,8 +33,15 @@ class SweepTest(S.TempDirTest):
         self.assertEqual(rc, 0, err)
         d = S.section(out, "# Throughput vs d")
         self.assertEqual(S.md_row_starting(d, "512"), ["512", "1", "2,000", "250", "1,600", "PASSED"])
+        self.assertNotIn("seed, GB10, PyTorch", d)  # r=16: the seed has no figure there
         r = S.section(out, "# Throughput vs r")
-        self.assertEqual(S.md_row_starting(r, "64"), ["64", "1", "600", "75", "480", "PASSED"])
+        # d=4096, r=64, 8 streams, float, one rank: the seed's 9,014 samples/s beside this code's 600.
+        self.assertEqual(S.md_row_starting(r, "64"), ["64", "1", "600", "9,014", "0.067", "75", "480", "PASSED"])
+        self.assertEqual(S.md_row_starting(r, "8"), ["8", "1", "3,000", "n/a", "n/a", "375", "2,400", "PASSED"])
+        self.assertEqual(S.md_rows(r)[0][:6], [
+            "r", "runs", "FOM (update samples/s), this code, Synthetic GPU X1", "seed, GB10, PyTorch (update samples/s)",
+            "this code / seed", "per-stream samples/s"])
+        self.assertIn("source: the project's issue 33 and COLLABORATION.md", r)
         sat = S.section(out, "# Saturation: FOM vs streams per rank")
         self.assertEqual(S.md_row_starting(sat, "4"), ["4", "4", "1", "1,000", "1,000", "250", "0.952", "PASSED"])
         self.assertEqual(S.md_row_starting(sat, "1")[6], "0.286")
@@ -80,13 +88,81 @@ class SweepTest(S.TempDirTest):
         self.assertEqual(rc, 0, err)
         self.assertEqual(sorted(os.listdir(self.tmp)),
                          ["sweep_saturation.png", "sweep_throughput_vs_d.png", "sweep_throughput_vs_r.png"])
-        self.assertPng(os.path.join(self.tmp, "sweep_throughput_vs_d.png"),
-                       ["Synthetic GPU X1 on synthetic-gpu-node-1", "git " + M.COMMIT_GPU])
-        self.assertPng(os.path.join(self.tmp, "sweep_throughput_vs_r.png"), ["Synthetic GPU X1"])
+        # The caption: machine, short commit and deck file.
+        short = "git %s |" % M.COMMIT_GPU[:12]
+        meta = self.assertPng(os.path.join(self.tmp, "sweep_throughput_vs_d.png"),
+                              ["Synthetic GPU X1 on synthetic-gpu-node-1", short, "deck: single_gpu.yaml"])
+        self.assertNotIn(M.COMMIT_GPU, meta["Description"])
+        self.assertPng(os.path.join(self.tmp, "sweep_throughput_vs_r.png"), ["Synthetic GPU X1", "deck: rank_sweep.yaml"])
         meta = self.assertPng(os.path.join(self.tmp, "sweep_saturation.png"),
-                              ["Synthetic GPU X2 on synthetic-gpu-node-2", "git " + M.COMMIT_GPU])
+                              ["Synthetic GPU X2 on synthetic-gpu-node-2", short])
         self.assertNotIn("X1", meta["Description"])
         self.assertIn("Figure: " + os.path.join(self.tmp, "sweep_saturation.png"), out)
+
+
+def seed_ladder_edit(ds, r, dtype="float", ranks=None):
+    """The d sweep fixture (1 rank, 8 streams, float, FOM 4000, 2000, 1000) moved
+    to the seed's configuration: d in `ds`, rank r, dtype; optionally 2 ranks."""
+    def edit(doc):
+        for run, d in zip(doc["runs"], ds):
+            run["resolved_deck"]["problem"].update(d=d, rank=r, dtype=dtype)
+            run["dtype"] = dtype
+            run["sweep_point"] = {"problem.d": d}
+            if ranks is not None:
+                run["decomposition"]["ranks"] = ranks
+    return edit
+
+
+class SeedColumnTest(S.TempDirTest):
+    def test_seed_figures(self):
+        self.assertEqual(seed.seed_figure(8192, 64, 8, "float"), 5210.0)
+        self.assertEqual(seed.seed_figure(2048, 64, 8, "float32"), 12794.0)
+        self.assertEqual(seed.seed_figure(8192, 32, 8, "float"), 9758.0)
+        self.assertEqual(seed.seed_figure(8192, 128, 8, "float"), 2444.0)
+        self.assertIsNone(seed.seed_figure(8192, 64, 8, "double"))
+        self.assertIsNone(seed.seed_figure(8192, 64, 16, "float"))
+        self.assertIsNone(seed.seed_figure(8192, 48, 8, "float"))
+        self.assertIsNone(seed.seed_figure(1024, 64, 8, "float"))
+        self.assertEqual(seed.label(), "seed, GB10, PyTorch")
+        self.assertEqual(seed.ladder("d", 64), [(2048, 12794.0), (4096, 9014.0), (8192, 5210.0), (16384, 2654.0)])
+        self.assertEqual(seed.ladder("r", 8192), [(32, 9758.0), (64, 5210.0), (128, 2444.0)])
+        self.assertEqual(seed.SUSTAINED["observations"], 800000)
+
+    def test_a_float_run_at_the_seed_point_gets_its_figure(self):
+        path = self.variant("synthetic_sweep_d.json", "seed_d.json", seed_ladder_edit((2048, 8192, 16384), 64))
+        recs = C.load_records([path])
+        self.assertEqual([seed.seed_figure_for(r) for r in recs], [12794.0, 5210.0, 2654.0])
+        rc, out, err = S.run_main(sweep, [path, "--no-plots"])
+        self.assertEqual(rc, 0, err)
+        d = S.section(out, "# Throughput vs d")
+        header = S.md_rows(d)[0]
+        self.assertEqual(header[2:5], ["FOM (update samples/s), this code, Synthetic GPU X1",
+                                       "seed, GB10, PyTorch (update samples/s)", "this code / seed"])
+        self.assertEqual(S.md_row_starting(d, "8192")[:5], ["8192", "1", "2,000", "5,210", "%.3f" % (2000 / 5210)])
+        self.assertEqual(S.md_row_starting(d, "16384")[:5], ["16384", "1", "1,000", "2,654", "0.377"])
+        self.assertEqual(out.count("Seed figures (seed, GB10, PyTorch)"), 1)
+        self.assertEqual(sweep.seed_points(sweep.curves(recs, "d", ("d",)), "d"), [(64, seed.ladder("d", 64))])
+
+    def test_no_seed_figure_for_double_another_rank_or_two_ranks(self):
+        for name, edit in (("double.json", seed_ladder_edit((2048, 8192, 16384), 64, dtype="double")),
+                           ("r48.json", seed_ladder_edit((2048, 8192, 16384), 48)),
+                           ("np2.json", seed_ladder_edit((2048, 8192, 16384), 64, ranks=2))):
+            path = self.variant("synthetic_sweep_d.json", name, edit)
+            recs = C.load_records([path])
+            self.assertEqual([seed.seed_figure_for(r) for r in recs], [None, None, None], name)
+            rc, out, err = S.run_main(sweep, [path, "--no-plots"])
+            self.assertEqual(rc, 0, err)
+            self.assertNotIn("seed, GB10", out, name)
+            self.assertEqual(S.md_row_starting(out, "8192")[:4], ["8192", "1", "2,000", "250"], name)
+            self.assertEqual(sweep.seed_points(sweep.curves(recs, "d", ("d",)), "d"), [], name)
+
+    def test_png_with_seed_points(self):
+        path = self.variant("synthetic_sweep_d.json", "seed_d.json", seed_ladder_edit((2048, 8192, 16384), 64))
+        out_dir = os.path.join(self.tmp, "out")
+        rc, _out, err = S.run_main(sweep, [path, "--out", out_dir])
+        self.assertEqual(rc, 0, err)
+        self.assertPng(os.path.join(out_dir, "sweep_throughput_vs_d.png"),
+                       ["Synthetic GPU X1 on synthetic-gpu-node-1", "deck: single_gpu.yaml"])
 
 
 def kernel_edit(update, block_size, foms, concurrency=None, reorthonormalize="never"):
@@ -154,7 +230,7 @@ class BlockedVsSequentialTest(S.TempDirTest):
         self.assertEqual(rc, 0, err)
         path = os.path.join(out_dir, "sweep_blocked_vs_sequential_vs_d.png")
         self.assertIn("Figure: " + path, out)
-        meta = self.assertPng(path, ["Synthetic GPU X1 on synthetic-gpu-node-1", "git " + M.COMMIT_GPU])
+        meta = self.assertPng(path, ["Synthetic GPU X1 on synthetic-gpu-node-1", "git " + M.COMMIT_GPU[:12]])
         self.assertIn("Blocked vs sequential update kernel: throughput vs d", meta["Title"])
         self.assertEqual(sorted(os.listdir(out_dir)), ["sweep_blocked_vs_sequential_vs_d.png",
                                                       "sweep_throughput_vs_d.png"])
