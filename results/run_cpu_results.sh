@@ -17,7 +17,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=results/cpu
 mkdir -p "$out" results/plots
 rm -f results/plots/{scaling,stability,sweep,breakdown,saturation}_*.png results/plots/accuracy_*.png
-tables_only=0
+tables_only=0 failed_runs=()
 [[ "${1:-}" == --tables ]] && tables_only=1
 if ((!tables_only)); then
 source scripts/common.sh   # bootstrap + build the openmp preset; sets mpi_flags, build_dir
@@ -37,7 +37,11 @@ run() {
   echo "== OMP_NUM_THREADS=$threads mpirun -np $n $app $deck --output $out/$file $*"
   OMP_NUM_THREADS=$threads OMP_PROC_BIND=false \
     mpirun -np "$n" "${mpi_flags[@]}" -x OMP_NUM_THREADS -x OMP_PROC_BIND \
-    "$app" "$deck" --output "$out/$file" "$@"
+    "$app" "$deck" --output "$out/$file" "$@" || {
+    local rc=$?
+    echo "== exit status $rc: $out/$file (a failed verdict still writes its result; the runs go on)"
+    failed_runs+=("$file (exit $rc)")
+  }
 }
 
 run 2 1 inputs/smoke_cpu.yaml smoke_cpu_np2.json
@@ -82,3 +86,7 @@ $py -m analysis.report "$out"/{smoke_cpu_np2,single_gpu_np1,single_gpu_sequentia
 # The accuracy map's files come from bench/run_accuracy_runs.sh (docs/ACCURACY.md).
 $py -m analysis.accuracy "$out"/accuracy_map_*.json --out results/plots > results/accuracy.md
 echo "done: $(ls "$out" | wc -l) result files, $(ls results/plots | wc -l) plots"
+if ((${#failed_runs[@]})); then
+  printf 'runs that exited non-zero: %s\n' "${failed_runs[@]}" >&2
+  exit 1
+fi
