@@ -8,8 +8,11 @@ Runs are repeats of one configuration only when everything that changes their
 performance agrees: the problem and decomposition fields each command keys on,
 and the *configuration* fields (CONFIGURATION_FIELDS, Record.configuration):
 the update kernel, block size, block GEMM, re-orthonormalization, the
-precision solve, the Kokkos backend and its concurrency. Fields that older
-result files lack get the defaults documented in Record.
+precision solve, the Kokkos backend and its concurrency; and the *deck
+fields* (Record.deck_fields): the deck file's name and every other setting
+of resolved_deck.algorithm (the rates eta_*, gamma, ...), so that runs of
+two decks, or of one deck at two rates, are never one median. Fields that
+older result files lack get the defaults documented in Record.
 """
 
 import csv
@@ -55,7 +58,7 @@ def machine_label(env):
     execution space is a GPU space, else the CPU model."""
     space = str(env.get("kokkos_default_execution_space", ""))
     gpus = env.get("gpus") or []
-    if any(s in space for s in GPU_SPACES):
+    if is_gpu_run(env):
         models = list(OrderedDict.fromkeys(str(g.get("model", "?")) for g in gpus))
         return " / ".join(models) if models else space + " device"
     cpu = str(env.get("cpu_model", "")).strip()
@@ -68,14 +71,45 @@ def is_gpu_run(env):
     return any(s in space for s in GPU_SPACES)
 
 
-def machine_with_cores(env):
-    """machine_label(), with the CPU's cores (environment.cpu_cores_online)
-    when the run's kernels ran on the CPU: "Intel(R) Xeon(R) Processor, 2 cores"."""
+def _count(v):
+    """An integer JSON value (not a boolean) >= 1, else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 1 else None
+
+
+def run_threads(env):
+    """The threads per rank of a run on a host backend: Kokkos' default
+    execution space's concurrency (environment.kokkos_default_concurrency,
+    or, where that is absent, environment.ranks[].concurrency when every rank
+    has the same); None when not recorded."""
+    threads = _count(env.get("kokkos_default_concurrency"))
+    if threads is None:
+        ranks = env.get("ranks") if isinstance(env.get("ranks"), list) else []
+        values = {_count(r.get("concurrency")) for r in ranks if isinstance(r, dict)}
+        threads = values.pop() if len(values) == 1 else None
+    return threads
+
+
+def machine_with_cores(env, ranks=None):
+    """machine_label(), with what the run used when its kernels ran on the
+    CPU: its MPI ranks (`ranks`, the run's decomposition.ranks; else the
+    length of environment.ranks) x the threads per rank (run_threads),
+    "Intel(R) Xeon(R) Processor, 2 ranks x 1 thread". Not the machine's
+    cores (environment.cpu_cores_online): a run may use fewer. What a file
+    does not record is left out ("..., 2 ranks"; just the model when
+    neither is recorded); a GPU run is its GPU model."""
     text = machine_label(env)
-    cores = env.get("cpu_cores_online")
-    if not is_gpu_run(env) and isinstance(cores, int) and not isinstance(cores, bool):
-        text += ", %d core%s" % (cores, "" if cores == 1 else "s")
-    return text
+    if is_gpu_run(env):
+        return text
+    if _count(ranks) is None:
+        listed = env.get("ranks")
+        ranks = len(listed) if isinstance(listed, list) and listed else None
+    threads = run_threads(env)
+    parts = []
+    if ranks is not None:
+        parts.append("%d rank%s" % (ranks, "" if ranks == 1 else "s"))
+    if threads is not None:
+        parts.append("%d thread%s" % (threads, "" if threads == 1 else "s"))
+    return text + (", " + " x ".join(parts) if parts else "")
 
 
 def kernel_from_deck(alg):
@@ -90,6 +124,48 @@ def kernel_from_deck(alg):
     every = alg.get("reorthonormalize_every")
     return {"update": "blocked" if blocked else "sequential", "block_size": k if blocked else 1, "block_gemm": None,
             "reorthonormalize": "every %d steps" % every if isinstance(every, int) and every > 0 else "never"}
+
+
+def accuracy_note(text):
+    """What a PASSED verdict adds about the accuracy, from
+    runs[].verification.accuracy: "" for "checked" (every accuracy check
+    judged) and for None (older files do not record it: nothing is said);
+    "accuracy not checked" for "not checked (...)" (run.accuracy:
+    throughput_only); "accuracy not judged: ..." for "not judged; ..." (no
+    check could be judged); "accuracy partly judged: <text>" otherwise
+    ("clamped steps only; the source has no truth to track")."""
+    if text is None or text == "checked":
+        return ""
+    if text.startswith("not checked"):
+        return "accuracy not checked"
+    if text.startswith("not judged"):
+        return "accuracy not judged: " + text[len("not judged"):].lstrip(";: ")
+    return "accuracy partly judged: " + text
+
+
+# The kinds of accuracy verdict of a PASSED run (accuracy_kind), in the order
+# summaries name them.
+ACCURACY_KINDS = OrderedDict([
+    ("checked", "PASSED with accuracy checked"),
+    ("not checked", "PASSED throughput-only (accuracy not checked)"),
+    ("partly", "PASSED with accuracy partly judged"),
+    ("not judged", "PASSED with accuracy asked for but not judged"),
+    ("not recorded", "PASSED, accuracy verdict not recorded (older files)"),
+])
+
+
+def accuracy_kind(text):
+    """The ACCURACY_KINDS key of a runs[].verification.accuracy text (None:
+    not recorded)."""
+    if text is None:
+        return "not recorded"
+    if text == "checked":
+        return "checked"
+    if text.startswith("not checked"):
+        return "not checked"
+    if text.startswith("not judged"):
+        return "not judged"
+    return "partly"
 
 
 def not_recorded(v):
@@ -193,6 +269,39 @@ def check_series_entry(entry, where):
 # on a GPU.
 CONFIGURATION_FIELDS = ("kernel", "block size", "block GEMM", "reorthonormalize", "precision solve", "backend",
                         "concurrency")
+# Key fields that headings and legends name only where they differ between
+# the groups or curves shown; the others are said once ("Every curve: ...").
+SHOWN_WHEN_VARYING = ("mode",) + CONFIGURATION_FIELDS
+
+# The deck fields of a key (Record.deck_fields): the deck file's name and the
+# settings of resolved_deck.algorithm that no other key field holds, each as
+# "algorithm.<name>". Named in headings and legends only where they differ.
+DECK_FIELD = "deck"
+ALGORITHM_PREFIX = "algorithm."
+# resolved_deck.algorithm settings already in the key under another name: the
+# variant ("algorithm"), the precision solve and the kernel's block size and
+# re-orthonormalization (runs[].kernel, or kernel_from_deck).
+ALGORITHM_IN_KEY = ("covariance_update", "subspace_direction", "precision_solve", "block_size",
+                    "reorthonormalize_every")
+
+
+def is_deck_field(name):
+    return name == DECK_FIELD or name.startswith(ALGORITHM_PREFIX)
+
+
+def algorithm_settings(alg, r):
+    """(("algorithm.<name>", value text), ...) of resolved_deck.algorithm, by
+    name, less ALGORITHM_IN_KEY. init_samples, unset in a deck, resolves to
+    2 r, so it follows r along a rank sweep: written "2r" where it is 2 r,
+    and a sweep over r is one curve."""
+    out = []
+    for name in sorted(alg):
+        if name in ALGORITHM_IN_KEY:
+            continue
+        v = alg[name]
+        text = "2r" if name == "init_samples" and v == 2 * r and not isinstance(v, bool) else compact(v)
+        out.append((ALGORITHM_PREFIX + name, text))
+    return tuple(out)
 
 
 class Record:
@@ -210,7 +319,8 @@ class Record:
     kernel.block_gemm -> None; no kernel.block_size_from -> "deck"; no
     algorithm.precision_solve -> "dense" (the only solve before the
     maintained one); no environment.kokkos_default_concurrency -> None; no
-    environment.kokkos_default_execution_space -> "" (shown as "n/a")."""
+    environment.kokkos_default_execution_space -> "" (shown as "n/a"); no
+    verification.accuracy -> None (nothing said about the accuracy)."""
 
     def __init__(self, path, doc, index):
         w = "runs[%d]" % index
@@ -267,6 +377,7 @@ class Record:
         self.algorithm = "%s/%s" % (field(alg, "covariance_update", "string", wa, "exact"),
                                     field(alg, "subspace_direction", "string", wa, "precision"))
         self.precision_solve = field(alg, "precision_solve", "string", wa, "dense")
+        self.algorithm_settings = algorithm_settings(alg, self.r)
         kernel = field(run, "kernel", ("object", "null"), w, None)
         wk = w + ".kernel"
         if kernel is None:
@@ -325,6 +436,8 @@ class Record:
         wv = w + ".verification"
         ver = field(run, "verification", "object", w)
         self.passed = field(ver, "passed", "boolean", wv)
+        # What the accuracy checks covered ("checked", "not checked (...)", "clamped steps only; ...").
+        self.accuracy_text = field(ver, "accuracy", "string", wv, None)
         self.failed_checks = []
         for i, c in enumerate(field(ver, "checks", "array", wv)):
             wc = "%s.checks[%d]" % (wv, i)
@@ -348,11 +461,17 @@ class Record:
             self.precision_solve, self.backend or "n/a", not_recorded(self.concurrency))))
 
     @property
+    def deck_fields(self):
+        """(field, value) pairs of the deck fields, as text, for keys: the
+        deck file's name and algorithm_settings()."""
+        return ((DECK_FIELD, self.deck_name),) + self.algorithm_settings
+
+    @property
     def machine_text(self):
         """The device in words for table headings: the GPU model, or the CPU
-        model and its cores (environment.cpu_cores_online, when recorded),
-        e.g. "Intel(R) Xeon(R) Processor, 2 cores"."""
-        return machine_with_cores(self.env)
+        model with the run's ranks and threads per rank (machine_with_cores),
+        e.g. "Intel(R) Xeon(R) Processor, 2 ranks x 1 thread"."""
+        return machine_with_cores(self.env, self.ranks)
 
     @property
     def sweep_label(self):
@@ -361,8 +480,18 @@ class Record:
         return ", ".join("%s=%s" % (k, compact(v)) for k, v in self.sweep_point.items())
 
     @property
+    def accuracy_note(self):
+        """accuracy_note() of this run's verification.accuracy."""
+        return accuracy_note(self.accuracy_text)
+
+    @property
     def verification(self):
+        """PASSED or FAILED; a PASSED run whose accuracy was not (fully)
+        checked says so, "PASSED (accuracy not checked)"; "(interrupted)"
+        follows for an interrupted file."""
         text = "PASSED" if self.passed else "FAILED"
+        if self.passed and self.accuracy_note:
+            text += " (%s)" % self.accuracy_note
         if self.status != "completed":
             text += " (%s)" % self.status
         return text
@@ -486,7 +615,8 @@ def load_records(paths, validate=False, skipped=None):
 #
 # Runs are comparable for scaling when they differ only in the number of MPI
 # ranks: same mode, d, r, dtype, timed steps, algorithm variant, configuration
-# (CONFIGURATION_FIELDS) and device model, and the same streams per rank (weak)
+# (CONFIGURATION_FIELDS), deck fields (Record.deck_fields: deck file and
+# algorithm settings) and device model, and the same streams per rank (weak)
 # or total streams (strong). Repeats at one rank count are summarized by the
 # median FOM. With N0 the smallest rank count of the group and F(N) the FOM
 # (update samples/s over all ranks):
@@ -507,11 +637,30 @@ def scaling_key(rec):
         streams = ("total streams", str(rec.streams_total))
     return ((("mode", rec.mode), ("d", str(rec.d)), ("r", str(rec.r)), ("dtype", rec.dtype), streams,
              ("steps", str(rec.steps)), ("algorithm", rec.algorithm)) + rec.configuration
-            + (("device", rec.machine),))
+            + rec.deck_fields + (("device", rec.machine),))
 
 
 def key_text(key, skip=()):
     return ", ".join("%s=%s" % (k, v) for k, v in key if k not in skip)
+
+
+def key_fields(keys):
+    """The field names of `keys`, in order of first appearance: keys of
+    records with different resolved_deck.algorithm settings (an older file
+    lacks some) need not have the same fields."""
+    return tuple(OrderedDict.fromkeys(f for k in keys for f, _v in k))
+
+
+def deck_fields(keys):
+    """The deck fields (is_deck_field) among the fields of `keys`."""
+    return tuple(f for f in key_fields(keys) if is_deck_field(f))
+
+
+def label_skip(keys, fields=SHOWN_WHEN_VARYING):
+    """The fields a heading or legend of one of `keys` leaves out: those of
+    `fields` and the deck fields that have one value in all `keys` (a field
+    a key lacks counts as another value)."""
+    return constant_fields(keys, tuple(fields) + deck_fields(keys))
 
 
 def constant_fields(keys, fields):
@@ -531,6 +680,17 @@ def shared_text(keys, fields):
     """'name=value, ...' of the constant `fields` of (non-empty) `keys`; '' for none."""
     constant = constant_fields(keys, fields)
     return key_text([kv for kv in keys[0] if kv[0] in constant])
+
+
+def unique_name(base, used):
+    """base, or base_2, base_3, ... when `used` (the names taken so far; the
+    new one is added) already holds it (slug() shortens long names, so two
+    figures' names may meet)."""
+    name, n = base, 2
+    while name in used:
+        name, n = "%s_%d" % (base, n), n + 1
+    used.add(name)
+    return name
 
 
 def slug(text):
@@ -565,11 +725,20 @@ def without_fom_note(records):
 def verification_summary(records):
     """PASSED, or how many of the records failed their verification and how
     many were interrupted (status "interrupted": stopped by a signal, the
-    result describes the state at the stop), e.g. "interrupted (1 of 3)"."""
+    result describes the state at the stop), e.g. "interrupted (1 of 3)".
+    PASSED says what the accuracy checks covered where they did not cover
+    everything (Record.accuracy_note): "PASSED (accuracy not checked)" when
+    every run says so, else "PASSED (accuracy checked in 1 of 3)"."""
     failed = sum(1 for r in records if not r.passed)
     stopped = sum(1 for r in records if r.status != "completed")
     if not failed and not stopped:
-        return "PASSED"
+        notes = [r.accuracy_note for r in records]
+        if not any(notes):
+            return "PASSED"
+        if len(set(notes)) == 1:
+            return "PASSED (%s)" % notes[0]
+        checked = sum(1 for r in records if r.accuracy_text == "checked")
+        return "PASSED (accuracy checked in %d of %d)" % (checked, len(records))
     parts = []
     if failed:
         parts.append("FAILED (%d of %d)" % (failed, len(records)))
@@ -577,6 +746,18 @@ def verification_summary(records):
         statuses = sorted({r.status for r in records if r.status != "completed"})
         parts.append("%s (%d of %d)" % ("/".join(statuses), stopped, len(records)))
     return ", ".join(parts)
+
+
+def passed_counts(records):
+    """[(ACCURACY_KINDS text, count)] of the PASSED, completed runs, by what
+    their accuracy checks covered (accuracy_kind); the first two kinds
+    always, the others where they occur; and ("not (failed or interrupted)", count)."""
+    ok = [r for r in records if r.passed and r.status == "completed"]
+    counts = OrderedDict((k, 0) for k in ACCURACY_KINDS)
+    for r in ok:
+        counts[accuracy_kind(r.accuracy_text)] += 1
+    out = [(ACCURACY_KINDS[k], n) for k, n in counts.items() if n or k in ("checked", "not checked")]
+    return out + [("not PASSED (failed or interrupted)", len(records) - len(ok))]
 
 
 class ScalingPoint:
@@ -654,16 +835,28 @@ SATURATION_FRACTION = 0.9
 def curve_key(rec, without):
     """The key of the sweep curve a run belongs to: d, r, dtype, stream mode,
     ranks, total streams, timed steps, algorithm variant, the configuration
-    fields and the device, less the fields named in `without` (the swept one).
-    block_size: auto resolves k from d and r, so a curve over d or r keys on
-    the setting "auto"; curves() keeps the repeats at one point apart by the
-    resolved k."""
+    fields, the deck fields (the deck file and its algorithm settings: two
+    decks, or one at two rates, are two curves) and the device, less the
+    fields named in `without` (the swept one). block_size: auto resolves k
+    from d and r, so a curve over d or r keys on the setting "auto";
+    curves() keeps the repeats at one point apart by the resolved k."""
     configuration = tuple((f, "auto" if f == "block size" and rec.block_size_from == "auto" else v)
                           for f, v in rec.configuration)
     items = ((("d", str(rec.d)), ("r", str(rec.r)), ("dtype", rec.dtype), ("mode", rec.mode),
               ("ranks", str(rec.ranks)), ("total streams", str(rec.streams_total)), ("steps", str(rec.steps)),
-              ("algorithm", rec.algorithm)) + configuration + (("device", rec.machine),))
+              ("algorithm", rec.algorithm)) + configuration + rec.deck_fields + (("device", rec.machine),))
     return tuple(kv for kv in items if kv[0] not in without)
+
+
+# The sweep_point key of a deck that sweeps the streams per rank (e.g.
+# inputs/saturation.yaml): its runs are analysis.saturation's, not sweep's.
+STREAMS_SWEEP = "streams.per_rank"
+
+
+def is_streams_sweep(rec):
+    """True for a run of a sweep over streams.per_rank (its sweep_point
+    names it): a saturation sweep, for analysis.saturation."""
+    return STREAMS_SWEEP in rec.sweep_point
 
 
 class Curve:
@@ -891,13 +1084,22 @@ def pyplot():
 SHORT_COMMIT = 12
 
 
+def commit_text(rec, short=False):
+    """The run's git commit (short: SHORT_COMMIT hex digits), with " (DIRTY)"
+    where the build's tree had uncommitted changes (environment.git_dirty)."""
+    commit = rec.git_commit[:SHORT_COMMIT] if short else rec.git_commit
+    return commit + (" (DIRTY)" if rec.env.get("git_dirty") is True else "")
+
+
 def provenance(records, max_items=3, decks=False):
-    """'machine: <device> on <host>; ... | git <commit>, ...' for a caption.
-    decks=True: the CPU's cores after a CPU model, the commit shortened to
-    SHORT_COMMIT hex digits, and ' | deck: <deck file names>' added."""
-    machine = machine_with_cores if decks else machine_label
-    machines = list(OrderedDict.fromkeys("%s on %s" % (machine(r.env), r.hostname) for r in records))
-    commits = list(OrderedDict.fromkeys(r.git_commit[:SHORT_COMMIT] if decks else r.git_commit for r in records))
+    """'machine: <device> on <host>; ... | git <commit>, ...' for a caption
+    (a commit built from a tree with uncommitted changes marked DIRTY).
+    decks=True: the run's ranks x threads per rank after a CPU model
+    (Record.machine_text), the commit shortened to SHORT_COMMIT hex digits,
+    and ' | deck: <deck file names>' added."""
+    machines = list(OrderedDict.fromkeys("%s on %s" % (r.machine_text if decks else r.machine, r.hostname)
+                                         for r in records))
+    commits = list(OrderedDict.fromkeys(commit_text(r, short=decks) for r in records))
 
     def join(items):
         if len(items) <= max_items:
@@ -912,7 +1114,7 @@ def provenance(records, max_items=3, decks=False):
 
 def save_figure(fig, path, title, records, decks=False, tight=False):
     """Adds the title and the provenance caption (machine, host, git commit;
-    decks=True: the CPU's cores, the short commit and the deck files, see
+    decks=True: the ranks x threads, the short commit and the deck files, see
     provenance()), saves a PNG with the same text in its metadata, and closes
     the figure. tight=True: the PNG is cut to what is drawn (bbox_inches
     "tight"), so that a legend outside the axes stays on the canvas."""

@@ -7,10 +7,13 @@ figures beside it.
 The page starts with every warning (a file built from a tree with
 uncommitted changes, files of different commits, failed or interrupted
 runs, failed checks, the runs' own warnings, files skipped), a table of
-every run, the throughput figure, the scaling efficiencies (where the inputs
+every run (a PASSED run whose accuracy was not checked, or only in part,
+says so), the throughput figure, the scaling efficiencies (where the inputs
 hold a weak or strong series at two or more rank counts: analysis.scaling's
-groups, tables and figures), the throughput sweeps (analysis.sweep's
-figures) and the diagnostics time series (analysis.stability's figures).
+sections), the streams-per-device saturation (the runs of a
+streams.per_rank sweep: analysis.saturation's section), the throughput
+sweeps over d and r (analysis.sweep's figures) and the diagnostics time
+series (analysis.stability's figures).
 Then, per result file: the exact command, deck, time, hardware, software and
 git commit; and per run (sweep point): the configuration, throughput,
 numerical-stability diagnostics, memory, accuracy (truth-based and
@@ -34,7 +37,7 @@ from collections import OrderedDict
 
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from analysis import breakdown, scaling, stability, sweep
+from analysis import breakdown, saturation, scaling, stability, sweep
 from analysis import common as C
 
 NOT_RECORDED = "not recorded"
@@ -125,11 +128,6 @@ def field_table(rows):
 # Per file: invocation, hardware, software, git
 
 
-def commit_text(rec):
-    dirty = get(rec.env, "git_dirty", "boolean", "environment")
-    return rec.git_commit + (" (DIRTY)" if dirty is True else "")
-
-
 def invocation(rec):
     doc = rec.document
     cmd = get(doc, "command_line", "array", "")
@@ -212,7 +210,7 @@ def hardware(rec):
     env = rec.env
     hosts, devices = rank_devices(env)
     space = rec.backend or NOT_RECORDED
-    where = "a GPU" if any(s in space for s in C.GPU_SPACES) else "the host CPU"
+    where = "a GPU" if C.is_gpu_run(env) else "the host CPU"
     rows = [
         ("host name (rank 0)", rec.hostname, "environment.hostname"),
         ("hosts of the ranks", hosts, "environment.ranks[].hostname"),
@@ -754,11 +752,9 @@ class Figures:
 
 
 def caption(records):
-    """Machine, commit and deck of the records a figure shows."""
-    machines = list(OrderedDict.fromkeys("%s on %s" % (r.machine, r.hostname) for r in records))
-    commits = list(OrderedDict.fromkeys(commit_text(r) for r in records))
-    decks = list(OrderedDict.fromkeys(r.deck_path for r in records))
-    return "Machine: %s. Commit: %s. Deck: %s." % (listed(machines, 8), listed(commits, 8), listed(decks, 8))
+    """Machine, commit and deck of the records a figure shows: the figures'
+    own caption (C.provenance), up to 8 of each."""
+    return C.provenance(records, max_items=8, decks=True) + "."
 
 
 def plot_throughput(records, out_dir):
@@ -806,67 +802,69 @@ def plot_throughput(records, out_dir):
     return C.save_figure(fig, os.path.join(out_dir, THROUGHPUT_FIGURE), title, records), title
 
 
-def scaling_section(groups, out_dir, plots, figures):
+def scaling_section(records, out_dir, plots, figures):
     """The weak and strong series at two or more rank counts: analysis.scaling's
-    tables and figures; returns (lines, checksum reports that disagree)."""
+    sections (scaling.analyse: the same grouping, tables, checksum check and
+    figures); returns (lines, checksum reports that disagree)."""
+    def figure_text(paths, g, which, shown):
+        out = []
+        for path, what in zip(paths, ("throughput vs ranks", "parallel efficiency vs ranks")):
+            out += figures.add(path, "%s scaling, %s: %s" % (which.capitalize(), what, scaling.describe(g, shown)),
+                               g.records)
+        return out
+    text, _groups, reports, _paths = scaling.analyse(records, out_dir, plots=plots, level=3,
+                                                     figure_text=figure_text, series_only=True)
     lines = ["## Scaling efficiency", ""]
-    mismatches, used, any_series = [], set(), False
-    for which in ("strong", "weak"):
-        gs, shown, shared = scaling.mode_series(groups, which)
-        series = [g for g in gs if g.has_baseline]
-        if not series:
-            continue
-        any_series = True
-        lines += ["Efficiency (%s): %s" % (which, {
-            "strong": "speedup / rank ratio = (FOM(N)/FOM(N0)) / (N/N0), N0 the smallest rank count.",
-            "weak": "per-rank throughput ratio = (FOM(N)/N) / (FOM(N0)/N0), N0 the smallest rank count."}[which]),
-            ""]
-        if shared:
-            lines += ["Configuration of every %s-mode series: %s." % (which, shared), ""]
-        for g in series:
-            lines += ["### %s scaling: %s on %s" % (which.capitalize(), scaling.describe(g, shown),
-                                                    dict(g.key)["device"]), "",
-                      scaling.base_note(g), "", scaling.group_table(g), ""]
-            note = C.without_fom_note(g.records)
-            if note:
-                lines += [note, ""]
-            if which == "strong":
-                rep = C.check_checksums(g)
-                if not rep.ok:
-                    mismatches.append(rep)
-                lines += ["Per-stream checksums across rank counts: " + rep.message.replace("\n", "; "), ""]
-            if plots:
-                paths = scaling.plot_group(g, out_dir, scaling.figure_name(g, shown, used), shown)
-                for path, what in zip(paths, ("throughput vs ranks", "parallel efficiency vs ranks")):
-                    lines += figures.add(path, "%s scaling, %s: %s" % (which.capitalize(), what,
-                                                                       scaling.describe(g, shown)), g.records)
-    if not any_series:
+    if text:
+        lines += text.splitlines() + [""]
+    else:
         lines += ["No weak or strong series at two or more rank counts in the inputs (runs that differ only in "
                   "the MPI rank count, grouped as analysis.scaling does): no scaling efficiency.", ""]
-    return lines, mismatches
+    return lines, [r for r in reports if not r.ok]
+
+
+def saturation_section(records, out_dir, plots, figures):
+    """The runs of a streams.per_rank sweep (C.is_streams_sweep):
+    analysis.saturation's section (its tables, saturation point, memory per
+    stream and figures); [] when the inputs hold none."""
+    runs = [r for r in records if C.is_streams_sweep(r)]
+    if not runs:
+        return []
+    lines = ["## Streams-per-device saturation", "",
+             "Runs of a streams.per_rank sweep (%s), as `python3 -m analysis.saturation` shows them." % listed(
+                 code(f) for f in OrderedDict.fromkeys(r.file for r in runs)), ""]
+    if not saturation.saturation_curves(runs):
+        return lines + ["No curve: no runs among them differ only in the streams per rank.", ""]
+
+    def figure_text(path, sat):
+        k = dict(sat.key)
+        return figures.add(path, "Streams-per-device saturation: d=%s, r=%s, %s" % (k["d"], k["r"], k["dtype"]),
+                           sat.records)
+    text, _sats, _paths = saturation.analyse(runs, out_dir, plots=plots, level=2, figure_text=figure_text)
+    # Its own heading is the section's.
+    return lines + text.splitlines()[2:] + [""]
 
 
 def sweep_section(records, out_dir, figures):
-    """analysis.sweep's figures (throughput vs d, vs r, streams saturation,
-    blocked vs sequential), where the inputs hold such curves."""
+    """analysis.sweep's figures (throughput vs d, vs r, blocked vs
+    sequential), where the inputs hold such curves; sweep leaves the runs of
+    a streams.per_rank sweep to the saturation section."""
     _text, found, paths = sweep.analyse(records, out_dir, plots=True)
     if not paths:
         return []
     lines = ["## Throughput sweeps", "",
-             "Curves of runs that differ only in d, in r or in the streams per rank (analysis.sweep; its tables: "
-             "`python3 -m analysis.sweep` on the same files).", ""]
+             "Curves of runs that differ only in d or in r (analysis.sweep; its tables: `python3 -m analysis.sweep` "
+             "on the same files).", ""]
     # sweep.analyse draws one figure per section with curves, in its order,
     # each followed by its blocked vs sequential figure when it has one.
     sections = [(name, [r for c in cs for r in c.records]) for name, cs in found.items() if cs]
-    everything = [r for _n, rs in sections for r in rs]
     k = -1
     for path in paths:
-        if not os.path.basename(path).startswith("sweep_blocked_vs_sequential") or k < 0:
+        pair = os.path.basename(path).startswith("sweep_blocked_vs_sequential")
+        if not pair:
             k += 1
-        name, recs = sections[k] if k < len(sections) else ("throughput sweep", everything)
-        title = name if not os.path.basename(path).startswith("sweep_blocked_vs_sequential") else (
-            "Blocked vs sequential update kernel (%s)" % name)
-        lines += figures.add(path, title, recs)
+        name, recs = sections[k]
+        lines += figures.add(path, name if not pair else "Blocked vs sequential update kernel (%s)" % name, recs)
     return lines
 
 
@@ -883,7 +881,7 @@ def stability_section(records, out_dir, figures):
 def build(records, out_dir, plots, skipped, argv):
     """The page's text; draws the figures (plots) first, so that a missing
     matplotlib stops before anything is written."""
-    groups = C.assign_efficiencies(records)
+    C.assign_efficiencies(records)
     files = by_file(records)
     numbers = {id(r): k + 1 for k, r in enumerate(records)}
     # Every file's and run's section first: they read (and check) every
@@ -905,21 +903,20 @@ def build(records, out_dir, plots, skipped, argv):
     if plots:
         path, title = plot_throughput(records, out_dir)
         figure_lines = figures.add(path, title, records)
-    scaling_lines, mismatches = scaling_section(groups, out_dir, plots, figures)
-    extra = []
+    scaling_lines, mismatches = scaling_section(records, out_dir, plots, figures)
+    extra = saturation_section(records, out_dir, plots, figures)
     if plots:
         extra += sweep_section(records, out_dir, figures)
         extra += stability_section(records, out_dir, figures)
 
-    passed = sum(1 for r in records if r.passed and r.status == "completed")
+    counts = "; ".join("%d %s" % (n, what) for what, n in C.passed_counts(records))
     warnings = page_warnings(records, files, skipped, mismatches)
     lines = [
         "# mosaic_miniapp results report", "",
-        "Made by `python3 -m analysis.report %s` from %d result file(s), %d run(s): %d PASSED, %d not "
-        "(failed or interrupted). Every value below is read from the result files (`docs/result.schema.json`); "
-        "the field it comes from is named beside it, and a field a file does not hold is \"%s\"." % (
-            " ".join(shlex.quote(a) for a in argv), len(files), len(records), passed, len(records) - passed,
-            NOT_RECORDED), "",
+        "Made by `python3 -m analysis.report %s` from %d result file(s), %d run(s): %s. Every value below is read "
+        "from the result files (`docs/result.schema.json`); the field it comes from is named beside it, and a field "
+        "a file does not hold is \"%s\"." % (
+            " ".join(shlex.quote(a) for a in argv), len(files), len(records), counts, NOT_RECORDED), "",
         "## Warnings", "",
     ]
     lines += ["- " + w for w in warnings] if warnings else ["None."]

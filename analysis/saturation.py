@@ -5,9 +5,11 @@ in one file or in several files are several curves).
 
 A curve is every set of runs that differ only in the streams per rank (same
 d, r, dtype, stream mode, rank count, timed steps, algorithm variant, the
-configuration fields of common.CONFIGURATION_FIELDS and device model; the
-curves of common.curves, as analysis.sweep's saturation section) with at
-least two stream counts; repeats at one stream count: the median FOM. Per
+configuration fields of common.CONFIGURATION_FIELDS, the deck fields [deck
+file, resolved_deck.algorithm settings] and device model; common.curves)
+with at least two stream counts; repeats at one stream count: the median
+FOM. This is the one analysis of such sweeps: analysis.sweep leaves their
+runs to it, and analysis.report's saturation section is this. Per
 curve, a Markdown table (stdout):
 
     streams/rank, total streams, runs,
@@ -35,8 +37,8 @@ order) in its file; otherwise it is an upper bound, written "<= ...".
 Figure per curve (unless --no-plots): the FOM (top, linear) and the FOM per
 stream (bottom, log) against streams per rank on a log2 axis, the saturation
 point a vertical line with its annotation, 90% of the best FOM a dotted
-line, and the seed project's figure at 8 streams where the curve is in its
-configuration (analysis/seed.py).
+line, and the seed project's figure at 8 streams where the curve's 8-stream
+point is in its configuration (seed.seed_figure_for).
 
     python3 -m analysis.saturation results/saturation.json --out figures/ [--no-plots]
 """
@@ -52,8 +54,6 @@ from analysis import common as C
 from analysis import seed as S
 
 FRACTION = C.SATURATION_FRACTION
-# Key fields named in a curve's heading only where they differ between the curves.
-SHOWN_WHEN_VARYING = ("mode",) + C.CONFIGURATION_FIELDS
 X_LABEL = "streams per rank (per device) [count]"
 DEFINITION = ("Saturation point: the smallest streams per rank whose FOM (update samples/s, all ranks; "
               "median of repeats) reaches %d%% of the largest FOM measured on the curve." % round(100 * FRACTION))
@@ -127,10 +127,9 @@ class Saturation:
         self.x = C.saturation_point(curve)
         self.best_x = next((p.x for p in self.points if p.fom == self.top), None)
         self.has_device = any(p.device_stream is not None for p in self.points)
-        rec = curve.records[0]
-        # The seed's 8 streams on one GB10, where this curve is in its configuration.
-        self.seed = S.seed_figure(rec.d, rec.r, S.STREAMS, rec.dtype) if rec.ranks == 1 else None
+        # The seed's 8 streams on one GB10, where the curve's 8-stream point is in its configuration.
         self.seed_point = next((p for p in self.points if p.streams_total == S.STREAMS), None)
+        self.seed = S.seed_figure_for(self.seed_point.records[0]) if self.seed_point is not None else None
 
     @property
     def records(self):
@@ -176,17 +175,16 @@ def summary(sat):
         lines.append("The saturation point is the largest stream count measured (%s per rank): the FOM may "
                      "still rise with more streams." % C.fmt_count(largest))
     if sat.seed is not None:
-        text = "%s: %s update samples/s with %d streams on one GB10" % (S.LABEL, C.fmt_rate(sat.seed), S.STREAMS)
-        if sat.seed_point is not None:
-            text += "; this code with %d streams: %s (this code / seed %.3f)" % (
-                S.STREAMS, C.fmt_rate(sat.seed_point.fom), sat.seed_point.fom / sat.seed)
+        text = "%s: %s samples/s with %d streams on one GB10" % (S.LABEL, C.fmt_rate(sat.seed), S.STREAMS)
+        text += "; this code with %d streams: %s (this code / seed %.3f)" % (
+            S.STREAMS, C.fmt_rate(sat.seed_point.fom), sat.seed_point.fom / sat.seed)
         lines.append(text + ". " + S.source_note())
     return lines
 
 
 def file_stem(sat, shown):
     k = dict(sat.key)
-    rest = "_".join(C.slug(k[f]) for f in shown)
+    rest = "_".join(C.slug(k.get(f, "n/a")) for f in shown)
     return C.slug("saturation_d%s_r%s_%s%s_%s" % (k["d"], k["r"], k["dtype"], "_" + rest if rest else "",
                                                   k["device"]))
 
@@ -244,25 +242,33 @@ def plot(sat, path, subtitle):
     return C.save_figure(fig, path, title, sat.records, decks=True, tight=True)
 
 
-def analyse(records, out_dir, plots=True):
+def figure_lines(path, _sat):
+    """The default text for a curve's figure: 'Figure: <path>'."""
+    return ["Figure: " + path, ""]
+
+
+def analyse(records, out_dir, plots=True, level=1, figure_text=figure_lines):
     """Returns (markdown text, [Saturation], figure paths); AnalysisError when
-    no runs differ only in the streams per rank."""
+    no runs differ only in the streams per rank. level: the Markdown level
+    of the section heading (the curves': one more); figure_text(path, sat):
+    the lines that show a curve's figure."""
     cs = saturation_curves(records)
     if not cs:
         raise no_curve_error(records)
     bounds = rss_upper_bounds(records)
     sats = [Saturation(c, bounds) for c in cs]
     keys = [s.key for s in sats]
-    constant = C.constant_fields(keys, SHOWN_WHEN_VARYING)
-    shown = tuple(f for f in C.varying_fields(keys, [k for k, _v in keys[0]]) if f not in ("d", "r", "dtype",
-                                                                                           "device"))
-    lines = ["# Saturation: FOM vs streams per rank", ""]
-    shared = C.shared_text(keys, SHOWN_WHEN_VARYING)
+    skip = C.label_skip(keys)
+    shown = tuple(f for f in C.varying_fields(keys, C.key_fields(keys)) if f not in ("d", "r", "dtype", "device"))
+    # A figure's subtitle: the key less what its title and caption say and the deck fields all curves share.
+    subtitle_skip = ("d", "r", "dtype", "device") + tuple(f for f in skip if C.is_deck_field(f))
+    lines = ["%s Saturation: FOM vs streams per rank" % ("#" * level), ""]
+    shared = C.shared_text(keys, C.SHOWN_WHEN_VARYING)
     if shared:
         lines += ["Every curve: %s." % shared, ""]
     figures, used = [], set()
     for sat in sats:
-        lines += ["## " + C.key_text(sat.key, skip=constant), "",
+        lines += ["%s %s" % ("#" * (level + 1), C.key_text(sat.key, skip=skip)), "",
                   "FOM, FOM per stream and memory per stream against the streams per rank. " + DEFINITION, "",
                   table(sat), ""]
         note = C.without_fom_note(sat.records)
@@ -271,15 +277,10 @@ def analyse(records, out_dir, plots=True):
         for text in summary(sat):
             lines += [text, ""]
         if plots:
-            base = file_stem(sat, shown)
-            name, n = base, 2
-            while name in used:
-                name, n = "%s_%d" % (base, n), n + 1
-            used.add(name)
-            rest = C.key_text([kv for kv in sat.key if kv[0] not in ("d", "r", "dtype", "device")])
-            path = plot(sat, os.path.join(out_dir, name + ".png"), rest)
+            name = C.unique_name(file_stem(sat, shown), used)
+            path = plot(sat, os.path.join(out_dir, name + ".png"), C.key_text(sat.key, skip=subtitle_skip))
             figures.append(path)
-            lines += ["Figure: " + path, ""]
+            lines += figure_text(path, sat)
     lines += [MEMORY_NOTE + (" " + DEVICE_NOTE if any(s.has_device for s in sats) else ""), ""]
     on_curves = {id(r) for s in sats for r in s.records}
     left = [r for r in records if id(r) not in on_curves]
@@ -292,8 +293,8 @@ def analyse(records, out_dir, plots=True):
 def no_curve_error(records):
     return C.AnalysisError(
         "no runs that differ only in the streams per rank among the %d run(s) read (a curve needs at least two "
-        "values of streams.per_rank with d, r, dtype, stream mode, ranks, steps, algorithm, configuration and "
-        "device equal)" % len(records))
+        "values of streams.per_rank with d, r, dtype, stream mode, ranks, steps, algorithm, configuration, deck "
+        "and device equal)" % len(records))
 
 
 def main(argv=None):

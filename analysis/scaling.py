@@ -6,10 +6,12 @@ same for every rank count.
 Runs are grouped by (mode, d, r, dtype, streams per rank [weak] or total
 streams [strong], timed steps, algorithm variant, the configuration fields
 of common.CONFIGURATION_FIELDS [update kernel, block size, block GEMM,
-re-orthonormalization, precision solve, backend, concurrency], device model);
-inside a group they differ only in the MPI rank count. Headings, file names
-and the single-rank-count table name the configuration fields that differ
-between the series of a mode; the others are said once per mode. Repeats at
+re-orthonormalization, precision solve, backend, concurrency], the deck
+fields [the deck file, the resolved_deck.algorithm settings such as eta_U],
+device model); inside a group they differ only in the MPI rank count.
+Headings, file names and the single-rank-count table name the configuration
+and deck fields that differ between the series of a mode; the configuration
+fields they share are said once per mode. Repeats at
 one rank count: the median FOM is used. With N0 the smallest rank count
 present (the base; said so when it is not 1):
 
@@ -64,8 +66,8 @@ def base_note(g):
 
 
 def describe(g, shown=()):
-    """The series in words; `shown`: the configuration fields to name (those
-    that tell it from the other series)."""
+    """The series in words; `shown`: the configuration and deck fields to
+    name (those that tell it from the other series)."""
     k = dict(g.key)
     streams = ("%s streams/rank" % k["streams/rank"]) if g.mode == "weak" else ("%s streams in all" % k["total streams"])
     text = "d=%s, r=%s, %s, %s, %s steps, %s" % (k["d"], k["r"], k["dtype"], streams, k["steps"], k["algorithm"])
@@ -73,16 +75,23 @@ def describe(g, shown=()):
     return text + ", " + configuration if configuration else text
 
 
-# Short forms of the configuration fields in file names.
+# Short forms of the configuration fields in file names (a deck field: its
+# name without "algorithm.", then its value; the deck: its file name).
 FILE_TAGS = {"kernel": "%s", "block size": "k%s", "block GEMM": "gemm-%s", "reorthonormalize": "reorth-%s",
-             "precision solve": "solve-%s", "backend": "%s", "concurrency": "conc%s"}
+             "precision solve": "solve-%s", "backend": "%s", "concurrency": "conc%s", C.DECK_FIELD: "%s"}
+
+
+def file_tag(field, value):
+    if field in FILE_TAGS:
+        return FILE_TAGS[field] % value
+    return field[len(C.ALGORITHM_PREFIX):] + value if field.startswith(C.ALGORITHM_PREFIX) else value
 
 
 def file_stem(g, shown=()):
     k = dict(g.key)
     streams = ("%sperrank" % k["streams/rank"]) if g.mode == "weak" else ("%stotal" % k["total streams"])
-    # The shown configuration fields keep the names of series that differ only there apart.
-    configuration = "".join("_" + FILE_TAGS[f] % k[f] for f in shown)
+    # The shown configuration and deck fields keep the names of series that differ only there apart.
+    configuration = "".join("_" + file_tag(f, k.get(f, "n/a")) for f in shown)
     return C.slug("scaling_%s_d%s_r%s_%s_%s_%ssteps_%s%s_%s" % (
         g.mode, k["d"], k["r"], k["dtype"], streams, k["steps"], k["algorithm"].replace("/", "-"), configuration,
         k["device"]))
@@ -90,25 +99,30 @@ def file_stem(g, shown=()):
 
 def figure_name(g, shown, used):
     """file_stem(g, shown), numbered when `used` (the names taken so far; the
-    new one is added) already holds it: slug() shortens long names."""
-    base = file_stem(g, shown)
-    name, n = base, 2
-    while name in used:
-        name, n = "%s_%d" % (base, n), n + 1
-    used.add(name)
-    return name
+    new one is added) already holds it (C.unique_name)."""
+    return C.unique_name(file_stem(g, shown), used)
 
 
 def mode_series(groups, which):
     """(series, shown, shared) of one mode ("strong" or "weak"): its groups
-    among `groups` (C.scaling_groups), the configuration fields that differ
-    between them (headings and file names name them) and the text of those
-    they share ('' for none)."""
+    among `groups` (C.scaling_groups), the configuration and deck fields that
+    differ between them (headings and file names name them) and the text of
+    the configuration fields they share ('' for none)."""
     gs = [g for g in groups if g.mode == which]
     if not gs:
         return gs, (), ""
     keys = [g.key for g in gs]
-    return gs, C.varying_fields(keys, C.CONFIGURATION_FIELDS), C.shared_text(keys, C.CONFIGURATION_FIELDS)
+    shown = C.varying_fields(keys, C.CONFIGURATION_FIELDS + C.deck_fields(keys))
+    return gs, shown, C.shared_text(keys, C.CONFIGURATION_FIELDS)
+
+
+# The efficiency of each mode in words (scaling's and the report's sections).
+EFFICIENCY = {
+    "strong": "Efficiency = speedup / rank ratio = (FOM(N)/FOM(N0)) / (N/N0); with N0 = 1: FOM(N) / (N * FOM(1)). "
+              "Ideal FOM = FOM(N0) * N / N0.",
+    "weak": "Efficiency = per-rank throughput ratio = (FOM(N)/N) / (FOM(N0)/N0); with N0 = 1: (FOM(N)/N) / FOM(1). "
+            "Ideal FOM = FOM(N0) * N / N0.",
+}
 
 
 def plot_group(g, out_dir, name, shown=()):
@@ -160,30 +174,35 @@ def plot_group(g, out_dir, name, shown=()):
     return paths
 
 
-def analyse(records, out_dir, mode="both", rtol=0.0, plots=True):
-    """Returns (markdown text, groups, checksum reports, figure paths)."""
+def figure_lines(paths, _g, _which, _shown):
+    """The default text for a series' figures: 'Figures: <paths>'."""
+    return ["Figures: " + ", ".join(paths), ""]
+
+
+def analyse(records, out_dir, mode="both", rtol=0.0, plots=True, level=1, figure_text=figure_lines,
+            series_only=False):
+    """Returns (markdown text, groups, checksum reports, figure paths).
+    level: the Markdown level of the mode headings (the series': one more);
+    figure_text(paths, group, mode, shown): the lines that show a series'
+    figures; series_only: only the modes with a series at two or more rank
+    counts, and no table of single-rank-count series (analysis.report)."""
     groups = [g for g in C.scaling_groups(records) if mode in ("both", g.mode)]
     lines, reports, figures, used = [], [], [], set()
+    h1, h2 = "#" * level, "#" * (level + 1)
     for which in ("strong", "weak"):
         gs, shown, shared = mode_series(groups, which)
         if mode not in ("both", which):
             continue
-        lines.append("# %s scaling" % which.capitalize())
-        lines.append("")
-        if which == "strong":
-            lines.append("Efficiency = speedup / rank ratio = (FOM(N)/FOM(N0)) / (N/N0); with N0 = 1: "
-                         "FOM(N) / (N * FOM(1)). Ideal FOM = FOM(N0) * N / N0.")
-        else:
-            lines.append("Efficiency = per-rank throughput ratio = (FOM(N)/N) / (FOM(N0)/N0); with N0 = 1: "
-                         "(FOM(N)/N) / FOM(1). Ideal FOM = FOM(N0) * N / N0.")
-        lines.append("")
+        if series_only and not any(g.has_baseline for g in gs):
+            continue
+        lines += ["%s %s scaling" % (h1, which.capitalize()), "", EFFICIENCY[which], ""]
         if not gs:
             lines += ["No %s-mode runs." % which, ""]
             continue
         if shared:
             lines += ["Configuration of every %s-mode series: %s." % (which, shared), ""]
         for g in [g for g in gs if g.has_baseline]:
-            lines.append("## %s on %s" % (describe(g, shown), dict(g.key)["device"]))
+            lines.append("%s %s on %s" % (h2, describe(g, shown), dict(g.key)["device"]))
             lines.append("")
             lines.append(base_note(g))
             lines.append("")
@@ -200,17 +219,16 @@ def analyse(records, out_dir, mode="both", rtol=0.0, plots=True):
             if plots:
                 paths = plot_group(g, out_dir, figure_name(g, shown, used), shown)
                 figures += paths
-                lines.append("Figures: " + ", ".join(paths))
-                lines.append("")
+                lines += figure_text(paths, g, which, shown)
         single = [g for g in gs if not g.has_baseline]
-        if single:
+        if single and not series_only:
             lines.append("Runs with a single rank count (no baseline, no scaling plot):")
             lines.append("")
             lines.append(C.md_table(
                 ["d", "r", "dtype", "streams/rank" if which == "weak" else "total streams", "steps", "algorithm"]
                 + list(shown) + ["device", "ranks", "runs", "FOM (update samples/s)", "verification"],
                 [[k["d"], k["r"], k["dtype"], k["streams/rank" if which == "weak" else "total streams"], k["steps"],
-                  k["algorithm"]] + [k[f] for f in shown]
+                  k["algorithm"]] + [k.get(f, "n/a") for f in shown]
                  + [k["device"], g.points[0].ranks, len(g.records), C.fmt_rate(g.points[0].fom),
                     _verification(g.points[0])] for g in single for k in [dict(g.key)]]))
             lines.append("")

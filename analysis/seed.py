@@ -3,9 +3,11 @@ source, for the comparison columns and reference points of analysis.sweep
 and analysis.saturation.
 
 Every figure is the seed project's PyTorch implementation on one NVIDIA GB10
-GPU, float32, 8 streams, in update samples/s (the quantity of this code's
-figure of merit, runs[].figure_of_merit.value). Source: the project's issue 33
-and COLLABORATION.md (docs/PERFORMANCE.md, "Reference point"). They were not
+GPU, float32, 8 streams, in samples/s as published: the published figures do
+not say which phases their timer covered, while this code's figure of merit
+(runs[].figure_of_merit.value) times the update alone, so a ratio of the two
+compares like with like only as far as the seed's timer did too. Source: the
+project's issue 33 and COLLABORATION.md (docs/PERFORMANCE.md, "Reference point"). They were not
 measured by this code or on this project's machines: a GPU number quoted for
 orientation, never a measurement of ours.
 
@@ -19,14 +21,15 @@ orientation, never a measurement of ours.
 from collections import OrderedDict
 
 LABEL = "seed, GB10, PyTorch"
-# In figures: the seed's points are a GPU's, this code's may be a CPU's.
-PLOT_LABEL = LABEL + " (GPU)"
+# In figures: the seed's points are a GPU's (this code's may be a CPU's), and
+# its published samples/s do not say what its timer covered.
+PLOT_LABEL = LABEL + " (GPU; timer scope not stated)"
 SOURCE = "the project's issue 33 and COLLABORATION.md"
 IMPLEMENTATION = "seed project's PyTorch implementation"
 DEVICE = "one NVIDIA GB10 GPU"
 DTYPE = "float32"
 STREAMS = 8
-UNIT = "update samples/s"
+UNIT = "samples/s as published (timer scope not stated)"
 
 # (d, r) -> samples/s, all at 8 streams, float32, one GB10.
 D_LADDER_RANK = 64
@@ -40,18 +43,8 @@ for _d, _v in D_LADDER.items():
 for _r, _v in R_LADDER.items():
     FIGURES[(R_LADDER_D, _r)] = _v
 
-# The seed's sustained run: 800,000 observations at the headline point; no
-# rate of its own was published beyond the 5,210 samples/s headline.
-SUSTAINED = {"observations": 800000, "d": 8192, "r": 64, "streams": STREAMS, "dtype": DTYPE,
-             "samples_per_second": None, "headline_samples_per_second": FIGURES[(8192, 64)]}
-
 # This code's names for float32 (runs[].dtype is "float").
 _FLOAT = ("float", "float32", "fp32", "single")
-
-
-def label():
-    """'seed, GB10, PyTorch': the column heading and legend stem."""
-    return LABEL
 
 
 def source_note():
@@ -65,9 +58,9 @@ def is_float32(dtype):
 
 
 def seed_figure(d, r, streams, dtype):
-    """The seed's update samples/s at (d, r) with `streams` streams on one
-    device in `dtype`, or None when the seed published none (another stream
-    count, dtype, d or r)."""
+    """The seed's samples/s as published (timer scope not stated: UNIT) at
+    (d, r) with `streams` streams on one device in `dtype`, or None when the
+    seed published none (another stream count, dtype, d or r)."""
     if streams is None or float(streams) != STREAMS or not is_float32(dtype):
         return None
     return FIGURES.get((int(d), int(r)))

@@ -1,21 +1,27 @@
 """sweep: throughput versus the problem size d and versus the retained rank r
-(log axes), and the streams-per-device saturation curve (FOM versus streams
-per rank), from any mix of result files; Markdown tables on stdout, PNGs in
+(log axes), from any mix of result files; Markdown tables on stdout, PNGs in
 --out. A curve is drawn for every set of runs that differ only in that one
 parameter (same device model, dtype, stream mode, algorithm variant, the
 configuration fields of common.CONFIGURATION_FIELDS [update kernel, block
 size, block GEMM, re-orthonormalization, precision solve, backend,
-concurrency], timed steps, rank count and, for d and r, total streams) and
-that has at least two values of it. Repeats at one value: the median FOM.
+concurrency], the deck fields [the deck file and the settings of
+resolved_deck.algorithm, such as eta_U: two decks, or one deck at two rates,
+are two curves], timed steps, rank count and total streams) and that has at
+least two values of it. Repeats at one value: the median FOM.
+
+Runs of a sweep over streams.per_rank (a saturation deck such as
+inputs/saturation.yaml) are left to analysis.saturation, which finds their
+saturation point and memory per stream; the output says how many.
 
 Seed figures (analysis/seed.py): where a curve over d or r holds runs in the
 seed project's configuration (one rank, 8 streams, float) at a d and r the
-seed published, its table gains the seed's FOM beside this code's and their
-ratio, and the figure draws the seed's points at the curve's r (over d) or d
-(over r) as reference points, "seed, GB10, PyTorch (GPU)": its d ladder at
+seed published, its table gains the seed's figure beside this code's FOM and
+their ratio, and the figure draws the seed's points at the curve's r (over
+d) or d (over r) as reference points, seed.PLOT_LABEL: its d ladder at
 r = 64 and its rank ladder at d = 8192.
-Headings and legends name the stream mode and configuration fields only where
-they differ between a section's curves; the others are said once per section.
+Headings and legends name the stream mode and the configuration and deck
+fields only where they differ between a section's curves; the configuration
+fields they share are said once per section.
 
 Blocked vs sequential: where a d or r section holds a blocked and a
 sequential curve whose keys agree on everything but the kernel (update
@@ -37,22 +43,10 @@ if __package__ in (None, ""):
 from analysis import common as C
 from analysis import seed as S
 
-SATURATION_FRACTION = C.SATURATION_FRACTION
-# Key fields named in a curve's heading and legend only where they differ between the curves.
-SHOWN_WHEN_VARYING = ("mode",) + C.CONFIGURATION_FIELDS
 Y_LABEL = "throughput, all ranks [samples/s (update only)]"
 
-# The curves and the saturation point live in common.py (analysis.saturation
-# uses them too); these names are sweep's API as before.
-_key = C.curve_key
-Curve = C.Curve
+# The curves live in common.py (analysis.saturation uses them too).
 curves = C.curves
-_top = C.curve_top
-saturation_point = C.saturation_point
-
-
-def _ver(recs):
-    return C.verification_summary(recs)
 
 
 def seed_column(curve):
@@ -68,43 +62,33 @@ def this_code_text(records):
     return "this code, " + "; ".join(OrderedDict.fromkeys(r.machine_text for r in records))
 
 
-def table(curve, xname, saturation=False):
+def table(curve, xname):
     # Under block_size: auto each point's resolved k is a column after x.
     block_header = ["block size"] if curve.block_size_auto else []
 
     def block_cell(rs):
         return [rs[0].block_size] if curve.block_size_auto else []
-    if saturation:
-        top = _top(curve)
-        headers = ["streams/rank"] + block_header + [
-            "total streams", "runs", "FOM (update samples/s)", "FOM per rank", "per-stream samples/s",
-            "fraction of max", "verification"]
-        rows = [[C.fmt_count(x)] + block_cell(rs) + [
-                    rs[0].streams_total, len(rs), C.fmt_rate(f), C.fmt_rate(f / rs[0].ranks),
-                    C.fmt_rate(f / rs[0].streams_total), "%.3f" % (f / top if top > 0 else 0.0), _ver(rs)]
-                for x, f, rs in curve.points]
+    seeds = dict(seed_column(curve))
+    if seeds:
+        # This code's FOM, the seed's at the same point and their ratio.
+        fom_headers = ["FOM (update samples/s), %s" % this_code_text(curve.records),
+                       "%s (samples/s)" % S.LABEL, "this code / seed"]
+
+        def fom_cells(x, f):
+            v = seeds[x]
+            return [C.fmt_rate(f), "n/a" if v is None else C.fmt_rate(v),
+                    "n/a" if v is None or C.isnan(f) else "%.3f" % (f / v)]
     else:
-        seeds = dict(seed_column(curve))
-        if seeds:
-            # This code's FOM, the seed's at the same point and their ratio.
-            fom_headers = ["FOM (update samples/s), %s" % this_code_text(curve.records),
-                           "%s (update samples/s)" % S.LABEL, "this code / seed"]
+        fom_headers = ["FOM (update samples/s)"]
 
-            def fom_cells(x, f):
-                v = seeds[x]
-                return [C.fmt_rate(f), "n/a" if v is None else C.fmt_rate(v),
-                        "n/a" if v is None or C.isnan(f) else "%.3f" % (f / v)]
-        else:
-            fom_headers = ["FOM (update samples/s)"]
-
-            def fom_cells(_x, f):
-                return [C.fmt_rate(f)]
-        headers = [xname] + block_header + ["runs"] + fom_headers + [
-            "per-stream samples/s", "end-to-end samples/s", "verification"]
-        rows = [[x] + block_cell(rs) + [len(rs)] + fom_cells(x, f) + [
-                    C.fmt_rate(f / rs[0].streams_total),
-                    C.fmt_rate(C.median_or_nan([r.end_to_end for r in rs])), _ver(rs)]
-                for x, f, rs in curve.points]
+        def fom_cells(_x, f):
+            return [C.fmt_rate(f)]
+    headers = [xname] + block_header + ["runs"] + fom_headers + [
+        "per-stream samples/s", "end-to-end samples/s", "verification"]
+    rows = [[x] + block_cell(rs) + [len(rs)] + fom_cells(x, f) + [
+                C.fmt_rate(f / rs[0].streams_total),
+                C.fmt_rate(C.median_or_nan([r.end_to_end for r in rs])), C.verification_summary(rs)]
+            for x, f, rs in curve.points]
     return C.md_table(headers, rows)
 
 
@@ -146,28 +130,24 @@ def curve_labels(curve_list):
     each curve from the others; and the key fields they all share (for the
     title), less the device (the caption names it)."""
     keys = [c.key for c in curve_list]
-    constant = C.constant_fields(keys, [k for k, _v in keys[0]])
-    shared = C.key_text([kv for kv in keys[0] if kv[0] in constant and kv[0] != "device"])
+    constant = C.constant_fields(keys, C.key_fields(keys))
+    # The deck and its settings are left to the caption (its deck files).
+    shared = C.key_text([kv for kv in keys[0] if kv[0] in constant and kv[0] != "device"
+                         and not C.is_deck_field(kv[0])])
     if len(curve_list) == 1:
         return [this_code_text(curve_list[0].records)], shared
     return ["this code: " + C.key_text(c.key, skip=constant) for c in curve_list], shared
 
 
-def plot(curve_list, path, title, xlabel, ylog=True, ylabel=Y_LABEL, xattr=None):
+def plot(curve_list, path, title, xlabel, xattr=None):
     plt = C.pyplot()
-    ticker = C.matplotlib_module("matplotlib.ticker")
     labels, shared = curve_labels(curve_list)
     # The legend goes under the axis: the figure grows with it.
-    legend_lines = sum(len(wrap_label(t).split("\n")) for t in labels) * (2 if xattr == "streams_per_rank" else 1) + 1
+    legend_lines = sum(len(wrap_label(t).split("\n")) for t in labels) + 1
     fig, ax = plt.subplots(figsize=(7.2, 4.4 + 0.16 * legend_lines))
     for c, label in zip(curve_list, labels):
         xs = [x for x, _f, _r in c.points]
-        line, = ax.plot(xs, [f for _x, f, _r in c.points], "o-", label=wrap_label(label))
-        x_sat = saturation_point(c) if xattr == "streams_per_rank" else None
-        if x_sat is not None:
-            ax.axvline(x_sat, color=line.get_color(), ls="--", lw=1.0,
-                       label="saturation point (FOM >= %d%% of the curve's maximum): %s streams/rank" % (
-                           round(100 * SATURATION_FRACTION), C.fmt_count(x_sat)))
+        ax.plot(xs, [f for _x, f, _r in c.points], "o-", label=wrap_label(label))
     seeds = seed_points(curve_list, xattr)
     fixed_name = "r" if xattr == "d" else "d"
     for i, (fixed, points) in enumerate(seeds):
@@ -176,18 +156,12 @@ def plot(curve_list, path, title, xlabel, ylog=True, ylabel=Y_LABEL, xattr=None)
                 markerfacecolor="k" if i == 0 else "none",
                 label=S.PLOT_LABEL + (", %s=%s" % (fixed_name, fixed) if len(seeds) > 1 else ""))
     ax.set_xscale("log", base=2)
-    if ylog:
-        ax.set_yscale("log")
-    else:
-        ax.set_ylim(bottom=0)
+    ax.set_yscale("log")
     C.label_x_ticks(ax, sorted({x for c in curve_list for x, _f, _r in c.points}
                                | {x for _fixed, points in seeds for x, _v in points}))
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if ylog:
-        C.plain_log_labels(ax)
-    else:
-        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _pos: C.fmt_rate(v)))
+    ax.set_ylabel(Y_LABEL)
+    C.plain_log_labels(ax)
     ax.grid(True, which="both", alpha=0.3)
     legend_below(ax, len(ax.get_legend_handles_labels()[0]))
     return C.save_figure(fig, path, title + ("\n" + shared if shared else ""),
@@ -229,7 +203,7 @@ def kernel_pairs(curve_list):
 def pair_label(pairs, i):
     """What tells pair i from the other pairs (key fields beyond the kernel); '' for one pair."""
     rests = [non_kernel_key(b) for b, _q, _r in pairs]
-    return C.key_text(rests[i], skip=C.constant_fields(rests, [k for k, _v in rests[0]]))
+    return C.key_text(rests[i], skip=C.constant_fields(rests, C.key_fields(rests)))
 
 
 def kernel_text(curve):
@@ -285,7 +259,7 @@ def plot_kernel_pairs(pairs, path, title, xlabel):
         labels += [wrap_label(x) for x in t]
     ax2.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.22), fontsize=7, ncol=1, frameon=False)
     rests = [non_kernel_key(b, also=("device",)) for b, _q, _r in pairs]
-    shared = C.shared_text(rests, [k for k, _v in rests[0]])
+    shared = C.shared_text(rests, [f for f in C.key_fields(rests) if not C.is_deck_field(f)])
     return C.save_figure(fig, path, title + ("\n" + shared if shared else ""),
                          [r for b, q, _r in pairs for c in (b, q) for r in c.records], decks=True, tight=True)
 
@@ -296,44 +270,44 @@ SECTIONS = [
      "Throughput vs problem size d", "sweep_throughput_vs_d.png"),
     ("Throughput vs r", "r", ("r",), "r", "r (rank) [basis vectors]",
      "Throughput vs retained rank r", "sweep_throughput_vs_r.png"),
-    ("Saturation: FOM vs streams per rank", "streams_per_rank", ("total streams",), "streams/rank",
-     "streams per rank (per device) [count]", "Streams-per-device saturation", "sweep_saturation.png"),
 ]
 
 
 def analyse(records, out_dir, plots=True):
-    """Returns (markdown text, {section name: curves}, figure paths)."""
+    """Returns (markdown text, {section name: curves}, figure paths). Runs
+    of a streams.per_rank sweep (C.is_streams_sweep) are left out: they are
+    analysis.saturation's."""
     lines, found, figures = [], OrderedDict(), []
+    left = [r for r in records if C.is_streams_sweep(r)]
+    records = [r for r in records if not C.is_streams_sweep(r)]
+    if left:
+        lines += ["%d run(s) of a streams.per_rank sweep (%s) are left to analysis.saturation (the saturation "
+                  "point and memory per stream): `python3 -m analysis.saturation` on the same files." % (
+                      len(left), ", ".join(OrderedDict.fromkeys(r.file for r in left))), ""]
     for name, xattr, without, xhead, xlabel, title, fname in SECTIONS:
         cs = curves(records, xattr, without)
         found[name] = cs
-        sat = xattr == "streams_per_rank"
         lines += ["# " + name, ""]
         if not cs:
             lines += ["No runs that differ only in %s." % xhead, ""]
             continue
         keys = [c.key for c in cs]
-        shared = C.shared_text(keys, SHOWN_WHEN_VARYING)
+        shared = C.shared_text(keys, C.SHOWN_WHEN_VARYING)
         if shared:
             lines += ["Every curve: %s." % shared, ""]
-        constant = C.constant_fields(keys, SHOWN_WHEN_VARYING)
+        skip = C.label_skip(keys)
         for c in cs:
-            lines += ["## " + C.key_text(c.key, skip=constant), "", table(c, xhead, saturation=sat), ""]
+            lines += ["## " + C.key_text(c.key, skip=skip), "", table(c, xhead), ""]
             note = C.without_fom_note(c.records)
             if note:
                 lines += [note, ""]
-            if sat:
-                x = saturation_point(c)
-                lines += ["Saturates (FOM >= %d%% of its maximum) at %s streams per rank." % (
-                    round(100 * SATURATION_FRACTION), C.fmt_count(x)), ""]
-        if any(seed_column(c) for c in cs) and not sat:
+        if any(seed_column(c) for c in cs):
             lines += [S.source_note(), ""]
         if plots:
-            # Saturation: linear throughput axis, so that the plateau shows.
-            path = plot(cs, os.path.join(out_dir, fname), title, xlabel, ylog=not sat, xattr=xattr)
+            path = plot(cs, os.path.join(out_dir, fname), title, xlabel, xattr=xattr)
             figures.append(path)
             lines += ["Figure: " + path, ""]
-        pairs = [] if sat else kernel_pairs(cs)
+        pairs = kernel_pairs(cs)
         if pairs:
             lines += ["## Blocked vs sequential update kernel (vs %s)" % xhead, "",
                       "Curves that differ only in the kernel (%s); each kernel's FOM is its own curve's median." %
@@ -354,8 +328,8 @@ def analyse(records, out_dir, plots=True):
 def main(argv=None):
     p = argparse.ArgumentParser(
         prog="python3 -m analysis.sweep",
-        description="Throughput vs d and vs r (log axes) and the streams-per-rank saturation curve from "
-                    "mosaic_miniapp result files: Markdown tables on stdout, PNG figures in --out.")
+        description="Throughput vs d and vs r (log axes) from mosaic_miniapp result files: Markdown tables on "
+                    "stdout, PNG figures in --out. Runs of a streams.per_rank sweep are left to analysis.saturation.")
     C.add_common_arguments(p)
     p.add_argument("--no-plots", action="store_true", help="tables only")
     args = p.parse_args(argv)

@@ -2,16 +2,18 @@
 (update, block size, block GEMM, re-orthonormalization), the precision solve,
 the backend and its concurrency (threads per rank with OpenMP) and the stream
 mode agree as well; runs that differ in one of them are separate scaling
-groups and sweep curves, never one median. Files without these fields (the
-synthetic fixtures, older result files) load with the documented defaults
-and group as they did before."""
+groups and sweep curves, never one median. So are runs of two deck files,
+or of one deck at two algorithm settings (eta_U, ...): single_gpu.yaml
+(eta_U 0.001) and seed_d_ladder.yaml (the default 0.005) are two curves.
+Files without these fields (the synthetic fixtures, older result files)
+load with the documented defaults and group as they did before."""
 
 import csv
 import os
 import unittest
 
 import analysis_test_support as S
-from analysis import collect, scaling, stability, sweep
+from analysis import collect, saturation, scaling, stability, sweep
 from analysis import common as C
 
 WEAK_NP1, WEAK_NP2 = "synthetic_weak_np1.json", "synthetic_weak_np2.json"
@@ -51,6 +53,15 @@ def fom(*values):
         for run, value in zip(doc["runs"], values):
             run["figure_of_merit"]["value"] = value
             run["throughput"]["update_samples_per_second"] = value
+    return edit
+
+
+def deck(path, **algorithm):
+    """Another deck file and, in every run, these resolved_deck.algorithm settings."""
+    def edit(doc):
+        doc["deck_path"] = path
+        for run in doc["runs"]:
+            run["resolved_deck"]["algorithm"].update(algorithm)
     return edit
 
 
@@ -127,6 +138,26 @@ class ScalingGroupingTest(S.TempDirTest):
                          ["512", "16", "double", "4", "1000", "exact/precision", "2", "Synthetic GPU X1", "2", "1",
                           "4,000", "PASSED"])
 
+    def test_two_decks_or_two_rates_are_not_one_series(self):
+        # The same weak series from two decks (eta_U 0.005 and 0.001): two series,
+        # their headings and figure names telling them apart.
+        paths = (self.weak_pair("a") + self.weak_pair("b", deck("inputs/other.yaml", eta_U=0.001),
+                                                      foms=(3000.0, 5000.0)))
+        groups = C.scaling_groups(C.load_records(paths))
+        self.assertEqual(sorted(point_foms(g) for g in groups),
+                         [[(1, 1, 1000.0), (2, 1, 1900.0)], [(1, 1, 3000.0), (2, 1, 5000.0)]])
+        rc, out, err = S.run_main(scaling, paths + ["--mode", "weak", "--out", self.tmp])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("## d=512, r=16, double, 4 streams/rank, 1000 steps, exact/precision, deck=other.yaml, "
+                      "algorithm.eta_U=0.001 on Synthetic GPU X1", out)
+        self.assertIn("deck=weak_8gpu.yaml, algorithm.eta_U=0.005 on Synthetic GPU X1", out)
+        pngs = sorted(p for p in os.listdir(self.tmp) if p.endswith("_throughput.png"))
+        self.assertEqual(len(pngs), 2)
+        self.assertIn("other.yaml_eta_U0.001", pngs[0])
+        # One deck at two rates of another setting (eta_S): still two series.
+        paths = self.weak_pair("c", deck("inputs/weak_8gpu.yaml", eta_S=0.05)) + S.fixture(WEAK_NP1, WEAK_NP2)
+        self.assertEqual(len(C.scaling_groups(C.load_records(paths))), 2)
+
     def test_precision_solve_dense_and_maintained_are_not_merged(self):
         # A file without algorithm.precision_solve ran the dense solve: it groups with "dense".
         paths = (S.fixture(WEAK_NP1)
@@ -190,18 +221,67 @@ class SweepGroupingTest(S.TempDirTest):
             ("135168", [(8, 1, 3000.0), (32, 1, 1500.0), (64, 1, 600.0)]),
             ("2", [(8, 1, 6000.0), (32, 1, 3000.0), (64, 1, 1200.0)])])
 
+    def test_two_decks_or_two_rates_are_two_curves(self):
+        # single_gpu.yaml (eta_U 0.001) and seed_d_ladder.yaml (eta_U 0.005),
+        # otherwise identical: two curves of one run per point, not one of two.
+        headline = self.variant("synthetic_sweep_d.json", "headline.json",
+                                edit_all(deck("inputs/single_gpu.yaml", eta_U=0.001), fom(5000.0, 2500.0, 1200.0)))
+        ladder = self.variant("synthetic_sweep_d.json", "ladder.json", deck("inputs/seed_d_ladder.yaml"))
+        _text, found, _figs = sweep.analyse(C.load_records([headline, ladder]), self.tmp, plots=False)
+        vs_d = found["Throughput vs d"]
+        self.assertEqual(sorted([(x, len(rs), f) for x, f, rs in c.points] for c in vs_d), [
+            [(256, 1, 4000.0), (512, 1, 2000.0), (1024, 1, 1000.0)],
+            [(256, 1, 5000.0), (512, 1, 2500.0), (1024, 1, 1200.0)]])
+        rc, out, err = S.run_main(sweep, [headline, ladder, "--out", self.tmp])
+        self.assertEqual(rc, 0, err)
+        d = S.section(out, "# Throughput vs d")
+        # The headings say what differs: the deck and eta_U; the settings they share are not listed.
+        one = S.section(d, "## r=16, dtype=float, ranks=1, total streams=8, steps=1000, algorithm=exact/precision, "
+                           "deck=single_gpu.yaml, algorithm.eta_U=0.001, device=Synthetic GPU X1")
+        self.assertEqual(S.md_row_starting(one, "512")[:3], ["512", "1", "2,500"])
+        two = S.section(d, "## r=16, dtype=float, ranks=1, total streams=8, steps=1000, algorithm=exact/precision, "
+                           "deck=seed_d_ladder.yaml, algorithm.eta_U=0.005, device=Synthetic GPU X1")
+        self.assertEqual(S.md_row_starting(two, "512")[:3], ["512", "1", "2,000"])
+        self.assertNotIn("eta_S", d)
+        self.assertEqual(sweep.curve_labels(vs_d)[0], [
+            "this code: deck=single_gpu.yaml, algorithm.eta_U=0.001",
+            "this code: deck=seed_d_ladder.yaml, algorithm.eta_U=0.005"])
+        self.assertPng(os.path.join(self.tmp, "sweep_throughput_vs_d.png"), ["single_gpu.yaml; seed_d_ladder.yaml"])
+        # One deck at two values of any other algorithm setting: two curves too.
+        other = self.variant("synthetic_sweep_d.json", "gamma.json", deck("inputs/single_gpu.yaml", gamma=0.5))
+        vs_d = sweep.curves(C.load_records(S.fixture("synthetic_sweep_d.json") + [other]), "d", ("d",))
+        self.assertEqual([[len(rs) for _x, _f, rs in c.points] for c in vs_d], [[1, 1, 1], [1, 1, 1]])
+        self.assertEqual(sweep.curve_labels(vs_d)[0], ["this code: algorithm.gamma=1.0",
+                                                       "this code: algorithm.gamma=0.5"])
+
+    def test_init_samples_following_r_is_one_curve(self):
+        # An unset algorithm.init_samples resolves to 2 r: along a rank sweep it
+        # follows r, and the sweep stays one curve.
+        def two_r(doc):
+            for run in doc["runs"]:
+                run["resolved_deck"]["algorithm"]["init_samples"] = 2 * run["resolved_deck"]["problem"]["rank"]
+        path = self.variant("synthetic_sweep_r.json", "two_r.json", two_r)
+        vs_r = sweep.curves(C.load_records([path]), "r", ("r",))
+        self.assertEqual([[x for x, _f, _rs in c.points] for c in vs_r], [[8, 32, 64]])
+        self.assertEqual(dict(vs_r[0].key)["algorithm.init_samples"], "2r")
+
     def test_saturation_from_two_configurations_is_no_curve(self):
         # The issue's "saturates at 8 streams": 4 streams at 1 thread and 8 streams
-        # at 2 threads, or 4 streams in weak and 8 in strong mode, are no curve.
+        # at 2 threads, or 4 streams in weak and 8 in strong mode, or from two
+        # decks, are no curve.
         four = self.variant("synthetic_saturation.json", "four.json", edit_all(keep_runs(2), concurrency(1)))
         eight_omp2 = self.variant("synthetic_saturation.json", "eight.json", edit_all(keep_runs(3), concurrency(2)))
         eight_strong = self.variant("synthetic_saturation.json", "eight_strong.json",
                                     edit_all(keep_runs(3), concurrency(1), strong_mode))
-        for other in (eight_omp2, eight_strong):
-            rc, out, err = S.run_main(sweep, [four, other, "--no-plots"])
-            self.assertEqual(rc, 0, err)
-            self.assertIn("No runs that differ only in streams/rank.", out)
-            self.assertNotIn("Saturates", out)
+        eight_deck = self.variant("synthetic_saturation.json", "eight_deck.json",
+                                  edit_all(keep_runs(3), concurrency(1), deck("inputs/saturation.yaml")))
+        eight = self.variant("synthetic_saturation.json", "eight_same.json", edit_all(keep_runs(3), concurrency(1)))
+        for other in (eight_omp2, eight_strong, eight_deck):
+            self.assertEqual(saturation.saturation_curves(C.load_records([four, other])), [], other)
+            rc, out, err = S.run_main(saturation, [four, other, "--no-plots"])
+            self.assertEqual(rc, 2, other)
+            self.assertIn("no runs that differ only in the streams per rank", err)
+        self.assertEqual(len(saturation.saturation_curves(C.load_records([four, eight]))), 1)
 
     def test_block_size_auto_is_one_curve_over_r(self):
         # Under block_size: auto, k follows r (clamp(2r, 32, 128) on the CPU): one

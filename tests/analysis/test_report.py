@@ -3,12 +3,21 @@ synthetic fixtures holds the files' own numbers (commit, command, FOM,
 efficiency, diagnostics, memory, accuracy, verdict), says "no GPU" and "not
 recorded" where the files say so, warns about a dirty tree and differing
 commits, skips non-result JSON, refuses broken input in one line, and
---no-plots draws nothing (and needs no matplotlib)."""
+--no-plots draws nothing (and needs no matplotlib).
+
+The committed CPU files are found by pattern (results/cpu/weak_perrank4_*_np1.json
+and _np2.json, strong_total8_*, whichever set exists; the one with the most
+steps when there are several) and every expected value is read from them
+here: no number, commit or host name of a result file is written into this
+test, so that the files can be regenerated."""
 
 import copy
+import glob
 import gzip
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -16,16 +25,44 @@ import tempfile
 import unittest
 
 import analysis_test_support as S
+import make_synthetic_fixtures as M
 from analysis import common as C
-from analysis import report, scaling
+from analysis import report, scaling, sweep
 
 CPU = os.path.join(S.REPO, "results", "cpu")
-WEAK = ["weak_perrank4_steps200_omp1_np1.json", "weak_perrank4_steps200_omp1_np2.json"]
-STRONG = ["strong_total8_steps200_omp1_np1.json", "strong_total8_steps200_omp1_np2.json"]
-OTHERS = ["smoke_cpu_np2.json", "pm10_b5795d48fad6.json"]
-FILES = WEAK + STRONG + OTHERS
+SMOKE = "smoke_cpu_np2.json"
+PM10 = "pm10_b5795d48fad6.json"
+OTHERS = [SMOKE, PM10]
 OLD = "setup_init_diagnostics_10k_block64_3d52c31798e5.json"  # no git_dirty, timestamps, kernel, warnings
 GZ = "missing_outage_geodesic_1a749c296e82.json.gz"
+
+
+def scaling_pair(prefix):
+    """[np1 file, np2 file] of results/cpu/<prefix>_*_np1.json and _np2.json:
+    of the sets present at both rank counts, the one with the most timed
+    steps (its "steps<N>" tag), so that a newer set is taken while an older
+    one is still there."""
+    found = {}
+    for path in glob.glob(os.path.join(CPU, prefix + "_*_np[12].json")):
+        m = re.match(re.escape(prefix) + r"_(.+)_np([12])\.json$", os.path.basename(path))
+        if m:
+            found.setdefault(m.group(1), {})[m.group(2)] = os.path.basename(path)
+    tags = [t for t, f in found.items() if set(f) == {"1", "2"}]
+    if not tags:
+        raise AssertionError("no results/cpu/%s_*_np1.json with its _np2.json: the report test needs a weak and a "
+                             "strong pair of committed CPU results" % prefix)
+
+    def steps(tag):
+        m = re.search(r"steps([0-9]+)", tag)
+        return (int(m.group(1)) if m else 0, tag)
+    tag = max(tags, key=steps)
+    return [found[tag]["1"], found[tag]["2"]]
+
+
+def cpu_files():
+    """(weak pair, strong pair, every file the shared report reads)."""
+    weak, strong = scaling_pair("weak_perrank4"), scaling_pair("strong_total8")
+    return weak, strong, weak + strong + OTHERS
 
 
 def cpu(*names):
@@ -58,17 +95,61 @@ def row(text, quantity):
     return S.md_row_starting(text, quantity)[1:]
 
 
+def same_commit(a, b):
+    return a.startswith(b) or b.startswith(a)
+
+
+def commit_count(docs):
+    """The number of different commits among the documents (a 12-digit and
+    a 40-digit commit that begins with it are one)."""
+    seen = []
+    for doc in docs:
+        c = doc["environment"]["git_commit"]
+        if not any(same_commit(c, k) for k in seen):
+            seen.append(c)
+    return len(seen)
+
+
+def accuracy_text(run):
+    """runs[].verification.accuracy, None where a file lacks it."""
+    return run["verification"].get("accuracy")
+
+
+def expected_verification(run, status="completed"):
+    """The verdict the page gives a run, from the file: PASSED or FAILED, and
+    what a PASSED verdict says about the accuracy."""
+    text = "PASSED" if run["verification"]["passed"] else "FAILED"
+    acc = accuracy_text(run)
+    if run["verification"]["passed"] and acc not in (None, "checked"):
+        if acc.startswith("not checked"):
+            text += " (accuracy not checked)"
+        elif acc.startswith("not judged"):
+            text += " (accuracy not judged: %s)" % acc[len("not judged"):].lstrip(";: ")
+        else:
+            text += " (accuracy partly judged: %s)" % acc
+    return text + ("" if status == "completed" else " (%s)" % status)
+
+
+def expected_accuracy_judged(run):
+    """The page's "accuracy judged" cell, from the file."""
+    if run["resolved_deck"].get("run", {}).get("accuracy") == "throughput_only":
+        return "**not checked** (run.accuracy: throughput_only)"
+    acc = accuracy_text(run)
+    return acc if acc is not None else "not recorded"
+
+
 class ReportOnCpuResults(unittest.TestCase):
     """One run with figures on the committed CPU results (the slow part), shared by the tests."""
 
     @classmethod
     def setUpClass(cls):
+        cls.weak, cls.strong, cls.files = cpu_files()
         cls.tmp = tempfile.mkdtemp(prefix="mosaic_report_test_")
         cls.out = os.path.join(cls.tmp, "report")
-        cls.rc, cls.stdout, cls.stderr = S.run_main(report, cpu(*FILES) + ["--out", cls.out])
+        cls.rc, cls.stdout, cls.stderr = S.run_main(report, cpu(*cls.files) + ["--out", cls.out])
         with open(os.path.join(cls.out, "README.md"), encoding="utf-8") as f:
             cls.page = f.read()
-        cls.docs = {n: load(p) for n, p in zip(FILES, cpu(*FILES))}
+        cls.docs = {n: load(p) for n, p in zip(cls.files, cpu(*cls.files))}
 
     @classmethod
     def tearDownClass(cls):
@@ -76,8 +157,9 @@ class ReportOnCpuResults(unittest.TestCase):
 
     def test_exit_status_and_summary_line(self):
         self.assertEqual(self.rc, 0, self.stderr)
-        self.assertIn("analysis.report: wrote %s: 6 run(s) from 6 file(s)" % os.path.join(self.out, "README.md"),
-                      self.stdout)
+        runs = sum(len(d["runs"]) for d in self.docs.values())
+        self.assertIn("analysis.report: wrote %s: %d run(s) from %d file(s)" % (
+            os.path.join(self.out, "README.md"), runs, len(self.docs)), self.stdout)
 
     def test_commit_command_deck_and_time_of_every_file(self):
         for name, doc in self.docs.items():
@@ -86,21 +168,32 @@ class ReportOnCpuResults(unittest.TestCase):
                                                          "### Source code"))
             env = doc["environment"]
             self.assertEqual(row(sec, "git commit")[0], "`%s`" % env["git_commit"])
-            self.assertEqual(row(sec, "uncommitted changes when the build was configured")[0], "no (clean tree)")
-            self.assertIn(" ".join(doc["command_line"]), sec)  # no argument here needs quoting
+            dirty = env.get("git_dirty")
+            self.assertEqual(row(sec, "uncommitted changes when the build was configured")[0],
+                             {True: "**YES: built from a tree with uncommitted changes** (the commit alone does not "
+                                    "give the code)", False: "no (clean tree)"}.get(dirty, "not recorded"))
+            self.assertIn(" ".join(shlex.quote(a) for a in doc["command_line"]), sec)
             self.assertEqual(row(sec, "deck")[0], "`%s`" % doc["deck_path"])
             self.assertEqual(row(sec, "MPI ranks")[0], str(doc["mpi_ranks"]))
             self.assertEqual(row(sec, "started (UTC)")[0], doc["timestamp_utc"])
             self.assertEqual(row(sec, "compiler")[0], env["compiler"])
             self.assertEqual(row(sec, "Kokkos version")[0], env["kokkos_version"])
             self.assertEqual(row(sec, "MPI library")[0], env["mpi_library"])
-            self.assertEqual(row(sec, "CUDA runtime")[0], "not recorded")  # CPU builds record no CUDA
-        # Three commits among the six files: the page says so loudly.
-        self.assertIn("**WARNING: THE FILES COME FROM 2 DIFFERENT COMMITS:**", self.page)
-        self.assertNotIn("UNCOMMITTED CHANGES", self.page)
+            cuda = env.get("cuda_runtime_version", "not recorded")
+            self.assertEqual(row(sec, "CUDA runtime")[0], "null" if cuda is None else cuda)
+        # Files of more than one commit: the page says so loudly.
+        commits = commit_count(self.docs.values())
+        if commits > 1:
+            self.assertIn("**WARNING: THE FILES COME FROM %d DIFFERENT COMMITS:**" % commits, self.page)
+        else:
+            self.assertNotIn("DIFFERENT COMMITS", self.page)
+        if any(d["environment"].get("git_dirty") is True for d in self.docs.values()):
+            self.assertIn("UNCOMMITTED CHANGES", self.page)
+        else:
+            self.assertNotIn("UNCOMMITTED CHANGES", self.page)
 
     def test_no_gpu_on_these_cpu_files(self):
-        for name in FILES:
+        for name in self.files:
             self.assertEqual(row(file_section(self.page, name), "GPUs seen on the host")[0],
                              "no GPU (environment.gpus is empty)")
             self.assertIn("the host CPU", row(file_section(self.page, name), "kernels ran on")[0])
@@ -108,67 +201,108 @@ class ReportOnCpuResults(unittest.TestCase):
     def test_figure_of_merit_of_every_run(self):
         summary = S.section(self.page, "## Runs")
         for name, doc in self.docs.items():
-            fom = doc["runs"][0]["figure_of_merit"]
-            sec = run_section(self.page, name)
-            self.assertEqual(row(sec, "figure of merit: update_samples_per_second")[0],
-                             "**%s samples/s (%r)**" % (C.fmt_rate(fom["value"]), fom["value"]))
-            self.assertEqual(row(sec, "its definition")[0], fom["definition"])
             rows = [r for r in S.md_rows(summary) if r[1] == name]
-            self.assertEqual(len(rows), 1, name)
-            self.assertEqual(rows[0][11], C.fmt_rate(fom["value"]))
-        self.assertIn("756,107", run_section(self.page, "smoke_cpu_np2.json"))
+            self.assertEqual(len(rows), len(doc["runs"]), name)
+            for k, run in enumerate(doc["runs"]):
+                fom = run["figure_of_merit"]
+                sec = run_section(self.page, name, k)
+                # As the report writes it: fmt_rate's text and the file's full value.
+                self.assertEqual(row(sec, "figure of merit: " + fom["name"])[0],
+                                 "**%s samples/s (%r)**" % (C.fmt_rate(fom["value"]), fom["value"]))
+                self.assertEqual(row(sec, "its definition")[0], fom["definition"])
+                self.assertEqual(rows[k][11], C.fmt_rate(fom["value"]))
+
+    def test_verification_says_what_the_accuracy_checks_covered(self):
+        summary = S.section(self.page, "## Runs")
+        for name, doc in self.docs.items():
+            rows = [r for r in S.md_rows(summary) if r[1] == name]
+            for k, run in enumerate(doc["runs"]):
+                want = expected_verification(run, doc["status"])
+                self.assertEqual(rows[k][13], want, name)
+                self.assertEqual(row(run_section(self.page, name, k), "verification")[0], "**%s**" % want)
+        # A throughput-only run is never a bare PASSED.
+        weak = self.docs[self.weak[0]]["runs"][0]
+        if weak["verification"]["passed"] and (accuracy_text(weak) or "").startswith("not checked"):
+            self.assertEqual([r for r in S.md_rows(summary) if r[1] == self.weak[0]][0][13],
+                             "PASSED (accuracy not checked)")
+        # The header counts the runs whose accuracy was checked apart from the throughput-only ones.
+        ok = [r for d in self.docs.values() for r in d["runs"] if r["verification"]["passed"]
+              and d["status"] == "completed"]
+        checked = sum(1 for r in ok if accuracy_text(r) == "checked")
+        throughput = sum(1 for r in ok if (accuracy_text(r) or "").startswith("not checked"))
+        header = self.page.split("## Warnings")[0]
+        self.assertIn(": %d PASSED with accuracy checked; %d PASSED throughput-only (accuracy not checked)" % (
+            checked, throughput), header)
+        runs = sum(len(d["runs"]) for d in self.docs.values())
+        self.assertIn("; %d not PASSED (failed or interrupted)." % (runs - len(ok)), header)
 
     def test_scaling_efficiency_is_analysis_scaling_s(self):
-        records = C.load_records(cpu(*FILES))
+        records = C.load_records(cpu(*self.files))
         text, _groups, _reports, _figs = scaling.analyse(records, self.tmp, plots=False)
         ours = S.section(self.page, "## Scaling efficiency")
-        for which in ("Weak", "Strong"):
-            theirs = [line for line in text.splitlines() if line.startswith("## ") and "8192" in line and
+        weak, strong = self.docs[self.weak[1]], self.docs[self.strong[1]]
+        sections = {}
+        for which, doc in (("Weak", weak), ("Strong", strong)):
+            d = doc["runs"][0]["resolved_deck"]["problem"]["d"]
+            theirs = [line for line in text.splitlines() if line.startswith("## d=%d," % d) and
                       ("streams/rank" in line) == (which == "Weak")]
             self.assertEqual(len(theirs), 1, text)
-            heading = "### %s scaling: %s" % (which, theirs[0][3:])
-            self.assertEqual(S.md_row_starting(S.section(ours, heading), "2"),
+            # The report's sections are scaling's, two levels down.
+            heading = "####" + theirs[0][2:]
+            sections[which] = S.section(S.section(ours, "### %s scaling" % which), heading)
+            self.assertEqual(S.md_row_starting(sections[which], "2"),
                              S.md_row_starting(S.section(text, theirs[0]), "2"))
+            self.assertIn(scaling.EFFICIENCY[which.lower()], ours)
         # And by hand from the files: weak (FOM(2)/2) / FOM(1), strong FOM(2) / (2 FOM(1)).
         f = {n: d["runs"][0]["figure_of_merit"]["value"] for n, d in self.docs.items()}
-        weak = (f[WEAK[1]] / 2) / f[WEAK[0]]
-        strong = f[STRONG[1]] / (2 * f[STRONG[0]])
-        self.assertEqual(S.md_row_starting(ours, "2", "1", "8")[6], C.fmt_eff(weak))  # weak: 8 streams in all
-        self.assertEqual(S.md_row_starting(ours, "2", "1", "4")[6], C.fmt_eff(strong))  # strong: 4 per rank
-        self.assertTrue(row(run_section(self.page, WEAK[1]), "parallel efficiency")[0].startswith(
-            C.fmt_eff(weak) + " (weak scaling, against 1 rank"))
-        self.assertIn("AGREE: 8 streams, bit-identical", ours)
+        weak_eff = (f[self.weak[1]] / 2) / f[self.weak[0]]
+        strong_eff = f[self.strong[1]] / (2 * f[self.strong[0]])
+        weak_row = S.md_row_starting(sections["Weak"], "2")
+        self.assertEqual(weak_row[2], str(weak["runs"][0]["decomposition"]["total_streams"]))
+        self.assertEqual(weak_row[6], C.fmt_eff(weak_eff))
+        self.assertEqual(S.md_row_starting(sections["Strong"], "2")[6], C.fmt_eff(strong_eff))
+        self.assertTrue(row(run_section(self.page, self.weak[1]), "parallel efficiency")[0].startswith(
+            C.fmt_eff(weak_eff) + " (weak scaling, against 1 rank"))
+        self.assertIn("AGREE: %d streams, bit-identical" % strong["runs"][0]["decomposition"]["total_streams"], ours)
 
     def test_stability_memory_and_accuracy_values(self):
-        doc = self.docs["smoke_cpu_np2.json"]
+        doc = self.docs[SMOKE]
         run = doc["runs"][0]
         fin = run["diagnostics"]["final"]
-        sec = run_section(self.page, "smoke_cpu_np2.json")
+        sec = run_section(self.page, SMOKE)
         self.assertEqual(row(sec, "orthonormality error (Frobenius norm of U^T U - I), max over streams"),
                          [C.fmt_sci(fin["orthonormality_error_max"]),
                           "`runs[0].diagnostics.final.orthonormality_error_max`"])
         self.assertEqual(row(sec, "noise variance s2, min over streams")[0], C.fmt_sci(fin["s2_min"]))
-        self.assertEqual(row(sec, "clamped covariance steps, all streams")[0], str(fin["clamped_steps"]))
-        self.assertEqual(row(sec, "unresolved-residual blocked steps (ALGORITHM.md section 6), all streams")[0],
-                         str(fin["unresolved_residual_steps"]))
-        self.assertEqual(row(sec, "of those, residuals recomputed explicitly")[0], "not recorded")
-        self.assertEqual(row(sec, "breakdowns")[0], "none")
+        self.assertEqual(row(sec, "clamped covariance steps, all streams")[0], report.fmt_value(fin["clamped_steps"]))
+        for key, quantity in (("unresolved_residual_steps", "unresolved-residual blocked steps (ALGORITHM.md "
+                                                            "section 6), all streams"),
+                              ("residual_recomputations", "of those, residuals recomputed explicitly")):
+            want = "not recorded" if key not in fin else report.fmt_value(fin[key])
+            self.assertEqual(row(sec, quantity)[0], want, key)
+        breakdowns = run["counts"].get("breakdowns")
+        if breakdowns == []:
+            self.assertEqual(row(sec, "breakdowns")[0], "none")
         mem = run["memory"]
         self.assertTrue(row(sec, "state of one stream: mu, U, S, s2 (d + d r + r^2 + 1 scalars of the dtype)")[0]
                         .startswith("{:,} B".format(mem["state_bytes_per_stream"])))
-        self.assertIn("null: a host backend", sec)
+        if mem.get("device_bytes_in_use_max", -1) is None:
+            self.assertIn("null: a host backend", sec)
         self.assertIn("max {:,} B".format(max(mem["peak_rss_bytes_per_rank"])), sec)
-        self.assertEqual(row(sec, "accuracy judged")[0], "checked")
-        self.assertEqual(row(sec, "projector distance to the truth, mean over streams")[0],
-                         C.fmt_sci(fin["accuracy"]["projector_distance_mean"]))
-        self.assertEqual(row(sec, "verification")[0], "**PASSED**")
-        self.assertIn("- **WARNING:** " + run["warnings"][0], sec)
-        self.assertIn("rate eta_U | 0.005 |", sec)
+        self.assertEqual(row(sec, "accuracy judged")[0], expected_accuracy_judged(run))
+        if fin.get("accuracy"):
+            self.assertEqual(row(sec, "projector distance to the truth, mean over streams")[0],
+                             C.fmt_sci(fin["accuracy"]["projector_distance_mean"]))
+        self.assertEqual(row(sec, "verification")[0], "**%s**" % expected_verification(run, doc["status"]))
+        for text in run.get("warnings", []):
+            self.assertIn("- **WARNING:** " + text, sec)
+        eta_u = run["resolved_deck"]["algorithm"]["eta_U"]
+        self.assertIn("rate eta_U | %s |" % report.fmt_value(eta_u), sec)
 
-        weak = run_section(self.page, WEAK[0])
-        self.assertEqual(row(weak, "accuracy judged")[0], "**not checked** (run.accuracy: throughput_only)")
-        pm10 = run_section(self.page, "pm10_b5795d48fad6.json")
-        pre = self.docs["pm10_b5795d48fad6.json"]["runs"][0]["prequential"]
+        weak = run_section(self.page, self.weak[0])
+        self.assertEqual(row(weak, "accuracy judged")[0], expected_accuracy_judged(self.docs[self.weak[0]]["runs"][0]))
+        pm10 = run_section(self.page, PM10)
+        pre = self.docs[PM10]["runs"][0]["prequential"]
         self.assertEqual(row(pm10, "prequential: negative log-likelihood per coordinate, mean over the run")[0],
                          C.fmt_sci(pre["nll_mean"]))
         self.assertEqual(row(pm10, "prequential: surprise rate (y^T Sigma^-1 y above the chi-square 0.999 "
@@ -180,27 +314,45 @@ class ReportOnCpuResults(unittest.TestCase):
         self.assertIn(report.THROUGHPUT_FIGURE, pngs)
         self.assertEqual(len([p for p in pngs if p.startswith("scaling_")]), 4)  # weak and strong, 2 each
         self.assertTrue(any(p.startswith("stability_") for p in pngs))
-        machines = {n: "%s on vm" % d["environment"]["cpu_model"] for n, d in self.docs.items()}
+        records = {n: C.load_records(cpu(n)) for n in self.docs}
         for png in pngs:
             refs = [line for line in self.page.splitlines() if line.startswith("![") and line.endswith("(%s)" % png)]
             self.assertEqual(len(refs), 1, png)
             captions = [line for line in self.page.splitlines()
                         if line.startswith("*Figure ") and line.endswith("(`%s`)" % png)]
             self.assertEqual(len(captions), 1, png)
-            self.assertRegex(captions[0], r"\. Machine: .+ on vm\. Commit: [0-9a-f]{12}.*\. Deck: inputs/")
-            # The runs a figure shows: their machine, commit and deck are in its caption.
-            shown = [n for n, d in self.docs.items() if "/%s" % os.path.basename(d["deck_path"]) in captions[0]]
+            # common.provenance's caption, as on the figure itself.
+            self.assertRegex(captions[0], r"\. machines?: .+ on .+ \| git [0-9a-f]{12}.* \| decks?: .+\.\* \(`")
+            # The runs a figure shows: their machine (with their ranks x threads), commit and deck are in its caption.
+            shown = [n for n, d in self.docs.items() if os.path.basename(d["deck_path"]) in captions[0]]
             self.assertTrue(shown, captions[0])
             for n in shown:
-                self.assertIn(machines[n], captions[0])
-                self.assertIn(self.docs[n]["environment"]["git_commit"], captions[0])
+                env = self.docs[n]["environment"]
+                self.assertIn("%s, " % env["cpu_model"], captions[0])
+                self.assertIn(" on %s" % env["hostname"], captions[0])
+                self.assertIn(env["git_commit"][:12], captions[0])
         throughput = [line for line in self.page.splitlines() if line.startswith("*Figure 1: ")][0]
         for n, d in self.docs.items():
-            for text in (machines[n], d["environment"]["git_commit"], d["deck_path"]):
+            for text in (records[n][0].machine_text, d["environment"]["git_commit"][:12],
+                         os.path.basename(d["deck_path"])):
                 self.assertIn(text, throughput)
         meta = S.png_text(os.path.join(self.out, report.THROUGHPUT_FIGURE))
-        self.assertIn("60e159637613", meta["Description"])
-        self.assertIn("b5795d48fad6", meta["Description"])
+        for d in self.docs.values():
+            self.assertIn(d["environment"]["git_commit"], meta["Description"])
+
+
+def saturation_sweep_doc():
+    """A result file of a deck that sweeps d (1024, 8192) and streams.per_rank
+    (1, 2, 4) on one rank (make_synthetic_fixtures' run_entry and document)."""
+    runs = []
+    points = [(d, p) for d in (1024, 8192) for p in (1, 2, 4)]
+    for k, (d, p) in enumerate(points):
+        run = M.run_entry(deck="inputs/saturation.yaml", overrides=[], d=d, r=16, dtype="float", mode="weak", ranks=1,
+                          per_rank=p, fom=(100.0 if d == 1024 else 40.0) * (1, 1.9, 2.0)[p // 2],
+                          sweep_point={"problem.d": d, "streams.per_rank": p}, sweep_index=k,
+                          sweep_count=len(points), result="saturation.json")
+        runs.append(run)
+    return M.document("saturation.json", "gpu1", "inputs/saturation.yaml", [], 1, runs)
 
 
 class ReportTest(S.TempDirTest):
@@ -219,31 +371,44 @@ class ReportTest(S.TempDirTest):
         return self.write_doc(new_name or name, doc, subdir)
 
     def test_dirty_tree_and_other_commit_are_warned(self):
+        commit = load(os.path.join(CPU, SMOKE))["environment"]["git_commit"]
+
         def dirty(doc):
             doc["environment"]["git_dirty"] = True
-        path = self.copy_of("smoke_cpu_np2.json", dirty)
+        path = self.copy_of(SMOKE, dirty)
         rc, page, err, _out = self.make([path], "--no-plots")
         self.assertEqual(rc, 0, err)
         warnings = S.section(page, "## Warnings")
         self.assertIn("**WARNING: UNCOMMITTED CHANGES.** 1 of 1 file(s) were built from a tree with uncommitted "
                       "changes (`environment.git_dirty`: true)", warnings)
-        self.assertIn("`smoke_cpu_np2.json` (commit 60e159637613)", warnings)
+        self.assertIn("`%s` (commit %s)" % (SMOKE, commit), warnings)
         self.assertIn("**YES: built from a tree with uncommitted changes**", page)
         self.assertNotIn("DIFFERENT COMMITS", page)
 
-        def other_commit(doc):
-            doc["environment"]["git_commit"] = "0123456789ab"
-        other = self.copy_of("smoke_cpu_np2.json", other_commit, "other.json")
-        rc, page, err, _out = self.make(cpu("smoke_cpu_np2.json") + [other], "--no-plots")
+        def clean(doc):
+            doc["environment"]["git_dirty"] = False
+        smoke = self.copy_of(SMOKE, clean, subdir="clean")
+        other_commit = "0123456789ab" if not same_commit(commit, "0123456789ab") else "fedcba987654"
+
+        def other(doc):
+            clean(doc)
+            doc["environment"]["git_commit"] = other_commit
+        other = self.copy_of(SMOKE, other, "other.json")
+        rc, page, err, _out = self.make([smoke, other], "--no-plots")
         self.assertEqual(rc, 0, err)
-        self.assertIn("**WARNING: THE FILES COME FROM 2 DIFFERENT COMMITS:** `60e159637613`: `smoke_cpu_np2.json`; "
-                      "`0123456789ab`: `other.json`.", page)
+        self.assertIn("**WARNING: THE FILES COME FROM 2 DIFFERENT COMMITS:** `%s`: `%s`; `%s`: `other.json`." % (
+            commit, SMOKE, other_commit), page)
         self.assertNotIn("UNCOMMITTED CHANGES", page)
 
-        def long_commit(doc):  # the same commit written in full is not another one
-            doc["environment"]["git_commit"] = "60e159637613" + "0" * 28
-        same = self.copy_of("smoke_cpu_np2.json", long_commit, "same.json")
-        rc, page, err, _out = self.make(cpu("smoke_cpu_np2.json") + [same], "--no-plots")
+        # The same commit written at another length is not another one.
+        written = commit[:12] if len(commit) > 12 else commit + "0" * (40 - len(commit))
+
+        def same(doc):
+            clean(doc)
+            doc["environment"]["git_commit"] = written
+        same = self.copy_of(SMOKE, same, "same.json")
+        rc, page, err, _out = self.make([smoke, same], "--no-plots")
+        self.assertEqual(rc, 0, err)
         self.assertNotIn("DIFFERENT COMMITS", page)
 
     def test_non_result_json_in_a_directory_is_skipped_with_a_warning(self):
@@ -258,12 +423,46 @@ class ReportTest(S.TempDirTest):
         self.assertEqual(os.listdir(out), ["README.md"])  # --no-plots: no PNG
 
     def test_no_plots_writes_no_png(self):
-        rc, page, err, out = self.make(cpu(*FILES), "--no-plots")
+        rc, page, err, out = self.make(cpu(*cpu_files()[2]), "--no-plots")
         self.assertEqual(rc, 0, err)
         self.assertEqual(os.listdir(out), ["README.md"])
         self.assertIn("Figures not drawn (--no-plots).", page)
         self.assertNotIn("![", page)
-        self.assertIn("### Weak scaling: ", page)  # the tables are still there
+        self.assertIn("### Weak scaling", page.splitlines())  # the tables are still there
+        self.assertIn("### Strong scaling", page.splitlines())
+
+    def test_a_streams_per_rank_sweep_is_the_saturation_section(self):
+        # A saturation deck's sweep (2 d x 3 stream counts, as inputs/saturation.yaml
+        # sweeps them) is analysis.saturation's: a curve per d with its saturation
+        # point and memory per stream, never a d curve per stream count.
+        sat = saturation_sweep_doc()
+        path = self.write_doc("saturation.json", sat, "in")
+        rc, page, err, out = self.make([path] + S.fixture("synthetic_sweep_d.json"))
+        self.assertEqual(rc, 0, err)
+        section = S.section(page, "## Streams-per-device saturation")
+        for d in (1024, 8192):
+            curve = [line for line in section.splitlines() if line.startswith("### d=%d, r=16" % d)]
+            self.assertEqual(len(curve), 1, section)
+            text = S.section(section, curve[0])
+            self.assertIn("FOM per stream (update samples/s)", text)  # analysis.saturation's table
+            self.assertIn("peak RSS per stream [MiB]", text)
+            self.assertIn("Saturation point: ", text)
+        pngs = sorted(f for f in os.listdir(out) if f.endswith(".png"))
+        self.assertEqual([p for p in pngs if p.startswith("saturation_")],
+                         ["saturation_d1024_r16_float_Synthetic_GPU_X1.png",
+                          "saturation_d8192_r16_float_Synthetic_GPU_X1.png"])
+        for png in [p for p in pngs if p.startswith("saturation_")]:
+            self.assertIn("(%s)" % png, section)
+        # The d curves hold the d sweep only; sweep's own saturation figure is gone.
+        self.assertNotIn("sweep_saturation.png", pngs)
+        self.assertIn("sweep_throughput_vs_d.png", pngs)
+        d_recs = [c.records for c in sweep.analyse(C.load_records([path] + S.fixture("synthetic_sweep_d.json")),
+                                                    self.tmp, plots=False)[1]["Throughput vs d"]]
+        self.assertEqual({r.file for recs in d_recs for r in recs}, {"synthetic_sweep_d.json"})
+        # --no-plots: the saturation tables are still there.
+        rc, page, err, out = self.make([path], "--no-plots")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("Saturation point: ", S.section(page, "## Streams-per-device saturation"))
 
     def test_broken_input_is_one_line_and_exit_2(self):
         bad = os.path.join(self.tmp, "bad.json")

@@ -10,7 +10,6 @@ import analysis_test_support as S
 import make_synthetic_fixtures as M
 from analysis import common as C
 from analysis import saturation
-from analysis import sweep
 
 MIB = 2 ** 20
 STREAMS = (1, 2, 4, 8, 16, 32)
@@ -53,8 +52,9 @@ class SaturationTest(S.TempDirTest):
         self.assertEqual(len(sats), 1)
         self.assertEqual(sats[0].x, 16.0)
         self.assertEqual(sats[0].top, 820.0)
-        # The same rule as analysis.sweep's saturation section (common.saturation_point).
-        self.assertEqual(sweep.saturation_point(sats[0].curve), 16.0)
+        # The rule is common.saturation_point's.
+        self.assertEqual(C.saturation_point(sats[0].curve), 16.0)
+        self.assertEqual(C.saturation_point(sats[0].curve, fraction=0.99), 32.0)
         # A point just under 90% of the best does not count: 737.9 < 738.
         foms = (100.0, 190.0, 350.0, 600.0, 737.9, 820.0)
         path = self.write_doc("sat_under.json", saturation_doc(foms=foms))
@@ -134,7 +134,7 @@ class SaturationTest(S.TempDirTest):
     def test_seed_line_at_the_seed_configuration_only(self):
         path = self.write_doc("seed.json", saturation_doc(d=8192, r=64))
         out = self.run_ok([path, "--no-plots"])
-        self.assertIn("seed, GB10, PyTorch: 5,210 update samples/s with 8 streams on one GB10; this code with 8 "
+        self.assertIn("seed, GB10, PyTorch: 5,210 samples/s with 8 streams on one GB10; this code with 8 "
                       "streams: 600 (this code / seed 0.115).", out)
         path = self.write_doc("seed_double.json", saturation_doc(d=8192, r=64, dtype="double"))
         self.assertNotIn("seed, GB10", self.run_ok([path, "--no-plots"]))
@@ -171,7 +171,7 @@ class SaturationTest(S.TempDirTest):
         self.assertOneLineError(rc, err, "analysis.saturation",
                                 "no runs that differ only in the streams per rank among the 1 run(s) read (a curve "
                                 "needs at least two values of streams.per_rank with d, r, dtype, stream mode, ranks, "
-                                "steps, algorithm, configuration and device equal)")
+                                "steps, algorithm, configuration, deck and device equal)")
         self.assertEqual(out, "")
         # A mistyped memory field is named by its path.
         doc = saturation_doc()

@@ -1,4 +1,5 @@
-"""analysis.sweep: curves vs d, vs r and vs streams per rank, their tables and figures."""
+"""analysis.sweep: curves vs d and vs r, their tables and figures; the runs of a
+streams.per_rank sweep are left to analysis.saturation."""
 
 import json
 import os
@@ -16,17 +17,19 @@ SWEEPS = ["synthetic_sweep_d.json", "synthetic_sweep_r.json", "synthetic_saturat
 class SweepTest(S.TempDirTest):
     def test_curves(self):
         recs = C.load_records(S.fixture(*(SWEEPS + ["synthetic_weak_np1.json", "synthetic_strong_np1.json"])))
-        _text, found, figs = sweep.analyse(recs, self.tmp, plots=False)
+        text, found, figs = sweep.analyse(recs, self.tmp, plots=False)
         self.assertEqual(figs, [])
-        vs_d, vs_r, sat = found.values()
+        self.assertEqual(list(found), ["Throughput vs d", "Throughput vs r"])
+        vs_d, vs_r = found.values()
         self.assertEqual([[(x, f) for x, f, _r in c.points] for c in vs_d],
                          [[(256, 4000.0), (512, 2000.0), (1024, 1000.0)]])
         self.assertEqual([[(x, f) for x, f, _r in c.points] for c in vs_r],
                          [[(8, 3000.0), (32, 1500.0), (64, 600.0)]])
-        self.assertEqual(len(sat), 1)
-        self.assertEqual([x for x, _f, _r in sat[0].points], [1.0, 2.0, 4.0, 8.0])
-        self.assertEqual(sweep.saturation_point(sat[0]), 4.0)  # 1000 >= 0.9 * 1050 > 580
-        self.assertEqual(sweep.saturation_point(sat[0], fraction=0.99), 8.0)
+        # The streams.per_rank sweep is analysis.saturation's, in no d or r curve.
+        self.assertIn("4 run(s) of a streams.per_rank sweep (synthetic_saturation.json) are left to "
+                      "analysis.saturation", text)
+        self.assertNotIn("synthetic_saturation.json", {r.file for cs in found.values() for c in cs
+                                                        for r in c.records})
 
     def test_tables(self):
         rc, out, err = S.run_main(sweep, S.fixture(*SWEEPS) + ["--no-plots"])
@@ -39,13 +42,11 @@ class SweepTest(S.TempDirTest):
         self.assertEqual(S.md_row_starting(r, "64"), ["64", "1", "600", "9,014", "0.067", "75", "480", "PASSED"])
         self.assertEqual(S.md_row_starting(r, "8"), ["8", "1", "3,000", "n/a", "n/a", "375", "2,400", "PASSED"])
         self.assertEqual(S.md_rows(r)[0][:6], [
-            "r", "runs", "FOM (update samples/s), this code, Synthetic GPU X1", "seed, GB10, PyTorch (update samples/s)",
+            "r", "runs", "FOM (update samples/s), this code, Synthetic GPU X1", "seed, GB10, PyTorch (samples/s)",
             "this code / seed", "per-stream samples/s"])
         self.assertIn("source: the project's issue 33 and COLLABORATION.md", r)
-        sat = S.section(out, "# Saturation: FOM vs streams per rank")
-        self.assertEqual(S.md_row_starting(sat, "4"), ["4", "4", "1", "1,000", "1,000", "250", "0.952", "PASSED"])
-        self.assertEqual(S.md_row_starting(sat, "1")[6], "0.286")
-        self.assertIn("Saturates (FOM >= 90% of its maximum) at 4 streams per rank.", sat)
+        self.assertNotIn("# Saturation", out)  # analysis.saturation's, not sweep's
+        self.assertNotIn("Saturates", out)
 
     def test_nothing_to_sweep(self):
         rc, out, _err = S.run_main(sweep, S.fixture("synthetic_weak_np1.json", "synthetic_weak_np2.json")
@@ -53,7 +54,7 @@ class SweepTest(S.TempDirTest):
         self.assertEqual(rc, 0)
         self.assertIn("No runs that differ only in d.", out)
         self.assertIn("No runs that differ only in r.", out)
-        self.assertIn("No runs that differ only in streams/rank.", out)
+        self.assertNotIn("streams/rank", out)
         self.assertEqual(os.listdir(self.tmp), [])
 
     def test_failed_run_is_flagged_in_the_table(self):
@@ -86,18 +87,14 @@ class SweepTest(S.TempDirTest):
     def test_pngs(self):
         rc, out, err = S.run_main(sweep, S.fixture(*SWEEPS) + ["--out", self.tmp])
         self.assertEqual(rc, 0, err)
-        self.assertEqual(sorted(os.listdir(self.tmp)),
-                         ["sweep_saturation.png", "sweep_throughput_vs_d.png", "sweep_throughput_vs_r.png"])
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["sweep_throughput_vs_d.png", "sweep_throughput_vs_r.png"])
         # The caption: machine, short commit and deck file.
         short = "git %s |" % M.COMMIT_GPU[:12]
         meta = self.assertPng(os.path.join(self.tmp, "sweep_throughput_vs_d.png"),
                               ["Synthetic GPU X1 on synthetic-gpu-node-1", short, "deck: single_gpu.yaml"])
         self.assertNotIn(M.COMMIT_GPU, meta["Description"])
         self.assertPng(os.path.join(self.tmp, "sweep_throughput_vs_r.png"), ["Synthetic GPU X1", "deck: rank_sweep.yaml"])
-        meta = self.assertPng(os.path.join(self.tmp, "sweep_saturation.png"),
-                              ["Synthetic GPU X2 on synthetic-gpu-node-2", short])
-        self.assertNotIn("X1", meta["Description"])
-        self.assertIn("Figure: " + os.path.join(self.tmp, "sweep_saturation.png"), out)
+        self.assertIn("Figure: " + os.path.join(self.tmp, "sweep_throughput_vs_r.png"), out)
 
 
 def seed_ladder_edit(ds, r, dtype="float", ranks=None):
@@ -123,10 +120,12 @@ class SeedColumnTest(S.TempDirTest):
         self.assertIsNone(seed.seed_figure(8192, 64, 16, "float"))
         self.assertIsNone(seed.seed_figure(8192, 48, 8, "float"))
         self.assertIsNone(seed.seed_figure(1024, 64, 8, "float"))
-        self.assertEqual(seed.label(), "seed, GB10, PyTorch")
+        self.assertEqual(seed.LABEL, "seed, GB10, PyTorch")
+        # The seed's figures do not say what their timer covered: its legend says so.
+        self.assertEqual(seed.PLOT_LABEL, "seed, GB10, PyTorch (GPU; timer scope not stated)")
+        self.assertIn("timer scope not stated", seed.source_note())
         self.assertEqual(seed.ladder("d", 64), [(2048, 12794.0), (4096, 9014.0), (8192, 5210.0), (16384, 2654.0)])
         self.assertEqual(seed.ladder("r", 8192), [(32, 9758.0), (64, 5210.0), (128, 2444.0)])
-        self.assertEqual(seed.SUSTAINED["observations"], 800000)
 
     def test_a_float_run_at_the_seed_point_gets_its_figure(self):
         path = self.variant("synthetic_sweep_d.json", "seed_d.json", seed_ladder_edit((2048, 8192, 16384), 64))
@@ -137,7 +136,7 @@ class SeedColumnTest(S.TempDirTest):
         d = S.section(out, "# Throughput vs d")
         header = S.md_rows(d)[0]
         self.assertEqual(header[2:5], ["FOM (update samples/s), this code, Synthetic GPU X1",
-                                       "seed, GB10, PyTorch (update samples/s)", "this code / seed"])
+                                       "seed, GB10, PyTorch (samples/s)", "this code / seed"])
         self.assertEqual(S.md_row_starting(d, "8192")[:5], ["8192", "1", "2,000", "5,210", "%.3f" % (2000 / 5210)])
         self.assertEqual(S.md_row_starting(d, "16384")[:5], ["16384", "1", "1,000", "2,654", "0.377"])
         self.assertEqual(out.count("Seed figures (seed, GB10, PyTorch)"), 1)
