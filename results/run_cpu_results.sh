@@ -16,7 +16,6 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=results/cpu
 mkdir -p "$out" results/plots
-rm -f results/plots/{scaling,stability,sweep,breakdown,saturation}_*.png results/plots/accuracy_*.png
 tables_only=0 failed_runs=()
 case "${1:-}" in
   "") ;;
@@ -80,6 +79,9 @@ if ((${#failed_runs[@]})); then
 fi
 fi
 
+# The plots are removed only now: tracked files removed before the build
+# configures would mark the build (and every result file) dirty.
+rm -f results/plots/{scaling,stability,sweep,breakdown,saturation}_*.png results/plots/accuracy_*.png
 py=/usr/bin/python3
 $py -m analysis.collect "$out" --csv results/all_runs.csv > results/all_runs.md
 $py -m analysis.scaling "$out"/weak_*.json "$out"/strong_*.json --out results/plots > results/scaling.md
