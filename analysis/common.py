@@ -15,6 +15,7 @@ two decks, or of one deck at two rates, are never one median. Fields that
 older result files lack get the defaults documented in Record.
 """
 
+import argparse
 import csv
 import gzip
 import io
@@ -1234,6 +1235,21 @@ def add_common_arguments(parser, out=True):
     parser.add_argument("--validate", action="store_true",
                         help="validate every file against docs/result.schema.json "
                              "(needs the python3-jsonschema module)")
+
+
+def tables_and_figures_main(argv, prog, description, analyse, epilog=None):
+    """The main() of a command that takes result files, --out, --validate
+    and --no-plots, and prints the text of analyse(records, out_dir, plots)
+    (whose first return value is that text)."""
+    p = argparse.ArgumentParser(prog=prog, description=description, epilog=epilog)
+    add_common_arguments(p)
+    p.add_argument("--no-plots", action="store_true", help="tables only")
+    args = p.parse_args(argv)
+    if not args.no_plots:
+        check_output_dir(args.out)
+    records = load_records(args.inputs, validate=args.validate)
+    print(analyse(records, args.out, not args.no_plots)[0])
+    return 0
 
 
 def main_wrapper(name, fn, argv):

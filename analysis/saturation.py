@@ -43,7 +43,6 @@ point is in its configuration (seed.seed_figure_for).
     python3 -m analysis.saturation results/saturation.json --out figures/ [--no-plots]
 """
 
-import argparse
 import os
 import sys
 from collections import OrderedDict
@@ -298,21 +297,11 @@ def no_curve_error(records):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(
-        prog="python3 -m analysis.saturation",
-        description="The saturation point of streams per device from mosaic_miniapp result files of a "
-                    "streams.per_rank sweep: per curve (d, r, dtype, machine, ...) a Markdown table of FOM, FOM per "
-                    "stream, FOM / best FOM and memory per stream on stdout, and a PNG figure in --out.",
-        epilog=DEFINITION)
-    C.add_common_arguments(p)
-    p.add_argument("--no-plots", action="store_true", help="tables only")
-    args = p.parse_args(argv)
-    if not args.no_plots:
-        C.check_output_dir(args.out)
-    records = C.load_records(args.inputs, validate=args.validate)
-    text, _sats, _figs = analyse(records, args.out, not args.no_plots)
-    print(text)
-    return 0
+    return C.tables_and_figures_main(
+        argv, "python3 -m analysis.saturation",
+        "The saturation point of streams per device from mosaic_miniapp result files of a streams.per_rank sweep: "
+        "per curve (d, r, dtype, machine, ...) a Markdown table of FOM, FOM per stream, FOM / best FOM and memory "
+        "per stream on stdout, and a PNG figure in --out.", analyse, epilog=DEFINITION)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ ratio at each d or r they share and sweep_blocked_vs_sequential_vs_<d|r>.png
     python3 -m analysis.sweep results/single_gpu.json results/rank_sweep.json --out figures/
 """
 
-import argparse
 import os
 import sys
 import textwrap
@@ -326,19 +325,10 @@ def analyse(records, out_dir, plots=True):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(
-        prog="python3 -m analysis.sweep",
-        description="Throughput vs d and vs r (log axes) from mosaic_miniapp result files: Markdown tables on "
-                    "stdout, PNG figures in --out. Runs of a streams.per_rank sweep are left to analysis.saturation.")
-    C.add_common_arguments(p)
-    p.add_argument("--no-plots", action="store_true", help="tables only")
-    args = p.parse_args(argv)
-    if not args.no_plots:
-        C.check_output_dir(args.out)
-    records = C.load_records(args.inputs, validate=args.validate)
-    text, _found, _figs = analyse(records, args.out, not args.no_plots)
-    print(text)
-    return 0
+    return C.tables_and_figures_main(
+        argv, "python3 -m analysis.sweep",
+        "Throughput vs d and vs r (log axes) from mosaic_miniapp result files: Markdown tables on stdout, PNG "
+        "figures in --out. Runs of a streams.per_rank sweep are left to analysis.saturation.", analyse)
 
 
 if __name__ == "__main__":
