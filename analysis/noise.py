@@ -150,8 +150,9 @@ def plot(runs, out_dir):
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     C.label_x_ticks(ax, sorted({k[0] for k in pts}))
-    ax.set_xlabel("dimension d")
+    ax.set_xlabel("dimension d [coordinates]")
     ax.set_ylabel("mean projector distance [dimensionless]")
+    C.plain_log_labels(ax)
     ax.legend(fontsize=7)
     path = os.path.join(out_dir, "noise_study.png")
     return C.save_figure(fig, path, "MOSAIC on heterogeneous noise: the isotropic model and noise: diagonal "
