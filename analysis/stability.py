@@ -129,8 +129,12 @@ def plot_group(group, path, title):
             handles, labels = ax.get_legend_handles_labels()
             if handles:
                 break
+    if len(handles) > 1:
+        # Several runs: one legend under the figure, over no data.
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=7, frameon=False)
+        return C.save_figure(fig, path, title, group, tight=True)
     if handles:
-        axes.flat[0].legend(handles, labels, fontsize=6)
+        axes.flat[0].legend(handles, labels, fontsize=6, loc="best")
     return C.save_figure(fig, path, title, group)
 
 
