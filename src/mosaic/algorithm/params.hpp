@@ -62,8 +62,9 @@ struct MosaicParams {
   // for float blocked runs, never otherwise (ALGORITHM.md section 6).
   int reorthonormalize_every = 0;
   InitMode init = InitMode::data;
-  int init_samples = 0;     // 0 = default 2r
-  double init_scale = 1.0;  // s0 of init: random (S = s0 I, s2 = s0)
+  int init_samples = 0;      // 0 = default 2r
+  int init_max_samples = 0;  // 0 = default 64 * init_samples: the largest init window (section 3)
+  double init_scale = 1.0;   // s0 of init: random (S = s0 I, s2 = s0)
   // Implementation options of the Kokkos engine (the host reference ignores
   // them; both change only the rounding, not the algorithm):
   // k samples per block (ALGORITHM.md section 6); 0 or 1 = sequential
@@ -83,6 +84,11 @@ struct MosaicParams {
   double leverage_floor = 0.1;   // coordinates with 1 - l_j below it do not accumulate
 
   int resolved_init_samples(int r) const { return init_samples > 0 ? init_samples : 2 * r; }
+  // Section 3: the window doubles from init_samples on an uninformative start
+  // while it stays within this many samples.
+  int resolved_init_max_samples(int r) const {
+    return init_max_samples > 0 ? init_max_samples : 64 * resolved_init_samples(r);
+  }
 
   // Throws std::invalid_argument naming the offending option.
   void validate(int d, int r) const {
@@ -109,6 +115,13 @@ struct MosaicParams {
     if (init == InitMode::data && resolved_init_samples(r) < r + 1)
       throw std::invalid_argument("init_samples must be >= r+1 = " + std::to_string(r + 1) + ", got " +
                                   std::to_string(init_samples));
+    if (init_max_samples < 0)
+      throw std::invalid_argument("init_max_samples must be >= 0 (0 = default 64 init_samples), got " +
+                                  std::to_string(init_max_samples));
+    if (init == InitMode::data && resolved_init_max_samples(r) < resolved_init_samples(r))
+      throw std::invalid_argument(
+          "init_max_samples must be >= init_samples = " + std::to_string(resolved_init_samples(r)) + ", got " +
+          std::to_string(init_max_samples));
     if (block_size < 0 && block_size != kAuto)
       throw std::invalid_argument("block_size must be >= 0 (0 or 1 = sequential) or auto, got " +
                                   std::to_string(block_size));

@@ -36,8 +36,10 @@ struct NumericalBreakdown : std::runtime_error {
 // a NaN). The message says what was found (the sample count, r, the r-th Gram
 // eigenvalue and the tolerance it failed) but names no stream: the caller
 // knows which stream (and file) the samples came from and adds it.
+// `directions`: how many Gram eigenvalues passed the tolerance (< r).
 struct InitRankDeficient : std::invalid_argument {
-  using std::invalid_argument::invalid_argument;
+  InitRankDeficient(const std::string& what, int directions_) : std::invalid_argument(what), directions(directions_) {}
+  int directions = 0;
 };
 
 template <class T>
@@ -364,8 +366,8 @@ inline void require_init_samples(int n0, int r) {
 // descending) given raw2, the mean ||x_k||^2 of the uncentred samples;
 // shared by the reference and the engine (batched_engine.hpp).
 // An eigenvalue at rounding level relative to the largest means the
-// centred samples span fewer than r directions: the first term, with the
-// eps of double, the precision of this computation. So does one at the
+// centred samples span fewer than r directions: the first term, section 3's
+// `lambda_r > 1e3 n eps(double) lambda_1`, the precision of this computation. So does one at the
 // level of the rounding of the samples themselves (entries of Y are
 // uncertain by ~eps |x|, Gram eigenvalues by ~eps^2 mean ||x||^2): the second
 // term. It takes the eps of T, not of double: the samples are T values,
@@ -386,14 +388,18 @@ template <class T>
 void require_init_spectrum(const std::vector<double>& lambda, int n0, int r, double raw2) {
   const double eps = std::numeric_limits<double>::epsilon();
   const double eps_T = double(std::numeric_limits<T>::epsilon());
-  const double tol = std::max(double(n0) * eps * std::fabs(lambda[0]) * 100, double(n0) * eps_T * eps_T * raw2 * 100);
+  const double tol = std::max(double(n0) * eps * std::fabs(lambda[0]) * 1e3, double(n0) * eps_T * eps_T * raw2 * 100);
   if (!std::isfinite(raw2) || !std::isfinite(lambda[0]))
     throw std::invalid_argument("init: data: the samples' second moments overflow double");
   if (!(lambda[0] > 0.0) || !(lambda[r - 1] > tol)) {
+    int directions = 0;
+    while (directions < r && lambda[directions] > 0.0 && lambda[directions] > tol) ++directions;
     char num[96];
     std::snprintf(num, sizeof num, "eigenvalue lambda_%d = %.6g <= tolerance %.6g", r, lambda[r - 1], tol);
     throw InitRankDeficient("init: data: the " + std::to_string(n0) + " centred samples span fewer than r=" +
-                            std::to_string(r) + " directions (rank-deficient start; Gram " + num + ")");
+                                std::to_string(r) + " directions (rank-deficient start: " + std::to_string(directions) +
+                                " above the tolerance; Gram " + num + ")",
+                            directions);
   }
 }
 
@@ -541,6 +547,50 @@ ReferenceState<T> reference_init_data(const T* X, int n0, int d, int r, const Mo
   for (int j = 0; j < r; ++j) st.S[j * r + j] = lambda[j];
   st.s2 = detail::init_noise_variance(lambda, n0, d, r);
   return detail::round_start<T>(std::move(st), lambda);
+}
+
+// What section 3's growing window consumed: the start and the samples it
+// used (init_samples_used).
+template <class T>
+struct GrownInit {
+  ReferenceState<T> state;
+  int samples_used = 0;
+};
+
+// init: data with section 3's window that grows on an uninformative start:
+// the window of n0 = init_samples samples, then 2 n0, 4 n0, ... while the
+// rank check fails and the window stays within min(init_max_samples,
+// available). `window(m)` returns m samples in stream order (sample k at
+// [k*d, k*d + d)): a stream's first m for its own init; the m before a cold
+// worker's warm-up for section 9.3, which grows backwards. `available`: the
+// most samples `window` can give. Every failure other than a rank-deficient
+// window (non-finite samples, a start outside T's range) is raised at once;
+// a window that would pass the limit is the rank-deficient error of the
+// largest one tried, naming its size, the directions it spanned and the limit.
+template <class T, class Window>
+GrownInit<T> reference_init_data_grown(const Window& window, std::int64_t available, int d, int r,
+                                       const MosaicParams& p) {
+  p.validate(d, r);
+  const int n0 = p.resolved_init_samples(r);
+  const std::int64_t limit = std::min<std::int64_t>(p.resolved_init_max_samples(r), available);
+  if (available < n0)
+    throw std::invalid_argument("init: data needs init_samples = " + std::to_string(n0) + " samples, the stream has " +
+                                std::to_string(available));
+  for (int m = n0;; m *= 2) {
+    try {
+      return GrownInit<T>{reference_init_data(static_cast<const T*>(window(m)), m, d, r, p), m};
+    } catch (const InitRankDeficient& e) {
+      if (std::int64_t(m) * 2 > limit) {
+        const bool by_stream = limit < p.resolved_init_max_samples(r);
+        throw InitRankDeficient(std::string(e.what()) + "; the window grew from " + std::to_string(n0) + " to " +
+                                    std::to_string(m) + " samples, and " + std::to_string(2 * std::int64_t(m)) +
+                                    " would pass " +
+                                    (by_stream ? "the end of the stream (" + std::to_string(available) + " samples)"
+                                               : "init_max_samples = " + std::to_string(limit)),
+                                e.directions);
+      }
+    }
+  }
 }
 
 // init: random (ALGORITHM.md section 3): U an orthonormalized Gaussian drawn

@@ -1,0 +1,249 @@
+// The host reference of ALGORITHM.md section 9 (../shared/ALGORITHM-9-segments.md):
+// one stream's parallel-in-time segments, the workers stepped one after
+// another by reference_step, with 9.2's partition, 9.3's pass 1 (cold states
+// and their fallbacks), 9.4's exchange and certificate, 9.5's later passes
+// and 9.6's gauge carry written out plainly. It is the oracle of the engine's
+// segments, and what 9.12's checks run against.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mosaic/algorithm/params.hpp"
+#include "mosaic/algorithm/reference.hpp"
+#include "mosaic/algorithm/segments.hpp"
+
+namespace mosaic {
+
+// What section 4 counts over a run of steps: the clamped steps, the
+// re-orthonormalizations and the prequential sums.
+struct SegmentCounters {
+  std::int64_t clamped_steps = 0;
+  std::int64_t reorthonormalizations = 0;
+  std::array<double, preq_columns> prequential{};
+
+  template <class T>
+  void add(const ReferenceState<T>& st) {
+    clamped_steps += st.clamped_steps;
+    reorthonormalizations += st.reorthonormalizations;
+    for (std::size_t c = 0; c < prequential.size(); ++c) prequential[c] += st.prequential[c];
+  }
+};
+
+// 9.7's record of one stream, and the states behind it.
+template <class T>
+struct SegmentedRun {
+  // E_{P-1} with the stream's counters (the sum of the segments' final runs);
+  // in the sequential frame when the run is certified and gauge_carry is set,
+  // in the last worker's own frame otherwise.
+  ReferenceState<T> final_state;
+  std::vector<ReferenceState<T>> end_states;  // E_q in each worker's own frame
+  int init_samples_used = 0;                  // n0 of 9.2 (section 3's window; 0 for init: random)
+  int passes = 0;
+  bool certified = false;
+  int first_uncertified = -1;  // the index of the first uncertified segment; -1 when certified
+  // Per pass, the P - 1 values delta_q (q = 1..P-1); their components for
+  // pass 1 and for the last pass.
+  std::vector<std::vector<double>> boundary_mismatch;
+  std::vector<BoundaryMismatch> first_pass_components, last_pass_components;
+  std::vector<int> segments_certified;  // after each pass (segment 0 included)
+  int trivial_boundaries = 0;           // pass-1 workers with w_q <= 0
+  int cold_data_starts = 0, cold_random_starts = 0;
+  std::vector<std::int64_t> worker_steps_per_pass;
+  std::vector<double> pass_seconds;
+  double modelled_speedup = 0;                 // T / sum of worker_steps_per_pass
+  SegmentCounters counters;                    // the segments' final runs
+  SegmentCounters warmup_counters;             // pass 1's warm-ups
+  std::vector<std::vector<double>> rotations;  // R_q of 9.6 (r x r, row-major), q = 0..P-1 (R_0 = I)
+};
+
+namespace detail {
+
+template <class T>
+bool same_state_bits(const ReferenceState<T>& a, const ReferenceState<T>& b) {
+  auto same = [](const std::vector<T>& x, const std::vector<T>& y) {
+    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
+  };
+  return same(a.mu, b.mu) && same(a.U, b.U) && same(a.S, b.S) && std::memcmp(&a.s2, &b.s2, sizeof(T)) == 0;
+}
+
+template <class T>
+void zero_counters(ReferenceState<T>& st) {
+  st.clamped_steps = 0;
+  st.reorthonormalizations = 0;
+  st.prequential.fill(0.0);
+}
+
+inline std::vector<double> identity_matrix(int r) {
+  std::vector<double> I(std::size_t(r) * r, 0.0);
+  for (int j = 0; j < r; ++j) I[std::size_t(j) * r + j] = 1.0;
+  return I;
+}
+
+}  // namespace detail
+
+// One stream of `steps` section-2 steps (T of 9.1) after its init, in
+// `sp.segments` segments. `rows(first, m, out)` writes the stream's samples
+// first .. first + m - 1 (0-based, stream order, sample k at out[k*d ..]);
+// `available` is the stream's length in samples. The stream's init is
+// p.init (section 3; init: data with its growing window); step t consumes
+// sample n0 + t - 1 (0-based). `seed` and `stream_id` draw init: random
+// states (the stream's, and 9.3's random cold states).
+// Throws what the stream's own init or steps throw (InitRankDeficient,
+// NumericalBreakdown, std::invalid_argument), and std::invalid_argument for
+// options 9.1 refuses or fewer steps than segments.
+template <class T, class Rows>
+SegmentedRun<T> reference_run_segments(const Rows& rows, std::int64_t available, std::int64_t steps, int d, int r,
+                                       const MosaicParams& p, const SegmentParams& sp, std::uint64_t seed,
+                                       std::uint64_t stream_id) {
+  const ResolvedSegments rs = resolve_segments<T>(sp, p);
+  const int P = rs.segments;
+  if (steps < P)
+    throw std::invalid_argument("time_segments (" + std::to_string(P) + ") must be <= the stream's steps (" +
+                                std::to_string(steps) + ")");
+  SegmentedRun<T> out;
+  std::vector<T> buffer;
+  auto read = [&](std::int64_t first, std::int64_t m) -> const T* {
+    buffer.resize(std::size_t(m) * d);
+    rows(first, m, buffer.data());
+    return buffer.data();
+  };
+
+  // The stream's own init (section 3), n0 = the samples it consumed.
+  ReferenceState<T> init;
+  if (p.init == InitMode::data) {
+    GrownInit<T> g = reference_init_data_grown<T>([&](int m) { return read(0, m); }, available, d, r, p);
+    init = std::move(g.state);
+    out.init_samples_used = g.samples_used;
+  } else {
+    init = reference_init_random<T>(d, r, p, seed, stream_id);
+  }
+  const std::int64_t n0 = out.init_samples_used;
+  if (n0 + steps > available)
+    throw std::invalid_argument("the stream has " + std::to_string(available) + " samples: fewer than its init (" +
+                                std::to_string(n0) + ") and " + std::to_string(steps) + " steps");
+
+  std::vector<T> x(static_cast<std::size_t>(d));
+  // Steps t0 + 1 .. t1 of `st`, sample n0 + t - 1 for step t.
+  auto step_through = [&](ReferenceState<T>& st, std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0 + 1; t <= t1; ++t) {
+      rows(n0 + t - 1, 1, x.data());
+      reference_step(st, x.data(), p);
+    }
+  };
+  // 9.3's cold state for a warm-up from step w: section 3 on the samples
+  // before step w + 1, the window growing backwards; init: random where no
+  // window within init_max_samples (and the stream's start) spans r
+  // directions, or where the options ask for it.
+  auto cold_state = [&](std::int64_t w) {
+    const std::int64_t end = n0 + w;  // the samples end .. before step w + 1
+    if (rs.warmup_init == InitMode::data) {
+      try {
+        GrownInit<T> g = reference_init_data_grown<T>([&](int m) { return read(end - m, m); }, end, d, r, p);
+        out.cold_data_starts += 1;
+        return std::move(g.state);
+      } catch (const InitRankDeficient&) {
+      }
+    }
+    out.cold_random_starts += 1;
+    return reference_init_random<T>(d, r, p, seed, stream_id);
+  };
+
+  std::vector<std::int64_t> b(std::size_t(P) + 1);
+  for (int q = 0; q <= P; ++q) b[q] = segment_begin(q, steps, P);
+  std::vector<ReferenceState<T>> Z(P), E(P);
+  std::vector<bool> c(P, false);
+  std::vector<BoundaryMismatch> delta(P);
+  out.rotations.assign(P, detail::identity_matrix(r));
+
+  auto clock = [] { return std::chrono::steady_clock::now(); };
+  for (int pass = 1;; ++pass) {
+    const auto t_start = clock();
+    std::int64_t worker_steps = 0;
+    const std::vector<ReferenceState<T>> previous_end = E;
+    for (int q = 0; q < P; ++q) {
+      if (c[q]) continue;
+      ReferenceState<T> st;
+      std::int64_t taken = 0;
+      if (pass > 1) {
+        st = previous_end[q - 1];  // 9.5: E_{q-1} bit for bit, no warm-up
+      } else if (q == 0) {
+        st = init;
+      } else {
+        const std::int64_t w = b[q] - rs.warmup;
+        if (w <= 0) {
+          st = init;
+          out.trivial_boundaries += 1;
+        } else {
+          st = cold_state(w);
+          st.steps = w;  // re-orthonormalization at the global step index (9.3)
+        }
+        const std::int64_t from = std::max<std::int64_t>(w, 0);
+        step_through(st, from, b[q]);
+        taken += b[q] - from;
+        out.warmup_counters.add(st);
+      }
+      detail::zero_counters(st);
+      Z[q] = st;
+      step_through(st, b[q], b[q + 1]);
+      taken += b[q + 1] - b[q];
+      E[q] = std::move(st);
+      worker_steps = std::max(worker_steps, taken);
+    }
+    // 9.4: the certificate, an inclusive AND prefix of f_q = (delta_q <= tol).
+    c[0] = true;
+    std::vector<double> deltas;
+    for (int q = 1; q < P; ++q) {
+      const bool was_certified = c[q];
+      if (!was_certified) {
+        const bool restart_exact = detail::same_state_bits(Z[q], E[q - 1]);
+        delta[q] = restart_exact ? BoundaryMismatch{} : boundary_mismatch(Z[q], E[q - 1]);
+        c[q] = c[q - 1] && delta[q].within(rs.tolerance);
+        if (c[q] && !restart_exact) out.rotations[q] = procrustes_rotation(Z[q], E[q - 1]);
+      }
+      deltas.push_back(delta[q].delta());
+    }
+    out.passes = pass;
+    out.boundary_mismatch.push_back(deltas);
+    if (pass == 1) out.first_pass_components.assign(delta.begin() + 1, delta.end());
+    out.last_pass_components.assign(delta.begin() + 1, delta.end());
+    out.segments_certified.push_back(int(std::count(c.begin(), c.end(), true)));
+    out.worker_steps_per_pass.push_back(worker_steps);
+    out.pass_seconds.push_back(std::chrono::duration<double>(clock() - t_start).count());
+    if (out.segments_certified.back() == P || pass >= rs.max_passes) break;
+  }
+
+  out.certified = out.segments_certified.back() == P;
+  if (!out.certified) out.first_uncertified = int(std::find(c.begin(), c.end(), false) - c.begin());
+  std::int64_t total_worker_steps = 0;
+  for (std::int64_t s : out.worker_steps_per_pass) total_worker_steps += s;
+  out.modelled_speedup = double(steps) / double(total_worker_steps);
+  for (const ReferenceState<T>& e : E) out.counters.add(e);
+  out.end_states = E;
+  out.final_state = E[P - 1];
+  out.final_state.clamped_steps = out.counters.clamped_steps;
+  out.final_state.reorthonormalizations = out.counters.reorthonormalizations;
+  out.final_state.prequential = out.counters.prequential;
+  // 9.6: G_q = R_q G_{q-1}, applied only where some R_q is not the identity
+  // (an exact restart leaves the state's bits alone).
+  const std::vector<double> I = detail::identity_matrix(r);
+  if (out.certified && rs.gauge_carry) {
+    std::vector<double> G = I;
+    bool rotated = false;
+    for (int q = 1; q < P; ++q) {
+      if (out.rotations[q] == I) continue;
+      G = detail::small_product(out.rotations[q], G, r, r, r);
+      rotated = true;
+    }
+    if (rotated) apply_gauge(out.final_state, G);
+  }
+  return out;
+}
+
+}  // namespace mosaic
