@@ -12,7 +12,7 @@
 //   random orthogonal matrix, the twin rounded to the dtype) after both step
 //   the same --steps samples: at the end, and the largest every 100 steps;
 // - settled_max: two runs from different starts (the stream's init, and
-//   init: data on the 2r samples before step 1,000 as a cold worker of 9.3
+//   init: data on the 2r samples ending at step 1,000 as a cold worker of 9.3
 //   would) stepped to --settle, the largest delta over the last quarter:
 //   the floor where the trajectories have contracted by then (W12 of 9.10:
 //   about 6,000 steps with a clear gap, 30,000 with the small one), their

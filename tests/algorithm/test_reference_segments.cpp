@@ -45,7 +45,7 @@ struct SyntheticRows {
 };
 
 // A clear eigengap: signal 4 .. 1 above noise variance 0.01, so the subspace
-// contracts at about eta_U (1 - 0.01) / (1 + 0.02), near the other rates, and
+// contracts at about eta_U (1.01 - 0.01) / (1.01 + 0.02), near the other rates, and
 // W12 (9.10) stays below segment_warmup: auto.
 SyntheticSpec clear_gap_spec(int d, int r) {
   SyntheticSpec s;
@@ -169,7 +169,18 @@ TEST(SegmentCertificate, DistancesMatchDenseDefinitions) {
   EXPECT_NEAR(m.ang, frob(outside), 1e-13);
   EXPECT_EQ(m.delta(), std::max(std::max(m.mu, m.s2), std::max(m.cov, m.ang)));
   Z.s2 = NAN;
-  EXPECT_FALSE(boundary_mismatch(Z, E).within(1.0));
+  EXPECT_FALSE(boundary_mismatch(Z, E).within(0.5));
+  // A frame that is not orthonormal (U_E = U0 B, B upper triangular): Q R =
+  // U_E with R = B, so the certificate must use R S_E R^T, not S_E.
+  ReferenceState<double> Eb = E;
+  Mat B(std::size_t(r) * r, 0.0);
+  for (int i = 0; i < r; ++i)
+    for (int j = i; j < r; ++j) B[i * r + j] = i == j ? 1.0 + 0.3 * i : 0.2 * (j - i);
+  Eb.U = matmul(E.U, B, d, r, r);
+  Z = random_state<double>(d, r, rng, 0.3);
+  EXPECT_NEAR(boundary_mismatch(Z, Eb).cov, frob_diff(cov(Z), cov(Eb)) / frob(Eb.S), 1e-13);
+  Eb.U[5] = NAN;
+  EXPECT_FALSE(boundary_mismatch(Z, Eb).within(0.5));
 }
 
 // The modelled covariance of a frame rotated by 1e-13 and of S changed by
@@ -378,8 +389,9 @@ TEST(Segments, StepIsGaugeEquivariant) {
   }
 }
 
-// 9.12.5: the clamp and recovery counts of a certified run equal the
-// sequential run's, but for steps whose length is within tol of max_step.
+// 9.12.5: the clamp count of a certified run equals the sequential run's,
+// but for steps whose length is within tol of max_step (the reference has no
+// recoveries: a breakdown throws).
 TEST(Segments, CountersOfACertifiedRunAreTheSequentialOnes) {
   const int r = 4;
   const std::int64_t T = 16000;
@@ -409,30 +421,44 @@ TEST(Segments, CountersOfACertifiedRunAreTheSequentialOnes) {
 // Either changes the passes only, never the result.
 TEST(Segments, ColdStartFallbacksChangeOnlyThePasses) {
   const int r = 4;
-  const std::int64_t T = 8000;
+  const std::int64_t T = 16000;
   SyntheticRows rows(clear_gap_spec(64, r), 9);
   MosaicParams p;
   p.init_max_samples = 64;
-  SegmentParams sp = segments(2);
-  sp.warmup = 3000;  // w_1 = 1000: the cold window ends at sample n0 + 1000 = 1008
-  rows.flat_from = 1008 - 30;
-  rows.flat_to = 1008;
+  const SegmentParams sp = segments(2);  // W = 7,185: w_1 = 815, the cold window ends at sample n0 + 815 = 823
+  rows.flat_from = 823 - 30;
+  rows.flat_to = 823;
   const SegmentedRun<double> seq = sequential(rows, T, r, p);
   const SegmentedRun<double> grown = reference_run_segments<double>(rows, T + 64 * r, T, 64, r, p, sp, 7, rows.stream);
   EXPECT_EQ(grown.cold_data_starts, 1);
-  EXPECT_TRUE(grown.certified);
+  EXPECT_EQ(grown.cold_init_samples.at(1), 64);  // 8, 16 and 32 samples back lie in the flat stretch
+  EXPECT_EQ(grown.passes, 1);
+  EXPECT_LE(grown.boundary_mismatch.at(0).at(0), 1e-12);
   EXPECT_LE(boundary_mismatch(grown.final_state, seq.final_state).delta(), 1e-13);
-  rows.flat_from = 1008 - 100;  // longer than init_max_samples
+  rows.flat_from = 823 - 100;  // longer than init_max_samples
   const SegmentedRun<double> seq_flat = sequential(rows, T, r, p);
   const SegmentedRun<double> random = reference_run_segments<double>(rows, T + 64 * r, T, 64, r, p, sp, 7, rows.stream);
   EXPECT_EQ(random.cold_random_starts, 1);
+  EXPECT_EQ(random.cold_init_samples.at(1), 0);
   EXPECT_TRUE(random.certified);
   EXPECT_LE(boundary_mismatch(random.final_state, seq_flat.final_state).delta(), 1e-13);
-  sp.warmup_init = InitMode::random;
+  SegmentParams asked = sp;
+  asked.warmup_init = InitMode::random;
+  asked.warmup = 3000;  // w_1 = 5,000
   rows.flat_from = rows.flat_to = 0;
-  const SegmentedRun<double> asked = reference_run_segments<double>(rows, T + 64 * r, T, 64, r, p, sp, 7, rows.stream);
-  EXPECT_EQ(asked.cold_random_starts, 1);
-  EXPECT_TRUE(asked.certified);
+  const SegmentedRun<double> chosen =
+      reference_run_segments<double>(rows, T + 64 * r, T, 64, r, p, asked, 7, rows.stream);
+  EXPECT_EQ(chosen.cold_random_starts, 1);
+  EXPECT_TRUE(chosen.certified);
+  // A cold start with too few samples before it (w_1 = 5 < init_samples)
+  // under the stream's init: random: a random cold state, not an error.
+  p.init = InitMode::random;
+  SegmentParams early = sp;
+  early.warmup = 8000 - 5;
+  const SegmentedRun<double> few = reference_run_segments<double>(rows, T + 64 * r, T, 64, r, p, early, 7, rows.stream);
+  EXPECT_EQ(few.init_samples_used, 0);
+  EXPECT_EQ(few.cold_random_starts, 1);
+  EXPECT_TRUE(few.certified);
 }
 
 // A stream whose own start is silent: its init grows, n0 = init_samples_used

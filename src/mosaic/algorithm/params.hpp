@@ -86,8 +86,8 @@ struct MosaicParams {
   int resolved_init_samples(int r) const { return init_samples > 0 ? init_samples : 2 * r; }
   // Section 3: the window doubles from init_samples on an uninformative start
   // while it stays within this many samples.
-  int resolved_init_max_samples(int r) const {
-    return init_max_samples > 0 ? init_max_samples : 64 * resolved_init_samples(r);
+  std::int64_t resolved_init_max_samples(int r) const {
+    return init_max_samples > 0 ? init_max_samples : 64 * std::int64_t(resolved_init_samples(r));
   }
 
   // Throws std::invalid_argument naming the offending option.

@@ -572,7 +572,9 @@ GrownInit<T> reference_init_data_grown(const Window& window, std::int64_t availa
                                        const MosaicParams& p) {
   p.validate(d, r);
   const int n0 = p.resolved_init_samples(r);
-  const std::int64_t limit = std::min<std::int64_t>(p.resolved_init_max_samples(r), available);
+  // (A window is an int count of samples: the limit stays below 2^30.)
+  const std::int64_t limit =
+      std::min<std::int64_t>(std::min<std::int64_t>(p.resolved_init_max_samples(r), available), 1 << 30);
   if (available < n0)
     throw std::invalid_argument("init: data needs init_samples = " + std::to_string(n0) + " samples, the stream has " +
                                 std::to_string(available));
@@ -581,9 +583,11 @@ GrownInit<T> reference_init_data_grown(const Window& window, std::int64_t availa
       return GrownInit<T>{reference_init_data(static_cast<const T*>(window(m)), m, d, r, p), m};
     } catch (const InitRankDeficient& e) {
       if (std::int64_t(m) * 2 > limit) {
-        const bool by_stream = limit < p.resolved_init_max_samples(r);
-        throw InitRankDeficient(std::string(e.what()) + "; the window grew from " + std::to_string(n0) + " to " +
-                                    std::to_string(m) + " samples, and " + std::to_string(2 * std::int64_t(m)) +
+        const bool by_stream = available < p.resolved_init_max_samples(r);
+        const std::string grown =
+            m == n0 ? "the window of " + std::to_string(n0) + " samples could not grow: "
+                    : "the window grew from " + std::to_string(n0) + " to " + std::to_string(m) + " samples, and ";
+        throw InitRankDeficient(std::string(e.what()) + "; " + grown + std::to_string(2 * std::int64_t(m)) +
                                     " would pass " +
                                     (by_stream ? "the end of the stream (" + std::to_string(available) + " samples)"
                                                : "init_max_samples = " + std::to_string(limit)),

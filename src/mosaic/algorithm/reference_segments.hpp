@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -55,6 +56,11 @@ struct SegmentedRun {
   std::vector<int> segments_certified;  // after each pass (segment 0 included)
   int trivial_boundaries = 0;           // pass-1 workers with w_q <= 0
   int cold_data_starts = 0, cold_random_starts = 0;
+  std::vector<int> cold_init_samples;  // per worker, the samples its cold init: data used (0: none)
+  // Pass-1 or later runs that broke down (NumericalBreakdown) away from the
+  // sequential chain: their end state is not a number, so their successor's
+  // boundary is not certified and is re-run from an exact start.
+  int broken_runs = 0;
   std::vector<std::int64_t> worker_steps_per_pass;
   std::vector<double> pass_seconds;
   double modelled_speedup = 0;                 // T / sum of worker_steps_per_pass
@@ -137,22 +143,33 @@ SegmentedRun<T> reference_run_segments(const Rows& rows, std::int64_t available,
       reference_step(st, x.data(), p);
     }
   };
-  // 9.3's cold state for a warm-up from step w: section 3 on the samples
-  // before step w + 1, the window growing backwards; init: random where no
-  // window within init_max_samples (and the stream's start) spans r
-  // directions, or where the options ask for it.
-  auto cold_state = [&](std::int64_t w) {
+  // 9.3's cold state of worker q for a warm-up from step w: section 3 on
+  // the samples before step w + 1, the window growing backwards; init:
+  // random where no window within init_max_samples (and the stream's start)
+  // gives a start (too few samples, fewer than r directions, non-finite
+  // samples), or where the options ask for it. Never the stream's error: a
+  // cold state changes only the passes.
+  MosaicParams cold_params = p;
+  cold_params.init = InitMode::data;
+  auto cold_state = [&](int q, std::int64_t w) {
     const std::int64_t end = n0 + w;  // the samples end .. before step w + 1
     if (rs.warmup_init == InitMode::data) {
       try {
-        GrownInit<T> g = reference_init_data_grown<T>([&](int m) { return read(end - m, m); }, end, d, r, p);
+        GrownInit<T> g = reference_init_data_grown<T>([&](int m) { return read(end - m, m); }, end, d, r, cold_params);
         out.cold_data_starts += 1;
+        out.cold_init_samples[q] = g.samples_used;
         return std::move(g.state);
-      } catch (const InitRankDeficient&) {
+      } catch (const std::invalid_argument&) {
       }
     }
     out.cold_random_starts += 1;
     return reference_init_random<T>(d, r, p, seed, stream_id);
+  };
+  // A run off the sequential chain that breaks down ends in a state that is
+  // not a number (9.4: never certified).
+  auto broken = [&](ReferenceState<T>& st) {
+    out.broken_runs += 1;
+    st.s2 = std::numeric_limits<T>::quiet_NaN();
   };
 
   std::vector<std::int64_t> b(std::size_t(P) + 1);
@@ -161,38 +178,59 @@ SegmentedRun<T> reference_run_segments(const Rows& rows, std::int64_t available,
   std::vector<bool> c(P, false);
   std::vector<BoundaryMismatch> delta(P);
   out.rotations.assign(P, detail::identity_matrix(r));
+  out.cold_init_samples.assign(P, 0);
 
   auto clock = [] { return std::chrono::steady_clock::now(); };
   for (int pass = 1;; ++pass) {
     const auto t_start = clock();
     std::int64_t worker_steps = 0;
     const std::vector<ReferenceState<T>> previous_end = E;
+    const std::vector<bool> certified_before = c;
     for (int q = 0; q < P; ++q) {
       if (c[q]) continue;
       ReferenceState<T> st;
       std::int64_t taken = 0;
+      // On the sequential chain: the stream's own start (worker 0, or a
+      // warm-up from step 0), or a restart from a certified predecessor. A
+      // breakdown there is the stream's, as in the sequential run.
+      bool sequential_chain = q == 0 || (pass > 1 && certified_before[q - 1]);
       if (pass > 1) {
         st = previous_end[q - 1];  // 9.5: E_{q-1} bit for bit, no warm-up
-      } else if (q == 0) {
-        st = init;
-      } else {
+      } else if (q > 0) {
         const std::int64_t w = b[q] - rs.warmup;
         if (w <= 0) {
           st = init;
           out.trivial_boundaries += 1;
+          sequential_chain = true;
         } else {
-          st = cold_state(w);
+          st = cold_state(q, w);
           st.steps = w;  // re-orthonormalization at the global step index (9.3)
         }
         const std::int64_t from = std::max<std::int64_t>(w, 0);
-        step_through(st, from, b[q]);
         taken += b[q] - from;
+        try {
+          step_through(st, from, b[q]);
+        } catch (const NumericalBreakdown&) {
+          if (sequential_chain) throw;
+          broken(st);
+        }
         out.warmup_counters.add(st);
+      } else {
+        st = init;
       }
       detail::zero_counters(st);
       Z[q] = st;
-      step_through(st, b[q], b[q + 1]);
       taken += b[q + 1] - b[q];
+      if (std::isnan(double(st.s2))) {
+        // A broken warm-up: nothing to step.
+      } else {
+        try {
+          step_through(st, b[q], b[q + 1]);
+        } catch (const NumericalBreakdown&) {
+          if (sequential_chain) throw;
+          broken(st);
+        }
+      }
       E[q] = std::move(st);
       worker_steps = std::max(worker_steps, taken);
     }
@@ -200,12 +238,19 @@ SegmentedRun<T> reference_run_segments(const Rows& rows, std::int64_t available,
     c[0] = true;
     std::vector<double> deltas;
     for (int q = 1; q < P; ++q) {
-      const bool was_certified = c[q];
-      if (!was_certified) {
+      if (certified_before[q]) {
+        delta[q] = BoundaryMismatch{};  // neither side re-ran (9.5)
+      } else {
         const bool restart_exact = detail::same_state_bits(Z[q], E[q - 1]);
         delta[q] = restart_exact ? BoundaryMismatch{} : boundary_mismatch(Z[q], E[q - 1]);
         c[q] = c[q - 1] && delta[q].within(rs.tolerance);
-        if (c[q] && !restart_exact) out.rotations[q] = procrustes_rotation(Z[q], E[q - 1]);
+        if (c[q] && !restart_exact) {
+          try {
+            out.rotations[q] = procrustes_rotation(Z[q], E[q - 1]);
+          } catch (const std::runtime_error&) {
+            c[q] = false;  // no rotation between the frames: a tolerance too loose to mean anything here
+          }
+        }
       }
       deltas.push_back(delta[q].delta());
     }

@@ -12,6 +12,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "mosaic/algorithm/host_linalg.hpp"
@@ -63,8 +64,9 @@ ResolvedSegments resolve_segments(const SegmentParams& sp, const MosaicParams& p
           "segment_tolerance has no default in float (ALGORITHM.md 9.8: the float two-run floor was not "
           "measured); set it, at least 100 times that floor, or run in double");
     out.tolerance = 1e-12;
-  } else if (!(sp.tolerance > 0.0) || !std::isfinite(sp.tolerance)) {
-    throw std::invalid_argument("segment_tolerance must be finite and > 0, got " + std::to_string(sp.tolerance));
+  } else if (!(sp.tolerance > 0.0 && sp.tolerance < 1.0)) {
+    // (The distances are relative: 1 certifies states with nothing in common.)
+    throw std::invalid_argument("segment_tolerance must be in (0, 1), got " + std::to_string(sp.tolerance));
   } else {
     out.tolerance = sp.tolerance;
   }
@@ -105,14 +107,14 @@ namespace detail {
 // Row-major products of small matrices in double.
 inline std::vector<double> small_product(const std::vector<double>& A, const std::vector<double>& B, int m, int k,
                                          int n) {
-  std::vector<double> C(std::size_t(m) * n, 0.0);
+  std::vector<double> C(std::size_t(m) * std::size_t(n), 0.0);
   for (int i = 0; i < m; ++i)
     for (int l = 0; l < k; ++l)
       for (int j = 0; j < n; ++j) C[std::size_t(i) * n + j] += A[std::size_t(i) * k + l] * B[std::size_t(l) * n + j];
   return C;
 }
 inline std::vector<double> small_transpose(const std::vector<double>& A, int m, int n) {
-  std::vector<double> At(std::size_t(m) * n);
+  std::vector<double> At(std::size_t(m) * std::size_t(n));
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) At[std::size_t(j) * m + i] = A[std::size_t(i) * n + j];
   return At;
@@ -126,6 +128,8 @@ std::vector<double> widened_to_double(const std::vector<T>& v) {
 template <class T>
 BoundaryMismatch boundary_mismatch(const ReferenceState<T>& Z, const ReferenceState<T>& E) {
   const int d = E.d, r = E.r;
+  if (r < 1 || r >= d || Z.d != d || Z.r != r)
+    throw std::invalid_argument("boundary_mismatch: states of different or invalid shapes");
   BoundaryMismatch m;
   const std::vector<double> UE = detail::widened_to_double(E.U), UZ = detail::widened_to_double(Z.U),
                             SE = detail::widened_to_double(E.S), SZ = detail::widened_to_double(Z.S);
