@@ -2167,6 +2167,21 @@ def check_npy_open_file_limit(args):
     print("300 .npy files: refused up front under ulimit -n 256, run under ulimit -n 1024")
 
 
+def check_segment_scans(args):
+    """The exclusive prefixes of parallel-in-time segments (ALGORITHM.md 9.4's
+    certificate, 9.6's gauge; mpi_collectives.hpp) on 3 ranks: the gtest
+    program test_segment_scans (--program), each rank checking its own
+    prefix against the sequential one."""
+    if not args.program:
+        fail("segment_scans needs --program (the test_segment_scans executable)")
+    cmd = mpirun_cmd(args, 3, ["--gtest_color=no"], deck=False)
+    cmd[cmd.index(args.miniapp)] = args.program
+    proc = subprocess.run(cmd, cwd=args.workdir, capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0 or proc.stdout.count("[  PASSED  ] 2 tests.") != 3:
+        fail(f"test_segment_scans on 3 ranks: exit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+    print("the certificate's AND and the gauge's reverse product are the sequential prefixes on 3 ranks")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("check", choices=["weak", "strong_invariance", "sweep", "unwritable_output", "bad_deck",
@@ -2177,7 +2192,8 @@ def main():
                                      "init_rank_deficient", "verification", "kokkos_misspelt", "kokkos_threads_limit",
                                      "kokkos_num_threads", "kokkos_help", "version", "provenance", "kokkos_tools",
                                      "memory_estimate", "launch_budget", "concurrent_writers", "state_set_atomic",
-                                     "npy_input_changed", "npy_special_files", "npy_open_file_limit", "missing"])
+                                     "npy_input_changed", "npy_special_files", "npy_open_file_limit", "missing",
+                                     "segment_scans"])
     p.add_argument("--miniapp", required=True)
     p.add_argument("--mpiexec", required=True)
     p.add_argument("--schema", required=True)
@@ -2185,6 +2201,7 @@ def main():
     p.add_argument("--workdir", required=True)
     p.add_argument("--ranks", type=int, default=1)
     p.add_argument("--tool", help="kokkos_tools, memory_estimate, launch_budget: the Kokkos Tools library to load")
+    p.add_argument("--program", help="segment_scans: the MPI gtest program to run on 3 ranks")
     args = p.parse_args()
     for name in ("miniapp", "mpiexec", "schema", "deck", "workdir"):
         setattr(args, name, os.path.abspath(getattr(args, name)))
