@@ -9,10 +9,9 @@ build=${1:?usage: run_reference_masked_study.sh BUILD_DIR OUT_FILE}
 out=${2:?usage: run_reference_masked_study.sh BUILD_DIR OUT_FILE}
 study="$build/bench/mosaic_reference_study"
 [ -x "$study" ] || { echo "run_reference_masked_study.sh: $study not built" >&2; exit 2; }
+source "$(dirname "$0")/host_study_log.sh"
 {
-  echo "# $(date -u +%FT%TZ) commit $(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD || echo ' (dirty)')"
-  echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores"
-  echo "# uptime before: $(uptime)"
+  study_log_header
   run() { echo; echo "\$ mosaic_reference_study $*"; "$study" "$@"; }
   echo; echo "## 7.11, MCAR: d 256, r 8, noise 0.3, steps 3000-6000"
   run --label full --mcar 0

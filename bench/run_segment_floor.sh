@@ -8,10 +8,9 @@ build=${1:?usage: run_segment_floor.sh BUILD_DIR OUT_FILE}
 out=${2:?usage: run_segment_floor.sh BUILD_DIR OUT_FILE}
 floor="$build/bench/mosaic_segment_floor"
 [ -x "$floor" ] || { echo "run_segment_floor.sh: $floor not built" >&2; exit 2; }
+source "$(dirname "$0")/host_study_log.sh"
 {
-  echo "# $(date -u +%FT%TZ) commit $(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD || echo ' (dirty)')"
-  echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores"
-  echo "# uptime before: $(uptime)"
+  study_log_header
   echo "\$ mosaic_segment_floor --seeds 3"
   "$floor" --seeds 3
   echo "# uptime after: $(uptime)"
