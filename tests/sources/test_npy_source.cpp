@@ -18,6 +18,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mosaic/engine/batched_engine.hpp"
@@ -193,6 +194,27 @@ TEST(NpySource, RowsAcrossChunkBoundaries) {
   }
 }
 
+// Entry (t, i) of stream s's counting file: its row and column readable
+// from the value.
+double counting_value(std::uint64_t s, std::int64_t t, int i) { return 1 + double(s) * 1000 + double(t) + i / 8.0; }
+
+// One float64 file per stream s, rows[s] rows of counting_value, named
+// <prefix><s>.npy; `nan_at` (stream, row) gets a NaN in column 1.
+std::vector<std::string> write_counting_files(const TempDir& dir, const std::vector<std::int64_t>& rows, int d,
+                                              const std::string& prefix,
+                                              std::pair<std::uint64_t, std::int64_t> nan_at = {~0ull, -1}) {
+  std::vector<std::string> paths;
+  for (std::uint64_t s = 0; s < rows.size(); ++s) {
+    std::vector<double> data(std::size_t(rows[s]) * d);
+    for (std::int64_t t = 0; t < rows[s]; ++t)
+      for (int i = 0; i < d; ++i) data[std::size_t(t) * d + i] = counting_value(s, t, i);
+    if (nan_at.first == s) data[std::size_t(nan_at.second) * d + 1] = std::numeric_limits<double>::quiet_NaN();
+    paths.push_back(dir / (prefix + std::to_string(s) + ".npy"));
+    write_npy<double>(paths.back(), {rows[s], d}, data.data());
+  }
+  return paths;
+}
+
 // Files of unequal length (run.steps: all): the run reads to the end of the
 // longest, and a shorter file's stream gets its own rows to its end, zeros
 // after it (mid-chunk and in whole chunks past it); without
@@ -201,15 +223,8 @@ TEST(NpySource, FilesOfUnequalLengthStageZerosPastTheirEnd) {
   TempDir dir;
   const int d = 3;
   const std::vector<std::int64_t> rows = {14, 23};
-  auto value = [](std::uint64_t s, std::int64_t t, int i) { return 1 + double(s) * 1000 + double(t) + i / 8.0; };
-  std::vector<std::string> paths;
-  for (std::uint64_t s = 0; s < 2; ++s) {
-    std::vector<double> data(std::size_t(rows[s]) * d);
-    for (std::int64_t t = 0; t < rows[s]; ++t)
-      for (int i = 0; i < d; ++i) data[std::size_t(t) * d + i] = value(s, t, i);
-    paths.push_back(dir / ("u" + std::to_string(s) + ".npy"));
-    write_npy<double>(paths.back(), {rows[s], d}, data.data());
-  }
+  const auto value = counting_value;
+  const std::vector<std::string> paths = write_counting_files(dir, rows, d, "u");
   NpyStreamSource<double, Exec> src(paths, {0, 1}, d, 5, -1, false, true);
   EXPECT_EQ(src.end_row(), 23);
   Kokkos::View<double***, Kokkos::LayoutRight, Mem> X0("X0", 2, 3, d);
@@ -230,6 +245,53 @@ TEST(NpySource, FilesOfUnequalLengthStageZerosPastTheirEnd) {
     FAIL() << "no error";
   } catch (const NpyError& e) {
     EXPECT_NE(std::string(e.what()).find("u0.npy"), std::string::npos) << e.what();
+  }
+}
+
+// Row offsets (set_row_offsets): stream b's row t is row t + offset_b of
+// its file, across chunk boundaries (the grid stays on the common rows) and
+// to the file's end (zeros after it, with unequal lengths); a non-finite row
+// is reported with its row in the file and freezes the stream from there;
+// position_at counts the offset; read_stream_rows reads any rows of one
+// file. Without unequal lengths, a file too short for its offset is an
+// error naming it.
+TEST(NpySource, RowOffsetsShiftEachFile) {
+  TempDir dir;
+  const int d = 3;
+  const auto value = counting_value;
+  const std::vector<std::string> paths = write_counting_files(dir, {40, 40}, d, "o", {1, 33});
+  const std::int64_t end = 30, shift = 9;
+  NpyStreamSource<double, Exec> src(paths, {0, 1}, d, 7, end, false, true);
+  Kokkos::View<double***, Kokkos::LayoutRight, Mem> X0("X0", 2, 3, d);
+  src.read_init(3, X0);
+  src.set_row_offsets({0, shift});
+  for (std::int64_t t = 3; t < end;) {
+    const auto block = src.next_block(t, 5);
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), block);
+    for (int j = 0; j < int(h.extent(1)); ++j, ++t) {
+      for (int i = 0; i < d; ++i) ASSERT_EQ(h(0, j, i), value(0, t, i)) << "t=" << t;
+      const std::int64_t file_row = t + shift;
+      for (int i = 0; i < d; ++i) {
+        const double expected = file_row >= 33 ? std::numeric_limits<double>::infinity() : value(1, file_row, i);
+        ASSERT_EQ(h(1, j, i), expected) << "t=" << t;
+      }
+    }
+  }
+  const SourceIoStats io = src.io_stats();
+  ASSERT_EQ(io.data_errors.size(), 1u);
+  EXPECT_EQ(io.data_errors[0].row, 33);
+  EXPECT_EQ(src.position_at(33 - shift).frozen, (std::vector<unsigned char>{0, 0}));
+  EXPECT_EQ(src.position_at(34 - shift).frozen, (std::vector<unsigned char>{0, 1}));
+  std::vector<double> got(std::size_t(4) * d);
+  src.read_stream_rows(0, 36, 4, got.data());
+  for (int k = 0; k < 4; ++k)
+    for (int i = 0; i < d; ++i) EXPECT_EQ(got[std::size_t(k) * d + i], value(0, 36 + k, i));
+  NpyStreamSource<double, Exec> strict(paths, {0, 1}, d, 7, end);
+  try {
+    strict.set_row_offsets({0, 11});
+    FAIL() << "no error";
+  } catch (const NpyError& e) {
+    EXPECT_NE(std::string(e.what()).find("o1.npy"), std::string::npos) << e.what();
   }
 }
 

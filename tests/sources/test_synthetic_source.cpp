@@ -279,6 +279,65 @@ TEST(SyntheticSource, BlockEqualsSingleSteps) {
   }
 }
 
+// Row offsets (set_row_offsets): stream b's rows of a block start at
+// first + offset_b, bitwise the host generator's samples there, also where
+// two streams share an offset (their cos/sin computed once); read_init stays
+// at row 0; read_stream_rows copies rows of one stream, bitwise the block's.
+TEST(SyntheticSource, RowOffsetsShiftEachStream) {
+  SyntheticSpec spec = test_spec(true);
+  spec.d = 42;
+  const std::vector<std::uint64_t> ids = {3, 3, 8, 11};
+  const std::vector<std::int64_t> offsets = {0, 37, 37, 5};
+  SyntheticDriftSource<double> src(spec, ids);
+  const std::vector<SyntheticTruth> truths = src.truths_on_host();
+  Kokkos::View<double***, Kokkos::LayoutRight> X0("X0", ids.size(), 6, spec.d);
+  src.read_init(6, X0);
+  src.set_row_offsets(offsets);
+  const int n = 40;
+  auto block = src.next_block(6, n);
+  ASSERT_EQ(int(block.extent(1)), n);
+  Kokkos::View<double***, Kokkos::LayoutRight> copy("copy", ids.size(), n, spec.d);
+  Kokkos::deep_copy(copy, block);
+  const auto h = transfer::to_host(copy);
+  const auto h0 = transfer::to_host(X0);
+  std::vector<double> x(std::size_t(spec.d)), rows(std::size_t(n) * spec.d);
+  for (std::size_t b = 0; b < ids.size(); ++b) {
+    for (int k = 0; k < 6; ++k) {
+      synthetic_sample(spec, truths[b], ids[b], std::uint64_t(k), x.data());
+      for (int i = 0; i < spec.d; ++i) ASSERT_EQ(h0(b, k, i), x[i]) << "init, b=" << b << " k=" << k;
+    }
+    for (int k = 0; k < n; ++k) {
+      synthetic_sample(spec, truths[b], ids[b], std::uint64_t(6 + offsets[b] + k), x.data());
+      for (int i = 0; i < spec.d; ++i) ASSERT_EQ(h(b, k, i), x[i]) << "b=" << b << " k=" << k << " i=" << i;
+    }
+    src.read_stream_rows(int(b), 6 + offsets[b], n, rows.data());
+    for (int k = 0; k < n; ++k)
+      for (int i = 0; i < spec.d; ++i) ASSERT_EQ(rows[std::size_t(k) * spec.d + i], h(b, k, i));
+  }
+  EXPECT_THROW(src.set_row_offsets({0, 1}), std::invalid_argument);
+  EXPECT_THROW(src.set_row_offsets({0, -1, 0, 0}), std::invalid_argument);
+}
+
+// The truth of a stream with offset o at step t is its truth at t + o.
+TEST(SyntheticSource, AccuracyFollowsTheRowOffset) {
+  const SyntheticSpec spec = test_spec(false);
+  const int r = spec.r, d = spec.d;
+  SyntheticDriftSource<double> plain(spec, {4}), shifted(spec, {4});
+  shifted.set_row_offsets({90});
+  const SyntheticTruth t = plain.truths_on_host()[0];
+  StreamBatch<double> sb(1, d, r, {4});
+  ReferenceState<double> st(d, r);
+  st.U = t.basis_at(spec, 300);
+  for (int j = 0; j < r; ++j) st.S[j * r + j] = spec.lambda(j) + t.noise_variance;
+  st.s2 = t.noise_variance;
+  st.mu = t.mean;
+  sb.from_host(0, st);
+  EXPECT_LT(shifted.truth_accuracy(sb, 210).projector_distance_max, 1e-13);
+  EXPECT_EQ(shifted.truth_accuracy(sb, 100).projector_distance_max,
+            plain.truth_accuracy(sb, 190).projector_distance_max);
+  EXPECT_GT(plain.truth_accuracy(sb, 210).projector_distance_max, 0.1);
+}
+
 TEST(SyntheticSource, AccuracyOfTruthStateIsZero) {
   const SyntheticSpec spec = test_spec(false);
   const std::vector<std::uint64_t> ids = {1, 2};

@@ -6,7 +6,8 @@
 //
 // Staging. Rows are consumed strictly in order (row t of every stream is the
 // sample of step t; the init block, if any, is rows [0, init_samples), read
-// synchronously by read_init). Files of unequal length (run.steps: all): a
+// synchronously by read_init; with row offsets, stream b's row t is row
+// offset_b + t of its file, and data errors name the file's row). Files of unequal length (run.steps: all): a
 // stream's rows past the end of its file are staged as zeros, which the
 // engine never steps (the driver stops the stream at its end:
 // app/stream_ends.hpp). The source holds two host buffers of
@@ -161,6 +162,8 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
       throw NpyError(shortest.path() + ": has " + std::to_string(shortest.rows()) + " rows (samples), fewer than the " +
                      std::to_string(end_row) + " the run consumes");
     end_row_ = end_row;
+    unequal_lengths_ = unequal_lengths;
+    offsets_.assign(ids_.size(), 0);
     bad_.assign(ids_.size(), 0);
     const int B = batch();
     const std::size_t rows = std::size_t(std::min<std::int64_t>(chunk_rows_, std::max<std::int64_t>(end_row_, 1)));
@@ -225,6 +228,44 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
     if (next_row_ < end_row_) launch(next_row_);
   }
 
+  // Stream b's row j is row offsets[b] + j of its file from here on (the
+  // chunk grid stays on the common rows). A file too short for its rows up
+  // to end_row + offset is an NpyError unless the source was made for
+  // unequal lengths. A read in flight (read_init's prefetch) is dropped and
+  // started again at the offsets.
+  void set_row_offsets(const std::vector<std::int64_t>& offsets) override {
+    if (offsets.size() != ids_.size())
+      throw std::invalid_argument("NpyStreamSource::set_row_offsets: " + std::to_string(offsets.size()) +
+                                  " offsets for " + std::to_string(ids_.size()) + " streams");
+    for (std::size_t b = 0; b < ids_.size(); ++b) {
+      if (offsets[b] < 0) throw std::invalid_argument("NpyStreamSource::set_row_offsets: negative offset");
+      if (!unequal_lengths_ && end_row_ + offsets[b] > readers_[b].rows())
+        throw NpyError(readers_[b].path() + ": has " + std::to_string(readers_[b].rows()) +
+                       " rows (samples), fewer than the " + std::to_string(end_row_ + offsets[b]) +
+                       " the run consumes (" + std::to_string(offsets[b]) + " more for its init)");
+    }
+    wait_pending();
+    offsets_ = offsets;
+    ready_first_ = -1;
+    cur_len_ = 0;
+    if (next_row_ < end_row_) launch(next_row_);
+  }
+
+  // Rows [first, first + n) of stream b's file, synchronously (after a read
+  // in flight, whose chunk stays usable); throws NpyError on a non-finite
+  // value.
+  void read_stream_rows(int b, std::int64_t first, int n, Scalar* out) override {
+    if (b < 0 || b >= batch() || first < 0 || n < 1)
+      throw std::invalid_argument("NpyStreamSource::read_stream_rows: stream " + std::to_string(b) + ", rows [" +
+                                  std::to_string(first) + ", +" + std::to_string(n) + ")");
+    wait_pending();
+    const auto t0 = clock::now();
+    readers_[std::size_t(b)].read_rows(first, n, out);
+    const double sec = seconds_since(t0);
+    stats_.read_seconds += sec;
+    stats_.stall_seconds += sec;
+  }
+
   // Rows [first, first + n) of every stream, n <= max_n, up to the end of
   // the chunk holding `first` (staged first if it is not the current one):
   // a view of the staged chunk, valid until the chunk is replaced.
@@ -273,14 +314,15 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   SourcePosition position_at(std::int64_t row) const override {
     SourcePosition at;
     for (std::size_t b = 0; b < ids_.size(); ++b)
-      at.inputs.push_back({ids_[b], readers_[b].fingerprint(std::min(row, readers_[b].rows()))});
+      at.inputs.push_back({ids_[b], readers_[b].fingerprint(std::min(row + offsets_[b], readers_[b].rows()))});
     at.frozen.assign(ids_.size(), 0);
     for (const auto& e : stats_.data_errors)
-      if (e.row < row) {
-        at.data_errors.push_back(e);
-        for (std::size_t b = 0; b < ids_.size(); ++b)
-          if (ids_[b] == e.stream_id) at.frozen[b] = 1;
-      }
+      for (std::size_t b = 0; b < ids_.size(); ++b)
+        if (ids_[b] == e.stream_id && e.row < row + offsets_[b]) {  // e.row: a row of the file
+          at.data_errors.push_back(e);
+          at.frozen[b] = 1;
+          break;
+        }
     return at;
   }
 
@@ -341,10 +383,11 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
         continue;
       }
       NpyStreamReader& r = readers_[b];
-      const std::int64_t have = std::clamp<std::int64_t>(r.rows() - first, 0, len);  // rows before the file's end
+      const std::int64_t at = first + offsets_[std::size_t(b)];                   // the file's row
+      const std::int64_t have = std::clamp<std::int64_t>(r.rows() - at, 0, len);  // rows before the file's end
       std::fill(dst + std::size_t(have) * row, dst + std::size_t(len) * row, Scalar(0));
       try {
-        if (have > 0) r.read_rows(first, have, dst);
+        if (have > 0) r.read_rows(at, have, dst);
       } catch (const NpyValueError&) {
         // Find the first bad row (one row at a time, per read_rows' contract),
         // keep the rows before it, stage +inf from it on.
@@ -352,7 +395,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
         std::string message;
         for (; k < have; ++k) {
           try {
-            r.read_rows(first + k, 1, dst + std::size_t(k) * row);
+            r.read_rows(at + k, 1, dst + std::size_t(k) * row);
           } catch (const NpyValueError& e) {
             message = e.what();
             break;
@@ -361,12 +404,13 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
         if (k == have) throw;  // not a data error after all
         std::fill(dst + std::size_t(k) * row, dst + std::size_t(len) * row, frozen);
         bad_[b] = 1;
-        out.errors.push_back(SourceDataError{ids_[b], r.path(), first + k, message});
+        out.errors.push_back(SourceDataError{ids_[b], r.path(), at + k, message});
         continue;
       }
       // Let the kernel start on the chunk after this one.
-      const std::int64_t after = first + len;
-      if (after < std::min(end_row_, r.rows())) r.prefetch_rows(after, std::min(chunk_len(after), r.rows() - after));
+      const std::int64_t after = first + len, file_after = at + len;
+      if (after < end_row_ && file_after < r.rows())
+        r.prefetch_rows(file_after, std::min(chunk_len(after), r.rows() - file_after));
     }
     out.seconds = seconds_since(t0);
     return out;
@@ -433,6 +477,8 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   std::vector<std::uint64_t> ids_;
   int d_ = 0;
   std::int64_t chunk_rows_ = 0, end_row_ = 0;
+  bool unequal_lengths_ = false;
+  std::vector<std::int64_t> offsets_;  // per stream: set_row_offsets (zero until set)
   std::vector<NpyStreamReader> readers_;
   std::vector<char> bad_;  // per stream: a non-finite row was met (reader thread only while a read is in flight)
   host_chunk_view host_[2];

@@ -8,6 +8,11 @@
 // block is rows [0, n0) (read_init), then next_block serves the rows after
 // it, block by block. A block is a view of data the source already holds
 // (its generation buffer, or the staged chunk of the files): no copy.
+// Streams need not stand at the same row of their data: with row offsets
+// (set_row_offsets), stream b's row j of a block is row offset_b + j of its
+// data, so one row counter serves streams whose init consumed more samples
+// (ALGORITHM.md section 3's grown window) or slots that hold other stretches
+// of a stream (section 9's segments).
 #pragma once
 
 #include <algorithm>
@@ -104,8 +109,19 @@ class StreamSource {
   // Stream b for a message: "stream <id>", with its file where it has one.
   virtual std::string describe(int b) const = 0;
 
-  // X(b, j, :) = row j of stream b, j < n (the init block, rows [0, n)).
+  // X(b, j, :) = row j of stream b, j < n (the init block, rows [0, n),
+  // whatever the row offsets).
   virtual void read_init(int n, init_view X) = 0;
+
+  // From here on, row j of stream b (next_block, position_at, resume_at,
+  // accuracy) is row offsets[b] + j of its data (offsets >= 0; all 0 until
+  // set). Set before the first next_block, or before resume_at.
+  virtual void set_row_offsets(const std::vector<std::int64_t>& offsets) = 0;
+
+  // Rows [first, first + n) of stream b's data (no offset), into host memory
+  // (n x d, row-major), whatever the position of the row counter: the starts
+  // computed on the host (a grown init window, a cold segment's start).
+  virtual void read_stream_rows(int b, std::int64_t first, int n, Scalar* out) = 0;
 
   // Rows [first, first + n) of every stream, 1 <= n <= max_n: fewer than
   // max_n only where the source's staged data end (a chunk boundary of a file

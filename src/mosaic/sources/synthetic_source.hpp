@@ -65,6 +65,10 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
       : spec_(spec), ids_(std::move(stream_ids)) {
     spec_.validate();
     if (ids_.empty()) throw std::invalid_argument("SyntheticDriftSource: no streams");
+    offsets_.assign(ids_.size(), 0);
+    no_offsets_ = offsets_;
+    offsets_d_ = offsets_view("synthetic::row_offsets", ids_.size());
+    no_offsets_d_ = offsets_view("synthetic::no_row_offsets", ids_.size());
     build_truth();
     reserve_block(1);  // generate() allocates nothing
   }
@@ -108,27 +112,52 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
     return out;
   }
 
-  // X(b, :) = x_step of stream b. No allocation (one 2-double host-to-device
-  // copy of cos/sin(omega step)).
+  // X(b, :) = x_{step + offset_b} of stream b (set_row_offsets). No
+  // allocation (one host-to-device copy of every stream's cos/sin).
   void generate(std::int64_t step, sample_view X) const {
     check(X.extent(0), X.extent(1), "generate");
-    launch(std::uint64_t(step), 1, X, "mosaic::synthetic_generate");
+    launch(step, offsets_, offsets_d_, 1, X, "mosaic::synthetic_generate");
   }
 
-  // X(b, k, :) = x_{first_step + k} of stream b, k < n. Work arrays grow
-  // to the largest n asked for and are reused.
+  // X(b, k, :) = x_{first_step + offset_b + k} of stream b, k < n. Work
+  // arrays grow to the largest n asked for and are reused.
   void generate_block(std::int64_t first_step, int n, out_block_view X) const {
-    if (n < 1 || int(X.extent(1)) != n)
-      throw std::invalid_argument("SyntheticDriftSource::generate_block: X must be B x n x d with n = " +
-                                  std::to_string(n));
-    check(X.extent(0), X.extent(2), "generate_block");
-    reserve_block(n);
-    launch(std::uint64_t(first_step), n, X, "mosaic::synthetic_generate_block");
+    check_block(n, X, "generate_block");
+    launch(first_step, offsets_, offsets_d_, n, X, "mosaic::synthetic_generate_block");
   }
 
   // StreamSource: the samples are a pure function of (seed, stream, row), so
-  // the source has no position of its own.
-  void read_init(int n, init_view X) override { generate_block(0, n, X); }
+  // the source has no position of its own. The init block is rows [0, n) of
+  // every stream, whatever the offsets.
+  void read_init(int n, init_view X) override {
+    check_block(n, X, "read_init");
+    launch(0, no_offsets_, no_offsets_d_, n, X, "mosaic::synthetic_generate_init");
+  }
+  void set_row_offsets(const std::vector<std::int64_t>& offsets) override {
+    if (int(offsets.size()) != batch())
+      throw std::invalid_argument("SyntheticDriftSource::set_row_offsets: " + std::to_string(offsets.size()) +
+                                  " offsets for " + std::to_string(batch()) + " streams");
+    for (const std::int64_t o : offsets)
+      if (o < 0) throw std::invalid_argument("SyntheticDriftSource::set_row_offsets: negative offset");
+    offsets_ = offsets;
+    auto h = transfer::host_buffer(offsets_d_);
+    for (int b = 0; b < batch(); ++b) h(b) = std::uint64_t(offsets_[std::size_t(b)]);
+    transfer::copy_from_host(offsets_d_, h);
+  }
+  // Generates rows [first, first + n) of every stream on the execution space
+  // (so they are the rows the run steps, bit for bit) and copies stream b's.
+  void read_stream_rows(int b, std::int64_t first, int n, Scalar* out) override {
+    if (b < 0 || b >= batch() || first < 0 || n < 1)
+      throw std::invalid_argument("SyntheticDriftSource::read_stream_rows: stream " + std::to_string(b) + ", rows [" +
+                                  std::to_string(first) + ", +" + std::to_string(n) + ")");
+    const out_block_view X(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("synthetic::stream_rows")),
+                           batch(), n, spec_.d);
+    reserve_block(n);
+    launch(first, no_offsets_, no_offsets_d_, n, X, "mosaic::synthetic_generate_rows");
+    const auto h = transfer::to_host(X);
+    for (int k = 0; k < n; ++k)
+      for (int i = 0; i < spec_.d; ++i) out[std::size_t(k) * spec_.d + i] = h(b, k, i);
+  }
   block_view next_block(std::int64_t first, int max_n) override {
     if (int(block_.extent(1)) < max_n)
       block_ = out_block_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("synthetic::block")), batch(),
@@ -146,7 +175,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   }
 
   // Accuracy of the batch's states against the truth at `step` (the step
-  // index of the last sample consumed), on the execution space: P = U^T V(t)
+  // index of the last sample consumed; stream b's truth at step + offset_b), on the execution space: P = U^T V(t)
   // by gemm over chunks of rows of U and of V(t) = cos(omega t) V0 +
   // sin(omega t) W0 in double (batch_diagnostics.hpp's basis_gram_rows), the
   // eigenvalues of S's symmetric part by QL per stream; the host gets P (B x
@@ -166,7 +195,17 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
     using work_view = Kokkos::View<double***, Kokkos::LayoutRight, memory_space>;
     const int B = batch(), d = spec_.d, rs = spec_.r, rt = sb.r, k = std::min(rs, rt);
     const int rows = std::min(d, detail::basis_gram_rows);
-    const double c = std::cos(spec_.drift * double(step)), s = std::sin(spec_.drift * double(step));
+    // cos/sin(omega t) of each stream's step, on the host (as the generator's).
+    if (int(truth_cs_.extent(0)) != B)
+      truth_cs_ = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>("mosaic::truth_cos_sin", B, 2);
+    auto cs_host = transfer::host_buffer(truth_cs_);
+    for (int b = 0; b < B; ++b) {
+      const double a = spec_.drift * double(step + offsets_[std::size_t(b)]);
+      cs_host(b, 0) = std::cos(a);
+      cs_host(b, 1) = std::sin(a);
+    }
+    transfer::copy_from_host(truth_cs_, cs_host);
+    const Kokkos::View<double**, Kokkos::LayoutRight, memory_space> cs = truth_cs_;
     // Work arrays kept between calls (as the diagnostics' DiagnosticsWork).
     accuracy_work_.reserve(B, d, rt);
     if (int(truth_rows_.extent(1)) != rows || int(products_.extent(1)) != rt) {
@@ -195,6 +234,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
       Kokkos::parallel_for(
           "mosaic::truth_basis_at", Kokkos::RangePolicy<ExecSpace>(0, B * n), KOKKOS_LAMBDA(const int bi) {
             const int b = bi / n, i = bi % n;
+            const double c = cs(b, 0), s = cs(b, 1);
             const double* v = &V0(b, i0 + i, 0);
             const double* w = &W0(b, i0 + i, 0);
             double* out = &Vt(b, i, 0);
@@ -318,6 +358,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
 
   using basis_view = Kokkos::View<double***, Kokkos::LayoutStride, memory_space>;
   using mat_view = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>;
+  using offsets_view = Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, memory_space>;
 
   // The truth on the execution space (file comment): Q = the Gaussian
   // matrix, rows padded to the generator's groups of 4 (zero past d), its
@@ -354,38 +395,55 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   static constexpr int samples_per_pass = Tuning<ExecSpace>::synthetic_samples_per_pass;
   static int padded(int n) { return (n + samples_per_pass - 1) / samples_per_pass * samples_per_pass; }
 
+  void check_block(int n, const out_block_view& X, const char* what) const {
+    if (n < 1 || int(X.extent(1)) != n)
+      throw std::invalid_argument(std::string("SyntheticDriftSource::") + what +
+                                  ": X must be B x n x d with n = " + std::to_string(n));
+    check(X.extent(0), X.extent(2), what);
+    reserve_block(n);
+  }
+
   // The cos/sin and latent work arrays of generate_block for n samples.
   void reserve_block(int n) const {
-    if (int(csb_.extent(1)) >= n) return;
-    csb_ = Kokkos::View<double**, Kokkos::LayoutRight, memory_space>("synthetic::cs_block", 2, n);
+    if (int(csb_.extent(2)) >= n) return;
+    csb_ = Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("synthetic::cs_block", batch(), 2, n);
     csb_host_ = transfer::host_buffer(csb_);
     latentb_ = Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("synthetic::latent_block", batch(),
                                                                           2 * spec_.r, padded(n));
   }
 
-  // Samples first_step .. first_step + n - 1 of every stream into X (n <= the
-  // work arrays' capacity): cos/sin(omega t) evaluated on the host (see the
-  // file comment), the drift-scaled latents, then the samples.
+  // Samples first_step + offsets[b] .. + n - 1 of every stream b into X (n
+  // <= the work arrays' capacity; offsets_d: the same offsets on the
+  // execution space, copied when they were set): cos/sin(omega t)
+  // evaluated on the host (see the file comment; once for streams at the
+  // offset of the one before), the drift-scaled latents, then the samples.
   template <class OutView>
-  void launch(std::uint64_t first_step, int n, const OutView& X, const char* label) const {
-    for (int k = 0; k < n; ++k) {
-      const double a = spec_.drift * double(first_step + std::uint64_t(k));
-      csb_host_(0, k) = std::cos(a);
-      csb_host_(1, k) = std::sin(a);
-    }
+  void launch(std::int64_t first_step, const std::vector<std::int64_t>& offsets, const offsets_view& offsets_d, int n,
+              const OutView& X, const char* label) const {
+    for (int b = 0; b < batch(); ++b)
+      for (int k = 0; k < n; ++k) {
+        if (b > 0 && offsets[std::size_t(b)] == offsets[std::size_t(b) - 1]) {
+          csb_host_(b, 0, k) = csb_host_(b - 1, 0, k);
+          csb_host_(b, 1, k) = csb_host_(b - 1, 1, k);
+          continue;
+        }
+        const double a = spec_.drift * double(std::uint64_t(first_step + offsets[std::size_t(b)]) + std::uint64_t(k));
+        csb_host_(b, 0, k) = std::cos(a);
+        csb_host_(b, 1, k) = std::sin(a);
+      }
     transfer::copy_from_host(csb_, csb_host_);
     const int n_pad = padded(n);
     // A B x 2r x n_pad view over the work array's memory (LayoutRight).
     const Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent(latentb_.data(), batch(), 2 * spec_.r,
                                                                             n_pad);
-    Kokkos::parallel_for(
-        "mosaic::synthetic_latent", Kokkos::RangePolicy<ExecSpace>(0, batch() * spec_.r * n_pad),
-        detail::SynthLatentFunctor<ExecSpace>{spec_, sqrt_lambda_, ids_d_, csb_, latent, first_step, n, n_pad});
+    Kokkos::parallel_for("mosaic::synthetic_latent", Kokkos::RangePolicy<ExecSpace>(0, batch() * spec_.r * n_pad),
+                         detail::SynthLatentFunctor<ExecSpace>{spec_, sqrt_lambda_, ids_d_, offsets_d, csb_, latent,
+                                                               std::uint64_t(first_step), n, n_pad});
     const int groups = (spec_.d + 3) / 4;
     Kokkos::parallel_for(
         label, Kokkos::RangePolicy<ExecSpace>(0, batch() * groups),
-        detail::SynthFunctor<Scalar, ExecSpace, OutView>{spec_, V0_, W0_, mean_, noise_std_, latent, ids_d_, X,
-                                                         first_step, n, groups, spec_.missing.any()});
+        detail::SynthFunctor<Scalar, ExecSpace, OutView>{spec_, V0_, W0_, mean_, noise_std_, latent, ids_d_, offsets_d,
+                                                         X, std::uint64_t(first_step), n, groups, spec_.missing.any()});
   }
 
   void check(std::size_t b, std::size_t d, const char* what) const {
@@ -403,10 +461,14 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   mat_view mean_, noise_std_;
   Kokkos::View<double*, Kokkos::LayoutRight, memory_space> sqrt_lambda_;
   Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, memory_space> ids_d_;
+  // Per stream: set_row_offsets' offsets (zero until set), on the host and
+  // the execution space; and zeros (read_init, read_stream_rows).
+  std::vector<std::int64_t> offsets_, no_offsets_;
+  offsets_view offsets_d_, no_offsets_d_;
   // The work arrays of generate / generate_block (grown on demand) and
   // next_block's buffer.
-  mutable Kokkos::View<double**, Kokkos::LayoutRight, memory_space> csb_;
-  mutable transfer::HostCopy<Kokkos::View<double**, Kokkos::LayoutRight, memory_space>> csb_host_;
+  mutable Kokkos::View<double***, Kokkos::LayoutRight, memory_space> csb_;
+  mutable transfer::HostCopy<Kokkos::View<double***, Kokkos::LayoutRight, memory_space>> csb_host_;
   mutable Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latentb_;
   out_block_view block_;
   // truth_accuracy's work arrays: the rows of U widened and their eigenvalue
@@ -414,6 +476,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   mutable DiagnosticsWork<ExecSpace> accuracy_work_;
   mutable Kokkos::View<double***, Kokkos::LayoutRight, memory_space> truth_rows_, products_;
   mutable Kokkos::View<int*, Kokkos::LayoutRight, memory_space> converged_;
+  mutable Kokkos::View<double**, Kokkos::LayoutRight, memory_space> truth_cs_;  // B x 2: cos, sin of each stream's step
 };
 
 }  // namespace mosaic

@@ -31,7 +31,7 @@ namespace mosaic {
 namespace detail {
 
 // The drift-scaled latents (scaled_latents, synthetic.hpp) of samples
-// first_step .. first_step + n - 1 of every stream: latent(b, 2j, k) = lc_j
+// first_step + offset(b) .. + n - 1 of every stream b: latent(b, 2j, k) = lc_j
 // and latent(b, 2j + 1, k) = ls_j of sample k (B x 2r x n_pad, so that the
 // generator's inner loop over samples is at unit stride); the padding
 // columns n .. n_pad - 1 are zero.
@@ -39,9 +39,10 @@ template <class ExecSpace>
 struct SynthLatentFunctor {
   using memory_space = typename ExecSpace::memory_space;
   SyntheticSpec spec;
-  Kokkos::View<double*, Kokkos::LayoutRight, memory_space> sqrt_lambda;  // r
-  Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, memory_space> ids;   // B
-  Kokkos::View<double**, Kokkos::LayoutRight, memory_space> cs;          // 2 x (>= n): cos, sin (omega step)
+  Kokkos::View<double*, Kokkos::LayoutRight, memory_space> sqrt_lambda;    // r
+  Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, memory_space> ids;     // B
+  Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, memory_space> offset;  // B: each stream's row offset
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> cs;           // B x 2 x (>= n): cos, sin (omega step)
   Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent;
   std::uint64_t first_step = 0;
   int n = 1, n_pad = 1;
@@ -50,8 +51,8 @@ struct SynthLatentFunctor {
     const int k = item % n_pad, j = (item / n_pad) % spec.r, b = item / (n_pad * spec.r);
     double lc = 0, ls = 0;
     if (k < n)
-      scaled_latents(sqrt_lambda(j), synthetic_latent(spec, ids(b), first_step + std::uint64_t(k), j), cs(0, k),
-                     cs(1, k), lc, ls);
+      scaled_latents(sqrt_lambda(j), synthetic_latent(spec, ids(b), first_step + offset(b) + std::uint64_t(k), j),
+                     cs(b, 0, k), cs(b, 1, k), lc, ls);
     latent(b, 2 * j, k) = lc;
     latent(b, 2 * j + 1, k) = ls;
   }
@@ -145,7 +146,7 @@ MOSAIC_SYNTH_TILE_FUNCTION void synth_basis_tile(const std::uint64_t seed, const
   box_muller_tile<kc>(words, z);
 }
 
-// Writes samples first_step .. first_step + n - 1 of every stream: Out is
+// Writes samples first_step + offset(b) .. + n - 1 of every stream b: Out is
 // B x d (n == 1) or B x n x d. Work item (b, g) makes rows 4g .. 4g + 3 of
 // stream b, kc samples at a time: the 4 x kc tile of [V0 W0] (latents) in
 // registers (a GEMM micro-kernel; the loops have fixed trip counts, rows past
@@ -166,9 +167,10 @@ struct SynthFunctor {
 
   SyntheticSpec spec;
   basis_view V0, W0;
-  mat_view mean, noise_std;                                             // B x d
-  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent;    // B x 2r x n_pad
-  Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, memory_space> ids;  // B
+  mat_view mean, noise_std;                                                // B x d
+  Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent;       // B x 2r x n_pad
+  Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, memory_space> ids;     // B
+  Kokkos::View<std::uint64_t*, Kokkos::LayoutRight, memory_space> offset;  // B: each stream's row offset
   OutView X;
   std::uint64_t first_step = 0;
   int n = 1, groups = 0;  // groups = ceil(d / 4)
@@ -184,7 +186,7 @@ struct SynthFunctor {
   }
   // spec.missing's entries of sample k of stream b (id) made NaN (section 7).
   KOKKOS_INLINE_FUNCTION void store_missing(int b, int k, int i, std::uint64_t id) const {
-    if (synthetic_missing(spec.missing, spec.seed, id, first_step + std::uint64_t(k), i))
+    if (synthetic_missing(spec.missing, spec.seed, id, first_step + offset(b) + std::uint64_t(k), i))
       store(b, k, i, missing_value());
   }
 
@@ -203,7 +205,7 @@ struct SynthFunctor {
       double acc[rows][kc];
       synth_mix_tile<rows, kc>(spec.r, m, v, w, row_stride, js, &latent(b, 0, k0), lat_stride, acc);
       double z[rows][kc];
-      synth_noise_tile<kc>(spec.seed, id, first_step + std::uint64_t(k0), std::uint64_t(g), z);
+      synth_noise_tile<kc>(spec.seed, id, first_step + offset(b) + std::uint64_t(k0), std::uint64_t(g), z);
       const int nk = n - k0 < kc ? n - k0 : kc;
       for (int q = 0; q < nr; ++q) {
         const double sd = noise_std(b, i0 + q);
