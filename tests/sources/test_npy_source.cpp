@@ -249,17 +249,26 @@ TEST(NpySource, FilesOfUnequalLengthStageZerosPastTheirEnd) {
 }
 
 // Row offsets (set_row_offsets): stream b's row t is row t + offset_b of
-// its file, across chunk boundaries (the grid stays on the common rows) and
-// to the file's end (zeros after it, with unequal lengths); a non-finite row
-// is reported with its row in the file and freezes the stream from there;
-// position_at counts the offset; read_stream_rows reads any rows of one
-// file. Without unequal lengths, a file too short for its offset is an
-// error naming it.
+// its file, across chunk boundaries (the grid stays on the common rows); a
+// non-finite row is reported with its row in the file and freezes the
+// stream from there; one that read_init's prefetch met at the old offsets
+// (row 5 of stream 1, which its offset of 9 skips) leaves no trace; position_at counts
+// the offset; read_stream_rows reads any rows of one file, whatever its
+// offset. Without unequal lengths, a file that fits its offset exactly is
+// accepted and one row shorter is an error naming it.
 TEST(NpySource, RowOffsetsShiftEachFile) {
   TempDir dir;
   const int d = 3;
   const auto value = counting_value;
-  const std::vector<std::string> paths = write_counting_files(dir, {40, 40}, d, "o", {1, 33});
+  std::vector<std::string> paths = write_counting_files(dir, {40, 40}, d, "o", {1, 33});
+  {  // stream 1 also has a NaN at file row 5: staged by read_init's prefetch, then skipped by the offset
+    std::vector<double> data(std::size_t(40) * d);
+    for (std::int64_t t = 0; t < 40; ++t)
+      for (int i = 0; i < d; ++i) data[std::size_t(t) * d + i] = counting_value(1, t, i);
+    data[std::size_t(5) * d] = std::numeric_limits<double>::quiet_NaN();
+    data[std::size_t(33) * d + 1] = std::numeric_limits<double>::quiet_NaN();
+    write_npy<double>(paths[1], {40, d}, data.data());
+  }
   const std::int64_t end = 30, shift = 9;
   NpyStreamSource<double, Exec> src(paths, {0, 1}, d, 7, end, false, true);
   Kokkos::View<double***, Kokkos::LayoutRight, Mem> X0("X0", 2, 3, d);
@@ -283,10 +292,11 @@ TEST(NpySource, RowOffsetsShiftEachFile) {
   EXPECT_EQ(src.position_at(33 - shift).frozen, (std::vector<unsigned char>{0, 0}));
   EXPECT_EQ(src.position_at(34 - shift).frozen, (std::vector<unsigned char>{0, 1}));
   std::vector<double> got(std::size_t(4) * d);
-  src.read_stream_rows(0, 36, 4, got.data());
+  src.read_stream_rows(1, 10, 4, got.data());  // absolute rows: the offset of 9 is not added
   for (int k = 0; k < 4; ++k)
-    for (int i = 0; i < d; ++i) EXPECT_EQ(got[std::size_t(k) * d + i], value(0, 36 + k, i));
+    for (int i = 0; i < d; ++i) EXPECT_EQ(got[std::size_t(k) * d + i], value(1, 10 + k, i));
   NpyStreamSource<double, Exec> strict(paths, {0, 1}, d, 7, end);
+  strict.set_row_offsets({0, 10});  // rows up to 40: the file's end
   try {
     strict.set_row_offsets({0, 11});
     FAIL() << "no error";

@@ -37,7 +37,7 @@
 // an input error in every mode), so the engine flags the stream exactly as
 // for a numerical breakdown
 // (status = breakdown_nonfinite_sample, breakdown_step = the step of that
-// row, i.e. row - init_samples) and freezes it, with the sequential and the
+// row, i.e. row - offset - init_samples) and freezes it, with the sequential and the
 // blocked kernel alike; the other streams go on. Rows of the init block are
 // read by read_init, which throws NpyError on a non-finite value instead
 // (the driver checks those rows on every rank before the run:
@@ -192,7 +192,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   std::int64_t rows(int b) const { return readers_.at(std::size_t(b)).rows(); }
   const std::string& path(int b) const { return readers_.at(std::size_t(b)).path(); }
 
-  // X(b, :) = row `step` of stream b's file. Steps in strict order, starting
+  // X(b, :) = row `step` + offset_b of stream b's file. Steps in strict order, starting
   // where the previous call (or read_init, next_block) stopped.
   void generate(std::int64_t step, sample_view X) {
     if (int(X.extent(0)) != batch() || int(X.extent(1)) != d_)
@@ -231,8 +231,10 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   // Stream b's row j is row offsets[b] + j of its file from here on (the
   // chunk grid stays on the common rows). A file too short for its rows up
   // to end_row + offset is an NpyError unless the source was made for
-  // unequal lengths. A read in flight (read_init's prefetch) is dropped and
-  // started again at the offsets.
+  // unequal lengths. A read in flight or done (read_init's prefetch) is
+  // dropped, its data errors with it (they were rows of the old offsets),
+  // and started again at the offsets. Stream ids are taken to be unique:
+  // position_at gives a data error to the stream of its id.
   void set_row_offsets(const std::vector<std::int64_t>& offsets) override {
     if (offsets.size() != ids_.size())
       throw std::invalid_argument("NpyStreamSource::set_row_offsets: " + std::to_string(offsets.size()) +
@@ -244,11 +246,12 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
                        " rows (samples), fewer than the " + std::to_string(end_row_ + offsets[b]) +
                        " the run consumes (" + std::to_string(offsets[b]) + " more for its init)");
     }
-    wait_pending();
+    const bool reading = pending_.valid() || ready_first_ >= 0;
+    if (pending_.valid()) (void)pending_.get();  // dropped, not merged
     offsets_ = offsets;
     ready_first_ = -1;
     cur_len_ = 0;
-    if (next_row_ < end_row_) launch(next_row_);
+    if (reading && next_row_ < end_row_) launch(next_row_);
   }
 
   // Rows [first, first + n) of stream b's file, synchronously (after a read
@@ -280,7 +283,8 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   }
 
   // Restart from a checkpoint (docs/CHECKPOINT.md): the next row consumed is
-  // `row` (the rows before it are not read again); earlier.frozen[b] != 0:
+  // `row` (file row row + offset_b of stream b; set the offsets first; the
+  // rows before it are not read again); earlier.frozen[b] != 0:
   // stream b met a non-finite row before the checkpoint, so its rows are
   // staged as +inf, as in a run that was never stopped;
   // earlier.data_errors: those non-finite rows, reported by io_stats() with
@@ -305,10 +309,11 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   // The row the next generate() consumes.
   std::int64_t next_row() const { return next_row_; }
 
-  // For a checkpoint at `row`: the non-finite rows met before it (rows
-  // read ahead are left out: a resumed run reads them again), per stream
-  // whether one of them froze it, and every file's fingerprint for rows
-  // [0, row) (to its end for a file that ended before `row`; it reads up
+  // For a checkpoint at `row`: the non-finite rows met before it (stream
+  // b's file rows before row + offset_b; rows read ahead are left out: a
+  // resumed run reads them again), per stream whether one of them froze it,
+  // and every file's fingerprint for rows [0, row + offset_b) (to its end
+  // for a file that ended before; it reads up
   // to 1 MiB of each file; call it with no read in flight, e.g. after
   // io_report()).
   SourcePosition position_at(std::int64_t row) const override {
@@ -346,9 +351,13 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   using clock = std::chrono::steady_clock;
   static double seconds_since(clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); }
 
+  // What a read found: its time, its data errors and the streams they
+  // froze (bad_ takes them in merge, on the main thread, so a read that is
+  // dropped leaves no trace).
   struct ReadResult {
     double seconds = 0;
     std::vector<SourceDataError> errors;
+    std::vector<int> frozen;
   };
 
   void check_order(std::int64_t first, std::int64_t n, const char* what) const {
@@ -403,7 +412,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
         }
         if (k == have) throw;  // not a data error after all
         std::fill(dst + std::size_t(k) * row, dst + std::size_t(len) * row, frozen);
-        bad_[b] = 1;
+        out.frozen.push_back(b);
         out.errors.push_back(SourceDataError{ids_[b], r.path(), at + k, message});
         continue;
       }
@@ -419,6 +428,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   void merge(ReadResult&& r) {
     stats_.read_seconds += r.seconds;
     for (auto& e : r.errors) stats_.data_errors.push_back(std::move(e));
+    for (const int b : r.frozen) bad_[std::size_t(b)] = 1;
   }
 
   // Starts the background read of the chunk at `first` into the spare buffer.
