@@ -165,11 +165,19 @@ SegmentedRun<T> reference_run_segments(const Rows& rows, std::int64_t available,
     out.cold_random_starts += 1;
     return reference_init_random<T>(d, r, p, seed, stream_id);
   };
-  // A run off the sequential chain that breaks down ends in a state that is
-  // not a number (9.4: never certified).
-  auto broken = [&](ReferenceState<T>& st) {
-    out.broken_runs += 1;
-    st.s2 = std::numeric_limits<T>::quiet_NaN();
+  // Steps t0 + 1 .. t1 of a worker's state. A breakdown on the sequential
+  // chain is the stream's (as in the sequential run); a run off it that
+  // breaks down ends in a state that is not a number (9.4: never certified),
+  // which later steps leave as it is.
+  auto worker_steps_through = [&](ReferenceState<T>& st, std::int64_t t0, std::int64_t t1, bool sequential_chain) {
+    if (std::isnan(double(st.s2))) return;
+    try {
+      step_through(st, t0, t1);
+    } catch (const NumericalBreakdown&) {
+      if (sequential_chain) throw;
+      out.broken_runs += 1;
+      st.s2 = std::numeric_limits<T>::quiet_NaN();
+    }
   };
 
   std::vector<std::int64_t> b(std::size_t(P) + 1);
@@ -191,8 +199,7 @@ SegmentedRun<T> reference_run_segments(const Rows& rows, std::int64_t available,
       ReferenceState<T> st;
       std::int64_t taken = 0;
       // On the sequential chain: the stream's own start (worker 0, or a
-      // warm-up from step 0), or a restart from a certified predecessor. A
-      // breakdown there is the stream's, as in the sequential run.
+      // warm-up from step 0), or a restart from a certified predecessor.
       bool sequential_chain = q == 0 || (pass > 1 && certified_before[q - 1]);
       if (pass > 1) {
         st = previous_end[q - 1];  // 9.5: E_{q-1} bit for bit, no warm-up
@@ -208,12 +215,7 @@ SegmentedRun<T> reference_run_segments(const Rows& rows, std::int64_t available,
         }
         const std::int64_t from = std::max<std::int64_t>(w, 0);
         taken += b[q] - from;
-        try {
-          step_through(st, from, b[q]);
-        } catch (const NumericalBreakdown&) {
-          if (sequential_chain) throw;
-          broken(st);
-        }
+        worker_steps_through(st, from, b[q], sequential_chain);
         out.warmup_counters.add(st);
       } else {
         st = init;
@@ -221,16 +223,7 @@ SegmentedRun<T> reference_run_segments(const Rows& rows, std::int64_t available,
       detail::zero_counters(st);
       Z[q] = st;
       taken += b[q + 1] - b[q];
-      if (std::isnan(double(st.s2))) {
-        // A broken warm-up: nothing to step.
-      } else {
-        try {
-          step_through(st, b[q], b[q + 1]);
-        } catch (const NumericalBreakdown&) {
-          if (sequential_chain) throw;
-          broken(st);
-        }
-      }
+      worker_steps_through(st, b[q], b[q + 1], sequential_chain);
       E[q] = std::move(st);
       worker_steps = std::max(worker_steps, taken);
     }
