@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "mosaic/algorithm/reference_masked.hpp"
 #include "mosaic/algorithm/reference_segments.hpp"
 #include "mosaic/algorithm/segments.hpp"
 #include "test_reference_helpers.hpp"
@@ -92,7 +93,8 @@ TEST(InitWindow, InformativeStartKeepsInitSamples) {
   const MosaicParams p;
   std::vector<double> X(std::size_t(64 * 8) * 32);
   rows(0, 64 * 8, X.data());
-  const GrownInit<double> g = reference_init_data_grown<double>([&](int) { return X.data(); }, 64 * 8, 32, 4, p);
+  const GrownInit<ReferenceState<double>> g =
+      reference_init_data_grown<double>([&](int) { return X.data(); }, 64 * 8, 32, 4, p);
   EXPECT_EQ(g.samples_used, 8);
   EXPECT_TRUE(same_bits(g.state, reference_init_data(X.data(), 8, 32, 4, p)));
 }
@@ -105,11 +107,31 @@ TEST(InitWindow, SilentStartGrowsTheWindow) {
   const MosaicParams p;
   std::vector<double> X(std::size_t(512) * 32);
   rows(0, 512, X.data());
-  const GrownInit<double> g = reference_init_data_grown<double>([&](int) { return X.data(); }, 512, 32, 4, p);
+  const GrownInit<ReferenceState<double>> g =
+      reference_init_data_grown<double>([&](int) { return X.data(); }, 512, 32, 4, p);
   EXPECT_EQ(g.samples_used, 32);
   EXPECT_TRUE(same_bits(g.state, reference_init_data(X.data(), 32, 32, 4, p)));
   // The first 16 are all silent.
   EXPECT_THROW((void)reference_init_data(X.data(), 16, 32, 4, p), InitRankDeficient);
+}
+
+// 7.6 with section 3's window: the same silent start with missing entries
+// (missing: posterior) grows to the same 32 samples; the start is
+// reference_init_data_masked's on them, bitwise.
+TEST(InitWindow, MaskedSilentStartGrowsTheWindow) {
+  SyntheticRows rows(clear_gap_spec(32, 4), 3);
+  rows.silent_until = 20;
+  MosaicParams p;
+  p.missing = MissingMode::posterior;
+  std::vector<double> X(std::size_t(512) * 32);
+  rows(0, 512, X.data());
+  for (int k = 20; k < 512; k += 3) X[std::size_t(k) * 32 + std::size_t(k % 32)] = std::nan("");
+  const GrownInit<MaskedReferenceState<double>> g =
+      reference_init_data_masked_grown<double>([&](int) { return X.data(); }, 512, 32, 4, p);
+  EXPECT_EQ(g.samples_used, 32);
+  const MaskedReferenceState<double> direct = reference_init_data_masked(X.data(), 32, 32, 4, p);
+  EXPECT_TRUE(same_bits(g.state, direct));
+  EXPECT_EQ(g.state.seen, direct.seen);
 }
 
 // A stream silent for longer than init_max_samples: the error of the largest

@@ -311,6 +311,10 @@ std::vector<ErrorCase> error_cases() {
        p + "algorithm:\n  init_samples: 2\n",
        {},
        {"deck.yaml:5:17:", "algorithm.init_samples", ">= problem.rank + 1 = 3", "found 2"}},
+      {"init_max_samples_below_init_samples",
+       p + "algorithm:\n  init_samples: 8\n  init_max_samples: 6\n",
+       {},
+       {"deck.yaml:6:21:", "algorithm.init_max_samples", ">= algorithm.init_samples = 8", "found 6"}},
       // ---- structure
       {"unknown_key",
        "problem:\n  d: 16\n  rnak: 2\n",
@@ -546,7 +550,8 @@ TEST(Deck, DefaultsResolve) {
   EXPECT_EQ(a.max_step, 1.0);
   EXPECT_EQ(a.reorthonormalize_every, mosaic::kAuto);
   EXPECT_EQ(a.init, mosaic::InitMode::data);
-  EXPECT_EQ(a.init_samples, 4);  // 2 * rank
+  EXPECT_EQ(a.init_samples, 4);        // 2 * rank
+  EXPECT_EQ(a.init_max_samples, 256);  // 64 * init_samples
   EXPECT_EQ(a.init_scale, 1.0);
   EXPECT_EQ(a.block_size, mosaic::kAuto);
   EXPECT_EQ(a.precision_solve, mosaic::PrecisionSolve::dense);
@@ -576,6 +581,7 @@ TEST(Deck, DefaultsResolve) {
   EXPECT_TRUE(r["source"]["noise_range"].is_null());
   EXPECT_TRUE(r["streams"]["total"].is_null());
   EXPECT_EQ(r["algorithm"]["init_samples"], 4);
+  EXPECT_EQ(r["algorithm"]["init_max_samples"], 256);
   EXPECT_EQ(r["algorithm"]["eta_U"], 0.005);
   EXPECT_EQ(r["algorithm"]["block_size"], "auto");
   EXPECT_EQ(r["algorithm"]["reorthonormalize_every"], "auto");
@@ -615,7 +621,7 @@ TEST(Deck, LargestInt64IsAccepted) {
 // Every key of the schema appears in the resolved JSON, and nothing else.
 TEST(Deck, ResolvedJsonHasEveryKey) {
   const auto& paths = mosaic::deck_key_paths();
-  EXPECT_EQ(paths.size(), 64u);
+  EXPECT_EQ(paths.size(), 65u);
   const json r = load_deck_from_string(kMinimal, kDeck)[0].config.resolved;
   std::size_t leaves = 0;
   for (const auto& [sec, body] : r.items())
@@ -875,8 +881,9 @@ TEST(Sweep, CartesianProductInDeckOrderLastKeyFastest) {
   EXPECT_EQ(r["sweep"]["point"], pts[4].point);
   EXPECT_EQ(r["problem"]["d"], 32);
   EXPECT_EQ(r["problem"]["rank"], 3);
-  EXPECT_EQ(r["source"]["rank"], 3);             // default follows the swept rank
-  EXPECT_EQ(r["algorithm"]["init_samples"], 6);  // 2 * rank
+  EXPECT_EQ(r["source"]["rank"], 3);                   // default follows the swept rank
+  EXPECT_EQ(r["algorithm"]["init_samples"], 6);        // 2 * rank
+  EXPECT_EQ(r["algorithm"]["init_max_samples"], 384);  // 64 * init_samples
   EXPECT_EQ(pts[4].config.source.synthetic.d, 32);
 }
 

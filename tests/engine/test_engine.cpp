@@ -567,8 +567,12 @@ void expect_init_refusal_like_reference(const std::string& kind) {
       }
   Kokkos::deep_copy(X0, h0);
   std::string expected;
+  int directions = -1;
   try {
     (void)reference_init_data<T>(xs.data(), n0, d, r, p);
+  } catch (const InitRankDeficient& e) {
+    expected = e.what();
+    directions = e.directions;
   } catch (const std::invalid_argument& e) {
     expected = e.what();
   }
@@ -593,6 +597,16 @@ void expect_init_refusal_like_reference(const std::string& kind) {
     if (b == bad) EXPECT_EQ(sb.to_host(b).s2, T(0)) << kind << ": stream " << b << " was written";
     else EXPECT_GT(sb.to_host(b).s2, T(0)) << kind << ": stream " << b << " was not started";
   }
+  // Per stream (what the driver grows section 3's windows from): only a
+  // rank-deficient start is one, with the reference's count of directions.
+  StreamBatch<T, Exec> each(B, d, r, {0, 1, 2});
+  const std::vector<InitFailure> failures = eng.init_data_streams(each, X0);
+  ASSERT_EQ(failures.size(), std::size_t(B));
+  for (int b = 0; b < B; ++b) {
+    EXPECT_EQ(failures[std::size_t(b)].failed(), b == bad) << kind << ": stream " << b;
+    EXPECT_EQ(failures[std::size_t(b)].rank_deficient(), b == bad && kind == "rank-deficient") << kind;
+  }
+  EXPECT_EQ(failures[std::size_t(bad)].directions, directions) << kind;
 }
 
 TEST(EngineInit, RefusesWhatTheReferenceRefusesWithItsMessage) {

@@ -1,9 +1,10 @@
 """A NumPy twin of ALGORITHM.md sections 2-4 for one complete stream, written
-from the spec (not from the C++): init: data, the section-2 step with the
-default options (covariance_update: exact, subspace_direction: precision,
-no re-orthonormalization), and section 4's prequential quantities of each
-sample with the state before its step. The mpi check `prequential` compares
-the mini-app's reported sums with these (run_mpi_checks.py)."""
+from the spec (not from the C++): init: data and section 3's growing
+window, the section-2 step with the default options (covariance_update:
+exact, subspace_direction: precision, no re-orthonormalization), and section
+4's prequential quantities of each sample with the state before its step.
+The mpi checks `prequential` and `init_window` compare the mini-app's
+reported sums with these (run_mpi_checks.py)."""
 import math
 
 import numpy as np
@@ -29,6 +30,21 @@ def init_data(x0, r):
     floor = 1e-6 * lam[:r].mean()
     s2 = max(np.clip(lam[r:], 0.0, None).sum() / (d - r), floor)
     return mu, u, s, s2
+
+
+def init_window(x, r, n0, max_samples):
+    """Section 3's growing window: the rows init: data consumes, n0, 2 n0,
+    4 n0, ... until the Gram's eigenvalues pass the rank check lambda_r >
+    1e3 n eps lambda_1 (double), within min(max_samples, rows); None where
+    no window passes."""
+    m = n0
+    while m <= min(max_samples, len(x)):
+        y = x[:m] - x[:m].mean(axis=0)
+        lam = np.linalg.eigvalsh(y @ y.T / m)[::-1]
+        if lam[r - 1] > 1e3 * m * np.finfo(float).eps * lam[0]:
+            return m
+        m *= 2
+    return None
 
 
 def run_stream(x, r, n0, eta_mu=0.01, eta_s_cov=0.01, eta_u=0.005, eta_s=0.01, gamma=1.0, max_step=1.0):

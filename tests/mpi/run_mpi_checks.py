@@ -518,22 +518,25 @@ def check_init_rank_deficient(args):
     out = os.path.join(args.workdir, "rank_deficient.json")
     state_dir = os.path.join(args.workdir, "states_rank_deficient")
     shutil.rmtree(state_dir, ignore_errors=True)
-    # npy: stream 4 (rank 1 of 2) starts with 2r identical rows.
+    # npy: stream 4 (rank 1 of 2) is one row repeated: section 3's window
+    # grows to the end of the file (320 rows: 6, 12, ..., 192) and fails.
     x = np.load(paths[4])
-    n0 = 2 * 3  # init_samples default 2r, r = 3 in mpi_small.yaml
-    x[:n0] = x[0]
+    x[:] = x[0]
     flat = os.path.join(args.workdir, "flat_start.npy")
     np.save(flat, x)
     for ranks in (1, 2):
         if os.path.exists(out):
             os.remove(out)
         proc = mpirun(args, ranks, npy_args(paths[:4] + [flat], state_dir) + ["--output", out], args.workdir)
-        expect_input_error(proc, f"npy, {ranks} ranks", ["stream 4", flat, "rank-deficient"], out, state_dir)
+        expect_input_error(proc, f"npy, {ranks} ranks",
+                           ["stream 4", flat, "rank-deficient", "grew from 6 to 192 samples",
+                            "the end of the stream (320 samples)"], out, state_dir)
     # synthetic: a source of rank 1 with noise at 1e-30 (the deck needs
     # noise > 0) for a state of rank 3.
     proc = mpirun(args, 2, ["--set", "source.rank=1", "--set", "source.noise=1e-30", "--set", "source.drift=0",
                             "--set", f"output.state_dir={state_dir}", "--output", out], args.workdir)
-    expect_input_error(proc, "synthetic", ["stream 0", "rank-deficient", "init: data"], out, state_dir)
+    expect_input_error(proc, "synthetic", ["stream 0", "rank-deficient", "init: data", "init_max_samples = 384"],
+                       out, state_dir)
     # A sweep whose middle point has that start (issue 32 item 3): the first
     # and last points run and are kept, the middle one is marked, exit 2.
     if os.path.exists(out):
@@ -553,6 +556,96 @@ def check_init_rank_deficient(args):
     if not all(r["verification"]["passed"] for r in doc["runs"]) or "sweep point 2/3" not in proc.stderr:
         fail("the finished points should pass and the message name sweep point 2/3:\n" + proc.stderr)
     print("a sweep's rank-deficient point is marked in failed_points; the other two points ran and are kept")
+
+
+def check_init_window(args):
+    """Section 3's growing init window on .npy streams that start silent (a
+    constant stretch): the windows against the NumPy twin's, the prequential
+    sums of every stream against the twin run from its window (double,
+    sequential and blocked), each stream's steps after its own window with
+    run.steps: all, the states bitwise at 1 and 2 ranks and resumed from a
+    checkpoint (2 -> 1 rank); and the clear errors of a window beyond
+    init_max_samples and of a file too short for its window."""
+    import numpy as np
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import numpy_mosaic
+    d, r, n0, warmup = 48, 3, 6, 20
+    rows, silent = [300, 320, 340, 310], [0, 18, 40, 0]  # stream k's first silent[k] rows are one constant row
+    paths, data = [], []
+    for k, n in enumerate(rows):
+        rng = np.random.default_rng(300 + k)
+        basis, _ = np.linalg.qr(rng.standard_normal((d, r)))
+        x = (rng.standard_normal((n, r)) * np.array([3.0, 1.5, 0.8])) @ basis.T + 0.2 * rng.standard_normal((n, d))
+        x[:silent[k]] = x[silent[k]]
+        path = os.path.join(args.workdir, f"window_{k}.npy")
+        np.save(path, x)
+        paths.append(path)
+        data.append(x)
+    used = [numpy_mosaic.init_window(x, r, n0, 64 * n0) for x in data]
+    if used != [6, 24, 48, 6]:
+        fail(f"the NumPy twin's windows {used}: the data do not make the windows this check is about")
+    # The sums count the warm-up steps too.
+    twin = np.concatenate([numpy_mosaic.run_stream(x, r, m) for x, m in zip(data, used)])
+    timed = [n - m - warmup for n, m in zip(rows, used)]
+    runs = {}
+    for k, ranks in ((1, 2), (16, 2), (16, 1)):
+        what = f"block_size {k}, {ranks} ranks"
+        state_dir = os.path.join(args.workdir, f"window_states_{k}_{ranks}")
+        doc, _ = run_ok(args, ranks, npy_args(paths, state_dir) + ["--set", f"algorithm.block_size={k}"],
+                        f"window_{k}_{ranks}.json")
+        run = doc["runs"][0]
+        windows = run["steps"]["init_samples_used"]
+        grown = {g["stream_id"]: g["samples"] for g in windows["grown_streams"]}
+        if (windows["min"], windows["max"], grown) != (6, 48, {1: 24, 2: 48}):
+            fail(f"{what}: steps.init_samples_used {windows}, expected min 6, max 48, streams 1 and 2 grown to "
+                 f"24 and 48")
+        if run["steps"]["timed"] != max(timed) or run["steps"]["timed_samples"] != sum(timed):
+            fail(f"{what}: steps {run['steps']}: expected {max(timed)} timed steps (the longest stream after its "
+                 f"window), {sum(timed)} timed samples")
+        st = load_states(state_dir)
+        if list(st["steps"]) != [n - m for n, m in zip(rows, used)]:
+            fail(f"{what}: steps.npy {list(st['steps'])}, expected each file's rows - its window")
+        sums = run["diagnostics"]["series"][-1]["prequential"]["sums"]
+        want = (len(twin), twin[:, 0].sum(), twin[:, 1].sum(), twin[:, 2].sum())
+        got = (sums["samples"], sums["nll"], sums["residual_fraction"], sums["surprises"])
+        if got[0] != want[0] or got[3] != want[3] or not all(
+                abs(g - w_) <= 1e-9 * max(1.0, abs(w_)) for g, w_ in zip(got[1:3], want[1:3])):
+            fail(f"{what}: prequential sums {got}, the NumPy twin from each stream's window {want}")
+        if not run["verification"]["passed"]:
+            fail(f"{what}: verification failed: " + json.dumps(run["verification"]["checks"]))
+        runs[(k, ranks)] = state_dir
+    same_states(runs[(16, 1)], runs[(16, 2)], "block_size 16 at 1 and 2 ranks")
+    print(f"init windows {used} (NumPy twin's); prequential sums equal the twin's run from each window; "
+          f"states identical at 1 and 2 ranks")
+    # Resumed (2 -> 1 rank) from a checkpoint: bitwise the uninterrupted run.
+    w = args.workdir
+    ckpt_dir, full = os.path.join(w, "window_ckpt"), os.path.join(w, "window_full")
+    shutil.rmtree(ckpt_dir, ignore_errors=True)
+    base = ["--set", "algorithm.block_size=16", "--set", f"output.checkpoint.dir={ckpt_dir}",
+            "--set", "output.checkpoint.every_steps=100", "--set", "output.checkpoint.keep=10"]
+    ref = run_ok(args, 2, npy_args(paths, full) + base, "window_full.json")[0]["runs"][0]
+    ck = sorted(c for c in os.listdir(ckpt_dir) if c.startswith("ckpt_"))[0]
+    resumed = os.path.join(w, "window_resumed")
+    run = run_ok(args, 1, npy_args(paths, resumed) + base + ["--restart", os.path.join(ckpt_dir, ck)],
+                 "window_resumed.json")[0]["runs"][0]
+    same_states(full, resumed, f"resumed from {ck}")
+    if run["steps"] != ref["steps"]:
+        fail(f"resumed from {ck}: steps {run['steps']} != {ref['steps']}")
+    print(f"resumed from {ck} (2 -> 1 rank): identical to the uninterrupted run")
+    # The errors: a window beyond init_max_samples; a file too short for its
+    # window with a fixed run.steps.
+    out = os.path.join(w, "window_error.json")
+    state_dir = os.path.join(w, "window_error_states")
+    for extra, words in (
+            (["--set", "algorithm.init_max_samples=24"],
+             ["stream 2", paths[2], "rank-deficient", "grew from 6 to 24 samples", "init_max_samples = 24"]),
+            (["--set", f"run.steps={min(rows) - n0 - warmup}"],
+             ["stream 2", paths[2], "grew from 6 to 48 samples", f"need {48 + min(rows) - n0}", "it has 340"])):
+        if os.path.exists(out):
+            os.remove(out)
+        proc = mpirun(args, 2, npy_args(paths, state_dir) + extra + ["--output", out], w)
+        expect_input_error(proc, " ".join(extra), words, out, state_dir)
+    print("a window beyond init_max_samples and a file too short for its window: clear input errors")
 
 
 def check_npy_bad_file(args):
@@ -2189,7 +2282,7 @@ def main():
                                      "checkpoint_resume", "checkpoint_resume_diagonal", "checkpoint_redistribute",
                                      "checkpoint_crash_safety",
                                      "checkpoint_refused", "checkpoint_npy", "checkpoint_mpiexec_sigterm", "blocked_schedules",
-                                     "init_rank_deficient", "verification", "kokkos_misspelt", "kokkos_threads_limit",
+                                     "init_rank_deficient", "init_window", "verification", "kokkos_misspelt", "kokkos_threads_limit",
                                      "kokkos_num_threads", "kokkos_help", "version", "provenance", "kokkos_tools",
                                      "memory_estimate", "launch_budget", "concurrent_writers", "state_set_atomic",
                                      "npy_input_changed", "npy_special_files", "npy_open_file_limit", "missing",

@@ -549,28 +549,25 @@ ReferenceState<T> reference_init_data(const T* X, int n0, int d, int r, const Mo
   return detail::round_start<T>(std::move(st), lambda);
 }
 
-// What section 3's growing window consumed: the start and the samples it
-// used (init_samples_used).
-template <class T>
+// What section 3's growing window consumed: the start (a ReferenceState, or
+// a MaskedReferenceState for 7.6) and the samples it used (init_samples_used).
+template <class State>
 struct GrownInit {
-  ReferenceState<T> state;
+  State state;
   int samples_used = 0;
 };
 
-// init: data with section 3's window that grows on an uninformative start:
-// the window of n0 = init_samples samples, then 2 n0, 4 n0, ... while the
-// rank check fails and the window stays within min(init_max_samples,
-// available). `window(m)` returns m samples in stream order (sample k at
-// [k*d, k*d + d)): a stream's first m for its own init; the m before a cold
-// worker's warm-up for section 9.3, which grows backwards. `available`: the
-// most samples `window` can give. Every failure other than a rank-deficient
-// window (non-finite samples, a start outside T's range) is raised at once;
-// a window that would pass the limit is the rank-deficient error of the
-// largest one tried, naming its size, the directions it spanned and the limit.
-template <class T, class Window>
-GrownInit<T> reference_init_data_grown(const Window& window, std::int64_t available, int d, int r,
-                                       const MosaicParams& p) {
-  p.validate(d, r);
+namespace detail {
+// Section 3's growing window: start(m) for m = n0 = init_samples, then 2 n0,
+// 4 n0, ... while start throws InitRankDeficient and the window stays within
+// min(init_max_samples, available). `start(m)`: the start from the window's m
+// samples. Every other failure (non-finite samples, a start outside the
+// dtype's range) is raised at once; a window that would pass the limit is the
+// rank-deficient error of the largest one tried, naming its size, the
+// directions it spanned and the limit.
+template <class Start>
+auto grow_init_window(const Start& start, std::int64_t available, int r, const MosaicParams& p)
+    -> GrownInit<decltype(start(0))> {
   const int n0 = p.resolved_init_samples(r);
   // (A window is an int count of samples: the limit stays below 2^30.)
   const std::int64_t limit =
@@ -580,7 +577,7 @@ GrownInit<T> reference_init_data_grown(const Window& window, std::int64_t availa
                                 std::to_string(available));
   for (int m = n0;; m *= 2) {
     try {
-      return GrownInit<T>{reference_init_data(static_cast<const T*>(window(m)), m, d, r, p), m};
+      return {start(m), m};
     } catch (const InitRankDeficient& e) {
       if (std::int64_t(m) * 2 > limit) {
         const bool by_stream = available < p.resolved_init_max_samples(r);
@@ -595,6 +592,20 @@ GrownInit<T> reference_init_data_grown(const Window& window, std::int64_t availa
       }
     }
   }
+}
+}  // namespace detail
+
+// init: data with section 3's window that grows on an uninformative start
+// (detail::grow_init_window). `window(m)` returns m samples in stream order
+// (sample k at [k*d, k*d + d)): a stream's first m for its own init; the m
+// before a cold worker's warm-up for section 9.3, which grows backwards.
+// `available`: the most samples `window` can give.
+template <class T, class Window>
+GrownInit<ReferenceState<T>> reference_init_data_grown(const Window& window, std::int64_t available, int d, int r,
+                                                       const MosaicParams& p) {
+  p.validate(d, r);
+  return detail::grow_init_window(
+      [&](int m) { return reference_init_data(static_cast<const T*>(window(m)), m, d, r, p); }, available, r, p);
 }
 
 // init: random (ALGORITHM.md section 3): U an orthonormalized Gaussian drawn

@@ -599,6 +599,16 @@ MaskedReferenceState<T> reference_init_data_masked(const T* X, int n0, int d, in
   return detail::init_data_masked(X, n0, d, r, p);
 }
 
+// Section 3's growing window over 7.6's start (the same rule on the
+// zero-filled block): reference_init_data_grown's window and limits.
+template <class T, class Window>
+GrownInit<MaskedReferenceState<T>> reference_init_data_masked_grown(const Window& window, std::int64_t available, int d,
+                                                                    int r, const MosaicParams& p) {
+  p.validate(d, r);
+  return detail::grow_init_window(
+      [&](int m) { return reference_init_data_masked(static_cast<const T*>(window(m)), m, d, r, p); }, available, r, p);
+}
+
 // 8.4 reporting, in data coordinates.
 // The noise variance of each coordinate, s2 psi_j (s2 with isotropic noise).
 template <class T>

@@ -124,7 +124,8 @@ SegmentedRun<T> reference_run_segments(const Rows& rows, std::int64_t available,
   // The stream's own init (section 3), n0 = the samples it consumed.
   ReferenceState<T> init;
   if (p.init == InitMode::data) {
-    GrownInit<T> g = reference_init_data_grown<T>([&](int m) { return read(0, m); }, available, d, r, p);
+    GrownInit<ReferenceState<T>> g =
+        reference_init_data_grown<T>([&](int m) { return read(0, m); }, available, d, r, p);
     init = std::move(g.state);
     out.init_samples_used = g.samples_used;
   } else {
@@ -155,7 +156,8 @@ SegmentedRun<T> reference_run_segments(const Rows& rows, std::int64_t available,
     const std::int64_t end = n0 + w;  // the samples end .. before step w + 1
     if (rs.warmup_init == InitMode::data) {
       try {
-        GrownInit<T> g = reference_init_data_grown<T>([&](int m) { return read(end - m, m); }, end, d, r, cold_params);
+        GrownInit<ReferenceState<T>> g =
+            reference_init_data_grown<T>([&](int m) { return read(end - m, m); }, end, d, r, cold_params);
         out.cold_data_starts += 1;
         out.cold_init_samples[q] = g.samples_used;
         return std::move(g.state);

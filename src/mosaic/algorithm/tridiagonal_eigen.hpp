@@ -49,6 +49,20 @@ KOKKOS_INLINE_FUNCTION void transpose_in_place(const Mat& a, const int n) {
     }
 }
 
+// sqrt(a^2 + b^2): the plain form where a^2 + b^2 neither underflows nor
+// overflows (the QL iteration's rounding there is EISPACK's), else scaled
+// by the larger magnitude (EISPACK's pythag): the QL iteration meets both
+// on a rank-deficient Gram matrix, whose tiny trailing entries square to 0.
+KOKKOS_INLINE_FUNCTION double hypot_safe(double a, double b) {
+  const double s = a * a + b * b;
+  if (s > 1e-280 && s < 1e280) return kmath::sqrt(s);
+  const double fa = kmath::fabs(a), fb = kmath::fabs(b);
+  const double big = fa > fb ? fa : fb, small = fa > fb ? fb : fa;
+  if (big == 0.0) return 0.0;
+  const double q = small / big;
+  return big * kmath::sqrt(1.0 + q * q);
+}
+
 }  // namespace detail
 
 // On entry `a` (an n x n accessor, a(i, j)) holds a symmetric matrix, of
@@ -147,11 +161,17 @@ KOKKOS_INLINE_FUNCTION bool tridiagonal_ql_eigen(const Mat& a, const Vec& w, con
   for (int i = 1; i < n; ++i) e(i - 1) = e(i);
   e(n - 1) = 0;
   constexpr double eps = 2.220446049250313e-16;  // 2^-52
+  // A subdiagonal entry below eps times the whole matrix's size splits it
+  // (EISPACK takes the size of the rows seen so far: on a rank-deficient
+  // Gram matrix, whose large rows come last, that iterated on blocks of
+  // 1e-180 and lost the eigenvectors' orthogonality to subnormal rotations).
   double f = 0, tst1 = 0;
-  int iterations = 0;
   for (int l = 0; l < n; ++l) {
     const double size_l = kmath::fabs(w(l)) + kmath::fabs(e(l));
     if (size_l > tst1) tst1 = size_l;
+  }
+  int iterations = 0;
+  for (int l = 0; l < n; ++l) {
     int m = l;
     while (m < n - 1 && !(kmath::fabs(e(m)) <= eps * tst1)) ++m;
     if (m > l) {
@@ -159,7 +179,7 @@ KOKKOS_INLINE_FUNCTION bool tridiagonal_ql_eigen(const Mat& a, const Vec& w, con
         if (++iterations > 30 * n) return false;
         double g = w(l);
         double p = (w(l + 1) - g) / (2.0 * e(l));
-        double r = kmath::sqrt(p * p + 1.0);
+        double r = detail::hypot_safe(p, 1.0);
         if (p < 0) r = -r;
         w(l) = e(l) / (p + r);
         w(l + 1) = e(l) * (p + r);
@@ -176,7 +196,7 @@ KOKKOS_INLINE_FUNCTION bool tridiagonal_ql_eigen(const Mat& a, const Vec& w, con
           s2 = s;
           g = c * e(i);
           h = c * p;
-          r = kmath::sqrt(p * p + e(i) * e(i));
+          r = detail::hypot_safe(p, e(i));
           e(i + 1) = s * r;
           s = e(i) / r;
           c = p / r;

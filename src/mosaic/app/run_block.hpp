@@ -108,6 +108,7 @@ void write_checkpoint(RunContext<Scalar>& run) {
                           {"segments", segs},
                           {"diagnostics_series", run.series},
                           {"reference_check", run.reference_check->result()}};
+    if (!run.init_used.empty()) req.manifest_extra["init_samples_used"] = run.init_used;
     const SourcePosition at = run.source.position_at(run.t);
     nlohmann::json errors = nlohmann::json::array(), inputs = nlohmann::json::array();
     for (const auto& e : at.data_errors)

@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <Kokkos_Core.hpp>
 #include <nlohmann/json.hpp>
@@ -56,14 +57,16 @@ struct RunContext {
         B(int(dc.local_ids.size())),
         d(c.problem.d),
         r(c.problem.rank),
-        params(c.algorithm),
+        params(cfg.algorithm),
         ends(c.run, dc.local_ids) {
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &nranks);
   }
 
-  // The run as asked for. `cfg.run.steps` is the resolved number of timed steps.
-  const RunConfig& cfg;
+  // The run as asked for. `cfg.run.steps` is the resolved number of timed
+  // steps (and cfg.run.stream_steps each stream's), after section 3's init
+  // windows (apply_init_windows, init_windows.hpp).
+  RunConfig cfg;
   MPI_Comm comm;
   const StreamDecomposition& decomp;
   Source& source;
@@ -73,7 +76,12 @@ struct RunContext {
   int rank = 0, nranks = 1;
   const int B, d, r;  // this rank's streams, the dimension, the rank of the states
   const MosaicParams& params;
-  const StreamEnds<Exec> ends;  // where streams of unequal length end
+  StreamEnds<Exec> ends;  // where streams of unequal length end (set again by apply_init_windows)
+
+  // The samples each stream's init: data consumed (section 3: init_samples,
+  // or the window it grew to), by stream id over every rank; empty for
+  // init: random (start phase).
+  std::vector<std::int64_t> init_used;
 
   // Set up (setup phase).
   std::optional<StreamBatch<Scalar, Exec>> batch;

@@ -79,6 +79,26 @@ GatheredOutputs gather_outputs(RunContext<Scalar>& run) {
   return g;
 }
 
+// Section 3's init windows over the streams: the samples init: data
+// consumed (min, max) and the streams whose window grew; null for
+// init: random.
+template <class Scalar>
+nlohmann::json init_samples_used(const RunContext<Scalar>& run) {
+  if (run.init_used.empty()) return nullptr;
+  const std::int64_t n0 = run.params.resolved_init_samples(run.r);
+  nlohmann::json grown = nlohmann::json::array();
+  for (std::size_t id = 0; id < run.init_used.size(); ++id)
+    if (run.init_used[id] != n0) grown.push_back({{"stream_id", id}, {"samples", run.init_used[id]}});
+  const auto [lo, hi] = std::minmax_element(run.init_used.begin(), run.init_used.end());
+  return {{"min", *lo},
+          {"max", *hi},
+          {"grown_streams", grown},
+          {"definition",
+           "the samples each stream's init: data consumed (ALGORITHM.md section 3): init_samples, or the window "
+           "it grew to (2, 4, ... times init_samples, within init_max_samples) where the first init_samples spanned "
+           "fewer than problem.rank directions; the stream's steps start after them"}};
+}
+
 // The result document of the run (rank 0).
 template <class Scalar>
 nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutputs& g) {
@@ -158,6 +178,7 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
         {"warmup", run.warm},
         {"timed_planned", cfg.run.steps},
         {"init_samples", init_samples},
+        {"init_samples_used", init_samples_used(run)},
         {"timed_samples", std::int64_t(samples)},
         {"ended_streams", run.final_diag["ended_streams"]}}},
       {"timers", timer_stats},

@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <Kokkos_Core.hpp>
 #include <nlohmann/json.hpp>
 
+#include "mosaic/app/init_windows.hpp"
 #include "mosaic/app/progress.hpp"
 #include "mosaic/app/run_block.hpp"
 #include "mosaic/app/run_context.hpp"
@@ -31,29 +33,34 @@ void setup(RunContext<Scalar>& run) {
 }
 
 // init: the streams' first state (init: data from the source's first
-// samples, or init: random). A stream whose init: data failed (e.g. a
-// rank-deficient start) is an input error on every rank: the lowest rank's
+// samples, each stream's window grown where its start is not yet
+// informative, init_windows.hpp; or init: random). A stream whose init: data
+// failed (e.g. samples that span fewer than r directions within
+// init_max_samples) is an input error on every rank: the lowest rank's
 // message.
 template <class Scalar>
 void initialize_streams(RunContext<Scalar>& run) {
   using Mem = typename RunContext<Scalar>::Exec::memory_space;
   std::string init_error;
+  std::vector<std::int64_t> used;  // by stream id: the samples each init: data consumed
   run.timers.time("init", [&] {
     if (run.params.init == InitMode::data) {
       const int n0 = run.params.resolved_init_samples(run.r);
       Kokkos::View<Scalar***, Kokkos::LayoutRight, Mem> X0("mosaic::init_samples", run.B, n0, run.d);
       run.source.read_init(n0, X0);
-      try {
-        run.engine->init_data(*run.batch, X0);
-      } catch (const StreamInitError& e) {
-        init_error = run.source.describe(e.stream) + ": " + e.what();
-      }
+      used.assign(std::size_t(run.decomp.total_streams), 0);
+      init_error = grow_init_windows(run, run.engine->init_data_streams(*run.batch, X0), used);
       run.t = n0;
     } else {
       run.engine->init_random(*run.batch, run.cfg.run.seed);
     }
   });
-  const std::string agreed = agree_on_error(init_error, run.comm);
+  std::string agreed = agree_on_error(init_error, run.comm);
+  if (!agreed.empty()) throw RunInputError(agreed);
+  if (run.params.init != InitMode::data) return;
+  run.timers.time("reduce",
+                  [&] { MPI_Allreduce(MPI_IN_PLACE, used.data(), int(used.size()), MPI_INT64_T, MPI_MAX, run.comm); });
+  agreed = apply_init_windows(run, used);
   if (!agreed.empty()) throw RunInputError(agreed);
 }
 
@@ -62,6 +69,7 @@ void initialize_streams(RunContext<Scalar>& run) {
 template <class Scalar>
 void resume_streams(RunContext<Scalar>& run) {
   const ckpt::RestartPlan& restart = *run.restart;
+  std::string window_error;
   run.timers.time("checkpoint", [&] {
     const ckpt::LoadedSources loaded = ckpt::load_streams(restart, *run.batch);
     const auto& pos = restart.manifest.at("position");
@@ -73,8 +81,17 @@ void resume_streams(RunContext<Scalar>& run) {
       earlier.data_errors.push_back(SourceDataError{e.at("stream_id").get<std::uint64_t>(),
                                                     e.at("path").get<std::string>(), e.at("row").get<std::int64_t>(),
                                                     e.at("message").get<std::string>()});
-    run.source.resume_at(run.t, std::move(earlier));
+    if (run.params.init == InitMode::data) {
+      // The windows of the run that wrote the checkpoint (init_samples
+      // everywhere for a checkpoint from before section 3's windows).
+      std::vector<std::int64_t> used(std::size_t(run.decomp.total_streams), run.params.resolved_init_samples(run.r));
+      if (restart.manifest.contains("init_samples_used"))
+        used = restart.manifest.at("init_samples_used").get<std::vector<std::int64_t>>();
+      window_error = apply_init_windows(run, used);
+    }
+    if (window_error.empty()) run.source.resume_at(run.t, std::move(earlier));
   });
+  if (!window_error.empty()) throw RunInputError(window_error);
   run.segments = restart.manifest.at("segments");
   run.series = restart.manifest.at("diagnostics_series");
 }

@@ -150,7 +150,8 @@ const std::vector<KeySpec>& schema() {
       v.push_back(k);
     }
     v.push_back(choice("algorithm", "init", {"data", "random"}, "data"));
-    v.push_back(integer("algorithm", "init_samples", 1, kIntMax, nullptr));  // default 2*rank
+    v.push_back(integer("algorithm", "init_samples", 1, kIntMax, nullptr));      // default 2*rank
+    v.push_back(integer("algorithm", "init_max_samples", 1, kIntMax, nullptr));  // default 64 * init_samples
     v.push_back(number("algorithm", "init_scale", 0, true, kInf, false, 1.0));
     {
       // auto: the measured rule of auto_block_size for the backend

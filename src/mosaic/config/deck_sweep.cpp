@@ -234,6 +234,15 @@ RunConfig Loader::resolve(std::map<std::string, Value>& eff) const {
          "algorithm.init_samples: expected an integer >= problem.rank + 1 = " + std::to_string(r + 1) +
              " with algorithm.init: data, found " + std::to_string(n0));
   a.init_samples = int(n0);
+  if (eff.at("algorithm.init_max_samples").value.is_null())
+    eff["algorithm.init_max_samples"] =
+        Value{json(std::min<std::int64_t>(64 * n0, kIntMax)), origin("algorithm.init_samples"), false};
+  const std::int64_t n_max = i64("algorithm.init_max_samples");
+  if (a.init == InitMode::data && n_max < n0)
+    fail(origin("algorithm.init_max_samples"),
+         "algorithm.init_max_samples: expected an integer >= algorithm.init_samples = " + std::to_string(n0) +
+             " with algorithm.init: data (the largest window section 3 grows to), found " + std::to_string(n_max));
+  a.init_max_samples = int(n_max);
   a.init_scale = num("algorithm.init_scale");
   a.block_size = int_or_auto("algorithm.block_size");
   a.precision_solve = str("algorithm.precision_solve") == "dense" ? PrecisionSolve::dense : PrecisionSolve::maintained;

@@ -328,20 +328,28 @@ class MosaicEngine {
 
   // init: data from the first n0 samples of every stream (X: B x n0 x d),
   // on the execution space (init_data.hpp), a masked engine's streams whose
-  // init samples have missing entries on the host (7.6); throws
-  // StreamInitError naming the batch index of the first stream that cannot
-  // start (the others are written).
-  void init_data(batch_type& sb, Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> X) const {
+  // init samples have missing entries on the host (7.6). Returns one
+  // InitFailure per stream, empty where it started; a stream that cannot start
+  // keeps its state, the others are written (the driver grows the windows
+  // of rank-deficient starts, section 3).
+  std::vector<InitFailure> init_data_streams(batch_type& sb,
+                                             Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> X) const {
     check_batch(sb);
     if (int(X.extent(0)) != batch_ || int(X.extent(2)) != d_)
       throw std::invalid_argument("MosaicEngine::init_data: X must be B x n0 x d = " + std::to_string(batch_) +
                                   " x n0 x " + std::to_string(d_));
     gram_batch_ = nullptr;  // the reused Gram is stale
-    std::vector<std::string> errors = init_data_batch(sb, X, params_);
+    std::vector<InitFailure> errors = init_data_batch(sb, X, params_);
     if (sb.diagonal_noise()) detail::start_noise_profiles(sb);
     if (masked_kernel_) init_masked_streams(sb, X, errors);
+    return errors;
+  }
+  // init_data_streams, throwing StreamInitError naming the batch index of
+  // the first stream that cannot start.
+  void init_data(batch_type& sb, Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> X) const {
+    const std::vector<InitFailure> errors = init_data_streams(sb, X);
     for (int b = 0; b < batch_; ++b)
-      if (!errors[std::size_t(b)].empty()) throw StreamInitError(b, errors[std::size_t(b)]);
+      if (errors[std::size_t(b)].failed()) throw StreamInitError(b, errors[std::size_t(b)].message);
   }
 
   // init: random, per stream id (reference_init_random; from_host starts a
@@ -453,7 +461,7 @@ class MosaicEngine {
   // reference's masked init (in double, as the device path; the init is an
   // n0 x n0 problem), replacing what init_data_batch made of them.
   void init_masked_streams(batch_type& sb, Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> X,
-                           std::vector<std::string>& errors) const {
+                           std::vector<InitFailure>& errors) const {
     const auto h = transfer::to_host(X);
     const int n0 = int(X.extent(1));
     std::vector<Scalar> xs(std::size_t(n0) * d_);
@@ -467,9 +475,9 @@ class MosaicEngine {
       if (!any_nan) continue;
       try {
         sb.from_host(b, reference_init_data_masked(xs.data(), n0, d_, r_, params_));
-        errors[std::size_t(b)].clear();
+        errors[std::size_t(b)] = InitFailure{};
       } catch (const std::invalid_argument& e) {
-        errors[std::size_t(b)] = e.what();
+        errors[std::size_t(b)] = InitFailure::of(e);
       }
     }
   }

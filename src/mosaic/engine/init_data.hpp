@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -104,15 +105,30 @@ struct InitMomentsFunctor {
 
 }  // namespace detail
 
+// Why one stream's init: data did not start: the reference's message (empty
+// where the stream started) and, for a rank-deficient start
+// (InitRankDeficient: section 3's window may grow), the directions its
+// samples spanned; -1 for every other failure.
+struct InitFailure {
+  std::string message;
+  int directions = -1;
+  bool failed() const { return !message.empty(); }
+  bool rank_deficient() const { return failed() && directions >= 0; }
+  static InitFailure of(const std::invalid_argument& e) {
+    const auto* deficient = dynamic_cast<const InitRankDeficient*>(&e);
+    return InitFailure{e.what(), deficient ? deficient->directions : -1};
+  }
+};
+
 // Starts every stream of `sb` from its first n0 samples X (B x n0 x d).
-// Returns one message per stream, empty where the stream started; a stream
+// Returns one InitFailure per stream, empty where the stream started; a stream
 // that cannot start keeps its state (a masked engine starts those whose
 // samples have missing entries on the host, 7.6: every other stream must
 // be written whatever its neighbours' samples). The messages are the
 // reference's (a non-finite sample, a rank-deficient start, a start outside
 // the dtype's range).
 template <class Scalar, class ExecSpace>
-std::vector<std::string> init_data_batch(
+std::vector<InitFailure> init_data_batch(
     StreamBatch<Scalar, ExecSpace>& sb,
     Kokkos::View<const Scalar***, Kokkos::LayoutRight, typename ExecSpace::memory_space> X, const MosaicParams& p) {
   using memory_space = typename ExecSpace::memory_space;
@@ -178,7 +194,7 @@ std::vector<std::string> init_data_batch(
   Kokkos::View<double*, Kokkos::LayoutRight, memory_space> s2("mosaic::init_s2", B);
   const auto hlam = transfer::host_buffer(lam);
   const auto hs2 = transfer::host_buffer(s2);
-  std::vector<std::string> errors(static_cast<std::size_t>(B));
+  std::vector<InitFailure> errors(static_cast<std::size_t>(B));
   for (int b = 0; b < B; ++b) {
     try {
       // A stream with a non-finite sample: the reference's message, with
@@ -200,7 +216,7 @@ std::vector<std::string> init_data_batch(
       for (int j = 0; j < r; ++j) hlam(b, j) = lambda[std::size_t(j)];
       hs2(b) = noise;
     } catch (const std::invalid_argument& e) {
-      errors[std::size_t(b)] = e.what();
+      errors[std::size_t(b)] = InitFailure::of(e);
       for (int j = 0; j < r; ++j) hlam(b, j) = 1.0;  // finite placeholders: the stream is not written
       hs2(b) = 1.0;
     }
@@ -209,7 +225,7 @@ std::vector<std::string> init_data_batch(
   auto hstarted = transfer::host_buffer(started);
   bool any = false;
   for (int b = 0; b < B; ++b) {
-    hstarted(b) = errors[std::size_t(b)].empty() ? 1 : 0;
+    hstarted(b) = errors[std::size_t(b)].failed() ? 0 : 1;
     any = any || hstarted(b) != 0;
   }
   if (!any) return errors;

@@ -189,7 +189,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   int dim() const { return d_; }
   const std::vector<std::uint64_t>& stream_ids() const { return ids_; }
   std::int64_t end_row() const { return end_row_; }
-  std::int64_t rows(int b) const { return readers_.at(std::size_t(b)).rows(); }
+  std::int64_t rows(int b) const override { return readers_.at(std::size_t(b)).rows(); }
   const std::string& path(int b) const { return readers_.at(std::size_t(b)).path(); }
 
   // X(b, :) = row `step` + offset_b of stream b's file. Steps in strict order, starting

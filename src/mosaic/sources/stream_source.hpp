@@ -108,6 +108,9 @@ class StreamSource {
   virtual int batch() const = 0;
   // Stream b for a message: "stream <id>", with its file where it has one.
   virtual std::string describe(int b) const = 0;
+  // The rows of stream b's data (no offset): a file's rows, the largest
+  // int64 for a source without an end.
+  virtual std::int64_t rows(int b) const = 0;
 
   // X(b, j, :) = row j of stream b, j < n (the init block, rows [0, n),
   // whatever the row offsets).

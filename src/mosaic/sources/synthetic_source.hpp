@@ -127,8 +127,9 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   }
 
   // StreamSource: the samples are a pure function of (seed, stream, row), so
-  // the source has no position of its own. The init block is rows [0, n) of
-  // every stream, whatever the offsets.
+  // the streams have no end and the source has no position of its own. The
+  // init block is rows [0, n) of every stream, whatever the offsets.
+  std::int64_t rows(int) const override { return std::numeric_limits<std::int64_t>::max(); }
   void read_init(int n, init_view X) override {
     check_block(n, X, "read_init");
     launch(0, no_offsets_, no_offsets_d_, n, X, "mosaic::synthetic_generate_init");
