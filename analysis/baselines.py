@@ -663,7 +663,7 @@ def like_settings(path):
     run = doc["runs"][0]
     try:
         deck, steps = run["resolved_deck"], run["steps"]
-        start = int(steps["init_samples"])
+        start = C.first_stepped_row(steps, path)
         warmup = int(steps.get("warmup", 0))
         rows = warmup + int(steps["timed"])
         alg = deck["algorithm"]

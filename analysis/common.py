@@ -286,6 +286,19 @@ ALGORITHM_IN_KEY = ("covariance_update", "subspace_direction", "precision_solve"
                     "reorthonormalize_every")
 
 
+def first_stepped_row(steps, where):
+    """The row at which a run's streams took their first step: the samples
+    their init consumed (steps.init_samples, or steps.init_samples_used
+    where ALGORITHM.md section 3's window grew). A run whose streams started
+    at different rows has no one such row: an AnalysisError."""
+    used = steps.get("init_samples_used")
+    if isinstance(used, dict) and used.get("min") != used.get("max"):
+        raise AnalysisError("%s: the streams' init windows differ (steps.init_samples_used %s to %s samples): "
+                            "their steps start at different rows, and this comparison needs one" %
+                            (where, used.get("min"), used.get("max")))
+    return int(used["min"]) if isinstance(used, dict) else int(steps["init_samples"])
+
+
 def is_deck_field(name):
     return name == DECK_FIELD or name.startswith(ALGORITHM_PREFIX)
 

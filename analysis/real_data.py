@@ -137,7 +137,7 @@ def mosaic_methods(paths, streams=1):
                                   (where, rec.streams_total, streams))
         try:
             steps = run["steps"]
-            start = int(steps["init_samples"])
+            start = C.first_stepped_row(steps, where)
             warm = int(steps.get("warmup", 0))
             rows = warm + int(steps["timed"])
             points = [(warm + int(e["step"]), e["prequential"]["interval"]) for e in rec.series

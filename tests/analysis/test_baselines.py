@@ -319,6 +319,20 @@ class CommandLine(TempDirTest):
         self.assertEqual((doc["start"], doc["end"], doc["steps"]), (50, 350, [100, 200, 300]))
         self.assertEqual(doc["methods"]["window"]["parameters"]["window"], 50)
         self.assertEqual(doc["methods"]["window"]["parameters"]["refit_every"], 12)
+        # A grown init window (ALGORITHM.md section 3): the steps start after
+        # it; streams whose windows differ have no one start row.
+        result["runs"][0]["steps"]["init_samples_used"] = {"min": 64, "max": 64, "grown_streams": [
+            {"stream_id": 0, "samples": 64}], "definition": ""}
+        like = self.write_doc("grown.json", result)
+        rc, _, err = run_main(B, [self.stream(X), "--like", like, "--methods", "window", "-o", out])
+        self.assertEqual(rc, 0, err)
+        with open(out, encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["start"], 64)
+        result["runs"][0]["steps"]["init_samples_used"]["min"] = 50
+        like = self.write_doc("differ.json", result)
+        rc, _, err = run_main(B, [self.stream(X), "--like", like, "--methods", "window", "-o", out])
+        self.assertNotEqual(rc, 0)
+        self.assertIn("init windows differ", err)
 
     def test_bad_arguments(self):
         rng = np.random.default_rng(13)

@@ -311,6 +311,39 @@ std::vector<ErrorCase> error_cases() {
        p + "algorithm:\n  init_samples: 2\n",
        {},
        {"deck.yaml:5:17:", "algorithm.init_samples", ">= problem.rank + 1 = 3", "found 2"}},
+      // ---- section 9's segments
+      {"segment_tolerance_not_a_number",
+       p + "algorithm:\n  segment_tolerance: tight\n",
+       {},
+       {"deck.yaml:5:22:", "algorithm.segment_tolerance", "a number in (0, 1) or auto", "found 'tight'"}},
+      {"segment_tolerance_one",
+       p + "algorithm:\n  segment_tolerance: 1\n",
+       {},
+       {"deck.yaml:5:22:", "algorithm.segment_tolerance", "found 1"}},
+      {"segment_warmup_negative",
+       p + "algorithm:\n  segment_warmup: -1\n",
+       {},
+       {"deck.yaml:5:19:", "algorithm.segment_warmup", "or auto", "found -1"}},
+      {"segment_gauge_misspelt",
+       p + "algorithm:\n  segment_gauge: cary\n",
+       {},
+       {"deck.yaml:5:18:", "algorithm.segment_gauge", "carry"}},
+      {"time_segments_float_without_tolerance",
+       "problem:\n  d: 16\n  rank: 2\n  dtype: float\nalgorithm:\n  time_segments: 4\n",
+       {},
+       {"deck.yaml:6:18:", "algorithm.time_segments: 4 with problem.dtype float", "segment_tolerance has no default"}},
+      {"time_segments_with_missing",
+       p + "algorithm:\n  time_segments: 4\n  missing: posterior\n",
+       {},
+       {"deck.yaml:6:12:", "algorithm.time_segments: 4 needs algorithm.missing: error, found posterior"}},
+      {"time_segments_with_diagonal_noise",
+       p + "algorithm:\n  time_segments: 4\n  noise: diagonal\n",
+       {},
+       {"deck.yaml:6:10:", "algorithm.time_segments: 4 needs algorithm.noise: isotropic, found diagonal"}},
+      {"time_segments_not_built_yet",
+       p + "algorithm:\n  time_segments: 4\n",
+       {},
+       {"deck.yaml:5:18:", "algorithm.time_segments: 4", "not built yet", "use 1"}},
       {"init_max_samples_below_init_samples",
        p + "algorithm:\n  init_samples: 8\n  init_max_samples: 6\n",
        {},
@@ -552,6 +585,13 @@ TEST(Deck, DefaultsResolve) {
   EXPECT_EQ(a.init, mosaic::InitMode::data);
   EXPECT_EQ(a.init_samples, 4);        // 2 * rank
   EXPECT_EQ(a.init_max_samples, 256);  // 64 * init_samples
+  const mosaic::SegmentParams& sg = c.segments;
+  EXPECT_EQ(sg.segments, 1);
+  EXPECT_EQ(sg.warmup, mosaic::kAuto);
+  EXPECT_EQ(sg.warmup_init, mosaic::InitMode::data);
+  EXPECT_EQ(sg.tolerance, double(mosaic::kAuto));
+  EXPECT_EQ(sg.max_passes, mosaic::kAuto);
+  EXPECT_TRUE(sg.gauge_carry);
   EXPECT_EQ(a.init_scale, 1.0);
   EXPECT_EQ(a.block_size, mosaic::kAuto);
   EXPECT_EQ(a.precision_solve, mosaic::PrecisionSolve::dense);
@@ -582,6 +622,10 @@ TEST(Deck, DefaultsResolve) {
   EXPECT_TRUE(r["streams"]["total"].is_null());
   EXPECT_EQ(r["algorithm"]["init_samples"], 4);
   EXPECT_EQ(r["algorithm"]["init_max_samples"], 256);
+  EXPECT_EQ(r["algorithm"]["time_segments"], 1);
+  EXPECT_EQ(r["algorithm"]["segment_warmup"], "auto");
+  EXPECT_EQ(r["algorithm"]["segment_tolerance"], "auto");
+  EXPECT_EQ(r["algorithm"]["segment_gauge"], "carry");
   EXPECT_EQ(r["algorithm"]["eta_U"], 0.005);
   EXPECT_EQ(r["algorithm"]["block_size"], "auto");
   EXPECT_EQ(r["algorithm"]["reorthonormalize_every"], "auto");
@@ -621,7 +665,7 @@ TEST(Deck, LargestInt64IsAccepted) {
 // Every key of the schema appears in the resolved JSON, and nothing else.
 TEST(Deck, ResolvedJsonHasEveryKey) {
   const auto& paths = mosaic::deck_key_paths();
-  EXPECT_EQ(paths.size(), 65u);
+  EXPECT_EQ(paths.size(), 71u);
   const json r = load_deck_from_string(kMinimal, kDeck)[0].config.resolved;
   std::size_t leaves = 0;
   for (const auto& [sec, body] : r.items())

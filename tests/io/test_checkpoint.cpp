@@ -295,6 +295,25 @@ TEST_F(Checkpoint, MismatchedDeckIsRefused) {
   EXPECT_EQ(restart_error(config({"run.steps=500", "output.result=x.json", "run.progress_every_s=1"})), "");
 }
 
+// A checkpoint written before algorithm.init_max_samples and section 9's
+// keys existed (its resolved deck lacks them) resumes a run at the values it
+// implies (any limit: its streams all started on init_samples; a
+// sequential run), and not one that would change what it ran.
+TEST_F(Checkpoint, KeysAddedSinceTheCheckpointAreTheValuesItImplies) {
+  mosaic::RunConfig old = config();
+  for (const char* key : {"init_max_samples", "time_segments", "segment_warmup", "segment_warmup_init",
+                          "segment_tolerance", "segment_max_passes", "segment_gauge"})
+    old.resolved["algorithm"].erase(key);
+  write(advanced({0, 1, 2}, 5), 10, 20, 5, old);
+  EXPECT_EQ(restart_error(config()), "");
+  EXPECT_EQ(restart_error(config({"algorithm.init_max_samples=100"})), "");
+  EXPECT_HAS(restart_error(config({"algorithm.segment_gauge=free"})),
+             "algorithm.segment_gauge: the checkpoint has carry (written before the key existed), this run has free");
+  // Written with the key, it is compared as any other.
+  write(advanced({0, 1, 2}, 5), 11);
+  EXPECT_HAS(restart_error(config({"algorithm.init_max_samples=100"})), "algorithm.init_max_samples: the checkpoint");
+}
+
 TEST_F(Checkpoint, MismatchedStreamSetIsRefused) {
   write(advanced({0, 1, 2}, 5), 10);
   std::string e = restart_error(config({"streams.total=4"}), 4);

@@ -633,19 +633,26 @@ def check_init_window(args):
         fail(f"resumed from {ck}: steps {run['steps']} != {ref['steps']}")
     print(f"resumed from {ck} (2 -> 1 rank): identical to the uninterrupted run")
     # The errors: a window beyond init_max_samples; a file too short for its
-    # window with a fixed run.steps.
+    # window with a fixed run.steps; an infinite value in a window's rows
+    # past init_samples (row 10 of stream 1, inside its window of 12).
+    x = data[1].copy()
+    x[10, 4] = np.inf
+    inf_path = os.path.join(w, "window_inf.npy")
+    np.save(inf_path, x)
     out = os.path.join(w, "window_error.json")
     state_dir = os.path.join(w, "window_error_states")
-    for extra, words in (
-            (["--set", "algorithm.init_max_samples=24"],
+    for files, extra, words in (
+            (paths, ["--set", "algorithm.init_max_samples=24"],
              ["stream 2", paths[2], "rank-deficient", "grew from 6 to 24 samples", "init_max_samples = 24"]),
-            (["--set", f"run.steps={min(rows) - n0 - warmup}"],
-             ["stream 2", paths[2], "grew from 6 to 48 samples", f"need {48 + min(rows) - n0}", "it has 340"])):
+            (paths, ["--set", f"run.steps={min(rows) - n0 - warmup}"],
+             ["stream 2", paths[2], "grew from 6 to 48 samples", f"need {48 + min(rows) - n0}", "it has 340"]),
+            ([paths[0], inf_path] + paths[2:], [], ["stream 1", inf_path, "init: data window", "row 10", "inf"])):
         if os.path.exists(out):
             os.remove(out)
-        proc = mpirun(args, 2, npy_args(paths, state_dir) + extra + ["--output", out], w)
-        expect_input_error(proc, " ".join(extra), words, out, state_dir)
-    print("a window beyond init_max_samples and a file too short for its window: clear input errors")
+        proc = mpirun(args, 2, npy_args(files, state_dir) + extra + ["--output", out], w)
+        expect_input_error(proc, " ".join(extra) or "an infinite value in a window", words, out, state_dir)
+    print("a window beyond init_max_samples, a file too short for its window, an infinite value in a window: "
+          "clear input errors")
 
 
 def check_npy_bad_file(args):

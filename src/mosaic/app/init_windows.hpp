@@ -8,8 +8,8 @@
 // consumed more samples than the others: its steps start after its window,
 // so from then on its row j is row j + (used - n0) of its data (the source's
 // row offsets), and with run.steps: all it has that many fewer steps
-// (apply_init_windows). A start that passes at n0 changes nothing: every
-// deck whose streams start at once runs as before, bitwise.
+// (apply_init_windows). A start that passes at n0 takes no other path than
+// before: a deck whose streams all start at once runs as it did.
 //
 // The windows are part of the run's position: a checkpoint records them
 // (init_samples_used, by stream id) and a resumed run sets them again before
@@ -32,6 +32,7 @@
 #include "mosaic/app/stream_ends.hpp"
 #include "mosaic/engine/init_data.hpp"
 #include "mosaic/engine/transfer.hpp"
+#include "mosaic/sources/npy.hpp"
 #include "mosaic/util/mpi_collectives.hpp"
 
 namespace mosaic::detail {
@@ -47,13 +48,15 @@ std::string grow_init_windows(RunContext<Scalar>& run, const std::vector<InitFai
   using Exec = typename RunContext<Scalar>::Exec;
   using Mem = typename Exec::memory_space;
   const int n0 = run.params.resolved_init_samples(run.r);
+  for (int b = 0; b < run.B; ++b) {  // an error no window mends first: nothing is grown in vain
+    used[std::size_t(run.decomp.local_ids[std::size_t(b)])] = n0;
+    const InitFailure& failure = failures[std::size_t(b)];
+    if (failure.failed() && !failure.rank_deficient()) return run.source.describe(b) + ": " + failure.message;
+  }
   std::optional<MosaicEngine<Scalar, Exec>> single;  // an engine for a batch of one stream
   for (int b = 0; b < run.B; ++b) {
     const std::uint64_t id = run.decomp.local_ids[std::size_t(b)];
-    const InitFailure& failure = failures[std::size_t(b)];
-    used[std::size_t(id)] = n0;
-    if (!failure.failed()) continue;
-    if (!failure.rank_deficient()) return run.source.describe(b) + ": " + failure.message;
+    if (!failures[std::size_t(b)].rank_deficient()) continue;
     if (!single) single.emplace(run.params, 1, run.d, run.r);
     StreamBatch<Scalar, Exec> one(1, run.d, run.r, {id}, run.params.noise);
     // The window of m samples, started as every stream was: the same kernel
@@ -72,8 +75,10 @@ std::string grow_init_windows(RunContext<Scalar>& run, const std::vector<InitFai
       const auto grown = grow_init_window(start, run.source.rows(b), run.r, run.params);
       run.batch->from_host(b, grown.state);
       used[std::size_t(id)] = grown.samples_used;
-    } catch (const std::invalid_argument& e) {
+    } catch (const std::invalid_argument& e) {  // the start's own errors
       return run.source.describe(b) + ": " + e.what();
+    } catch (const NpyError& e) {  // a bad value in the window's rows past init_samples (the reader's message)
+      return run.source.describe(b) + ": while its init: data window grew: " + e.what();
     }
   }
   return "";

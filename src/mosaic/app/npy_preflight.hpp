@@ -50,7 +50,8 @@ inline std::string open_file_limit_problem(std::size_t files, int rank) {
 // every rank ("" when all is well). With run.steps: all, sets
 // cfg.run.stream_steps to every stream's rows minus init_samples and
 // warmup_steps (known on every rank) and cfg.run.steps to the largest of
-// them. Does nothing for other sources.
+// them; a stream whose init window grows has fewer (apply_init_windows,
+// init_windows.hpp, after the init). Does nothing for other sources.
 inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
   if (cfg.source.type != "npy") return "";
   int rank = 0, nranks = 1;

@@ -87,6 +87,9 @@ void resume_streams(RunContext<Scalar>& run) {
       std::vector<std::int64_t> used(std::size_t(run.decomp.total_streams), run.params.resolved_init_samples(run.r));
       if (restart.manifest.contains("init_samples_used"))
         used = restart.manifest.at("init_samples_used").get<std::vector<std::int64_t>>();
+      if (used.size() != std::size_t(run.decomp.total_streams))
+        throw CheckpointError(restart.dir + ": init_samples_used lists " + std::to_string(used.size()) +
+                              " streams, the checkpoint holds " + std::to_string(run.decomp.total_streams));
       window_error = apply_init_windows(run, used);
     }
     if (window_error.empty()) run.source.resume_at(run.t, std::move(earlier));

@@ -23,10 +23,10 @@ std::string KeySpec::expected() const {
     }
     case Kind::unsigned64: return "an unsigned 64-bit integer (0 to 18446744073709551615)";
     case Kind::number: {
-      std::string s = "a finite number";
-      if (lo == -kInf && hi == kInf) return s;
-      if (hi == kInf) return "a number " + std::string(lo_open ? "> " : ">= ") + num(lo);
-      return "a number in " + std::string(lo_open ? "(" : "[") + num(lo) + ", " + num(hi) + (hi_open ? ")" : "]");
+      const std::string all = keyword.empty() ? "" : " or " + keyword;
+      if (lo == -kInf && hi == kInf) return "a finite number" + all;
+      if (hi == kInf) return "a number " + std::string(lo_open ? "> " : ">= ") + num(lo) + all;
+      return "a number in " + std::string(lo_open ? "(" : "[") + num(lo) + ", " + num(hi) + (hi_open ? ")" : "]") + all;
     }
     case Kind::choice: {
       std::string s = "one of ";
@@ -171,6 +171,29 @@ const std::vector<KeySpec>& schema() {
     v.push_back(integer("algorithm", "rewhiten_min_count", 1, kIntMax, 100));
     v.push_back(number("algorithm", "rewhiten_fmax", 1, true, kInf, false, 4.0));
     v.push_back(number("algorithm", "leverage_floor", 0, true, 1, true, 0.1));
+    // Parallel-in-time segments with a certificate (ALGORITHM.md section 9.1).
+    v.push_back(integer("algorithm", "time_segments", 1, kIntMax, 1));
+    {
+      // auto: ceil(1.3 ln(1/tol) / the slowest rate), 9.1
+      KeySpec k = integer("algorithm", "segment_warmup", 0, kInt64Max, "auto");
+      k.keyword = "auto";
+      v.push_back(k);
+    }
+    v.push_back(choice("algorithm", "segment_warmup_init", {"data", "random"}, "data"));
+    {
+      // auto: 1e-12 in double; float has none (9.8)
+      KeySpec k = number("algorithm", "segment_tolerance", 0, true, 1, true, 0.0);
+      k.def = "auto";
+      k.keyword = "auto";
+      v.push_back(k);
+    }
+    {
+      // auto: time_segments
+      KeySpec k = integer("algorithm", "segment_max_passes", 1, kIntMax, "auto");
+      k.keyword = "auto";
+      v.push_back(k);
+    }
+    v.push_back(choice("algorithm", "segment_gauge", {"carry", "free"}, "carry"));
     {
       KeySpec k = integer("run", "steps", 1, kInt64Max, 1000);
       k.keyword = "all";  // npy sources: every stream to the end of its own file

@@ -285,6 +285,39 @@ RunConfig Loader::resolve(std::map<std::string, Value>& eff) const {
     fail(origin("algorithm.precision_solve"),
          "algorithm.precision_solve: 'maintained' has no whitened form yet; with algorithm.noise: diagonal use dense");
 
+  // Section 9.1's segments. `auto` stays kAuto (resolve_segments settles it
+  // for the run's dtype); what 9.1 and 9.9 refuse with time_segments > 1 is
+  // refused here.
+  SegmentParams& sg = c.segments;
+  const auto is_auto = [&](const char* key) { return eff.at(key).value.is_string(); };
+  sg.segments = int(i64("algorithm.time_segments"));
+  sg.warmup = is_auto("algorithm.segment_warmup") ? kAuto : i64("algorithm.segment_warmup");
+  sg.warmup_init = str("algorithm.segment_warmup_init") == "data" ? InitMode::data : InitMode::random;
+  sg.tolerance = is_auto("algorithm.segment_tolerance") ? kAuto : num("algorithm.segment_tolerance");
+  sg.max_passes = int_or_auto("algorithm.segment_max_passes");
+  sg.gauge_carry = str("algorithm.segment_gauge") == "carry";
+  if (sg.segments > 1) {
+    const std::string P = "algorithm.time_segments: " + std::to_string(sg.segments);
+    try {
+      if (c.problem.dtype == Dtype::float32) (void)resolve_segments<float>(sg, a);
+      else (void)resolve_segments<double>(sg, a);
+    } catch (const std::invalid_argument& e) {
+      fail(origin(is_auto("algorithm.segment_tolerance") ? "algorithm.time_segments" : "algorithm.segment_tolerance"),
+           P + " with problem.dtype " + to_string(c.problem.dtype) + ": " + e.what());
+    }
+    if (a.missing != MissingMode::error)
+      fail(origin("algorithm.missing"),
+           P + " needs algorithm.missing: error, found " + missing +
+               " (ALGORITHM.md 9.9: the certificate does not cover section 7's extra state; use time_segments: 1)");
+    if (a.noise == NoiseModel::diagonal)
+      fail(origin("algorithm.noise"),
+           P + " needs algorithm.noise: isotropic, found diagonal (ALGORITHM.md 9.9: the certificate does not cover "
+               "section 8's noise profile; use time_segments: 1)");
+    fail(origin("algorithm.time_segments"),
+         P + ": the segment driver of the mini-app is not built yet (ALGORITHM.md section 9 runs in the host "
+             "reference only, src/mosaic/algorithm/reference_segments.hpp; issue 35); use 1");
+  }
+
   if (eff.at("run.steps").value.is_string()) {  // `all`
     if (!npy)
       fail(origin("run.steps"),

@@ -98,7 +98,9 @@ json check_value(const KeySpec& k, const YAML::Node& n, std::string& extra) {
       if (!k.keyword.empty() && n.IsScalar() && n.Tag() != "!" && n.Scalar() == k.keyword) return k.keyword;
       return check_integer(k, n);
     case Kind::unsigned64: return check_unsigned64(n);
-    case Kind::number: return check_scalar_number(k, n);
+    case Kind::number:
+      if (!k.keyword.empty() && n.IsScalar() && n.Tag() != "!" && n.Scalar() == k.keyword) return k.keyword;
+      return check_scalar_number(k, n);
     case Kind::choice: {
       if (!n.IsScalar()) throw BadValue{describe_found(n, false)};
       const std::string& s = n.Scalar();

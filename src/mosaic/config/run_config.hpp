@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mosaic/algorithm/params.hpp"
+#include "mosaic/algorithm/segments.hpp"
 #include "mosaic/algorithm/synthetic.hpp"
 
 namespace mosaic {
@@ -99,6 +100,7 @@ struct RunConfig {
   StreamsConfig streams;
   SourceConfig source;
   MosaicParams algorithm;
+  SegmentParams segments;  // algorithm.time_segments and segment_* (ALGORITHM.md 9.1)
   RunSection run;
   OutputConfig output;
   nlohmann::json resolved;  // the whole resolved deck, every key with its value, for the result file

@@ -248,6 +248,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
     }
     const bool reading = pending_.valid() || ready_first_ >= 0;
     if (pending_.valid()) (void)pending_.get();  // dropped, not merged
+    ready_.reset();
     offsets_ = offsets;
     ready_first_ = -1;
     cur_len_ = 0;
@@ -292,6 +293,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   void resume_at(std::int64_t row, SourcePosition earlier) override {
     const std::vector<unsigned char>& frozen = earlier.frozen;
     wait_pending();
+    ready_.reset();  // a read ahead of some other position
     if (row < 0 || row > end_row_)
       throw std::out_of_range("NpyStreamSource::resume_at: row " + std::to_string(row) + " outside [0, " +
                               std::to_string(end_row_) + "]");
@@ -441,15 +443,17 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
     pending_ = std::async(std::launch::async, [this, spare, first, len] { return fill(spare, first, len); });
   }
 
-  // Finishes a read in flight; its chunk stays usable in the spare buffer
-  // (ready_first_), e.g. after io_stats() was called for a checkpoint.
+  // Finishes a read in flight (the readers are then free for another
+  // read); its chunk stays usable in the spare buffer (ready_first_) and its
+  // result (ready_) is merged only when the chunk becomes current: a read
+  // dropped before (set_row_offsets, a jump to another row) leaves no data
+  // error and freezes no stream.
   void wait_pending() {
     if (!pending_.valid()) return;
     ready_first_ = pend_first_;
     const auto t0 = clock::now();
-    ReadResult r = pending_.get();
+    ready_ = pending_.get();
     stats_.stall_seconds += seconds_since(t0);
-    merge(std::move(r));
   }
 
   // Makes the chunk starting at `step` current (on the device) and starts
@@ -460,8 +464,11 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
     if (prefetched) {
       len = pend_len_;
       wait_pending();
+      merge(std::move(*ready_));
+      ready_.reset();
     } else {
       wait_pending();  // a read of some other range: finish and drop it
+      ready_.reset();
       len = chunk_len(step);
       ready_first_ = -1;  // the spare buffer is refilled below
       const auto t0 = clock::now();
@@ -497,7 +504,8 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   std::int64_t cur_first_ = 0, cur_len_ = 0, next_row_ = 0;
   std::future<ReadResult> pending_;
   std::int64_t pend_first_ = -1, pend_len_ = 0;
-  std::int64_t ready_first_ = -1;  // a finished read's chunk still in the spare buffer (-1: none)
+  std::int64_t ready_first_ = -1;    // a finished read's chunk still in the spare buffer (-1: none)
+  std::optional<ReadResult> ready_;  // that read's result, merged when its chunk becomes current
   SourceIoStats stats_;
 };
 

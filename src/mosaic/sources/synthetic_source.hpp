@@ -27,6 +27,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <KokkosBlas3_gemm.hpp>
@@ -70,7 +71,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
     offsets_d_ = offsets_view("synthetic::row_offsets", ids_.size());
     no_offsets_d_ = offsets_view("synthetic::no_row_offsets", ids_.size());
     build_truth();
-    reserve_block(1);  // generate() allocates nothing
+    work_.reserve(batch(), spec_.r, 1);  // generate() allocates nothing
   }
 
   const SyntheticSpec& spec() const { return spec_; }
@@ -116,14 +117,14 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   // allocation (one host-to-device copy of every stream's cos/sin).
   void generate(std::int64_t step, sample_view X) const {
     check(X.extent(0), X.extent(1), "generate");
-    launch(step, offsets_, offsets_d_, 1, X, "mosaic::synthetic_generate");
+    launch(step, offsets_, offsets_d_, 1, X, "mosaic::synthetic_generate", work_);
   }
 
   // X(b, k, :) = x_{first_step + offset_b + k} of stream b, k < n. Work
   // arrays grow to the largest n asked for and are reused.
   void generate_block(std::int64_t first_step, int n, out_block_view X) const {
     check_block(n, X, "generate_block");
-    launch(first_step, offsets_, offsets_d_, n, X, "mosaic::synthetic_generate_block");
+    launch(first_step, offsets_, offsets_d_, n, X, "mosaic::synthetic_generate_block", work_);
   }
 
   // StreamSource: the samples are a pure function of (seed, stream, row), so
@@ -132,7 +133,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   std::int64_t rows(int) const override { return std::numeric_limits<std::int64_t>::max(); }
   void read_init(int n, init_view X) override {
     check_block(n, X, "read_init");
-    launch(0, no_offsets_, no_offsets_d_, n, X, "mosaic::synthetic_generate_init");
+    launch(0, no_offsets_, no_offsets_d_, n, X, "mosaic::synthetic_generate_init", work_);
   }
   void set_row_offsets(const std::vector<std::int64_t>& offsets) override {
     if (int(offsets.size()) != batch())
@@ -145,19 +146,22 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
     for (int b = 0; b < batch(); ++b) h(b) = std::uint64_t(offsets_[std::size_t(b)]);
     transfer::copy_from_host(offsets_d_, h);
   }
-  // Generates rows [first, first + n) of every stream on the execution space
-  // (so they are the rows the run steps, bit for bit) and copies stream b's.
+  // Generates rows [first, first + n) of stream b alone on the execution
+  // space, by the kernels that make the run's rows (so they are those rows,
+  // bit for bit), with work arrays of its own: the memory of one stream's n
+  // rows, whatever the batch.
   void read_stream_rows(int b, std::int64_t first, int n, Scalar* out) override {
     if (b < 0 || b >= batch() || first < 0 || n < 1)
       throw std::invalid_argument("SyntheticDriftSource::read_stream_rows: stream " + std::to_string(b) + ", rows [" +
                                   std::to_string(first) + ", +" + std::to_string(n) + ")");
-    const out_block_view X(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("synthetic::stream_rows")),
-                           batch(), n, spec_.d);
-    reserve_block(n);
-    launch(first, no_offsets_, no_offsets_d_, n, X, "mosaic::synthetic_generate_rows");
+    const out_block_view X(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("synthetic::stream_rows")), 1, n,
+                           spec_.d);
+    LaunchWork work;
+    work.reserve(1, spec_.r, n);
+    launch(first, no_offsets_, no_offsets_d_, n, X, "mosaic::synthetic_generate_rows", work, b);
     const auto h = transfer::to_host(X);
     for (int k = 0; k < n; ++k)
-      for (int i = 0; i < spec_.d; ++i) out[std::size_t(k) * spec_.d + i] = h(b, k, i);
+      for (int i = 0; i < spec_.d; ++i) out[std::size_t(k) * spec_.d + i] = h(0, k, i);
   }
   block_view next_block(std::int64_t first, int max_n) override {
     if (int(block_.extent(1)) < max_n)
@@ -401,50 +405,66 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
       throw std::invalid_argument(std::string("SyntheticDriftSource::") + what +
                                   ": X must be B x n x d with n = " + std::to_string(n));
     check(X.extent(0), X.extent(2), what);
-    reserve_block(n);
+    work_.reserve(batch(), spec_.r, n);
   }
 
-  // The cos/sin and latent work arrays of generate_block for n samples.
-  void reserve_block(int n) const {
-    if (int(csb_.extent(2)) >= n) return;
-    csb_ = Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("synthetic::cs_block", batch(), 2, n);
-    csb_host_ = transfer::host_buffer(csb_);
-    latentb_ = Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("synthetic::latent_block", batch(),
-                                                                          2 * spec_.r, padded(n));
-  }
+  // The work arrays of one launch: cos/sin(omega t) of every stream's
+  // samples (on the host, where they are evaluated, and on the execution
+  // space) and the drift-scaled latents (streams x 2r x n_pad).
+  struct LaunchWork {
+    Kokkos::View<double***, Kokkos::LayoutRight, memory_space> cs;
+    transfer::HostCopy<Kokkos::View<double***, Kokkos::LayoutRight, memory_space>> cs_host;
+    Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent;
+    // For `streams` streams of n samples: grown, never shrunk.
+    void reserve(int streams, int r, int n) {
+      if (int(cs.extent(0)) >= streams && int(cs.extent(2)) >= n) return;
+      cs = Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("synthetic::cs_block", streams, 2, n);
+      cs_host = transfer::host_buffer(cs);
+      latent = Kokkos::View<double***, Kokkos::LayoutRight, memory_space>("synthetic::latent_block", streams, 2 * r,
+                                                                          padded(n));
+    }
+  };
 
-  // Samples first_step + offsets[b] .. + n - 1 of every stream b into X (n
-  // <= the work arrays' capacity; offsets_d: the same offsets on the
-  // execution space, copied when they were set): cos/sin(omega t)
-  // evaluated on the host (see the file comment; once for streams at the
-  // offset of the one before), the drift-scaled latents, then the samples.
+  // Samples first_step + offsets[b] .. + n - 1 of the streams b0 ..
+  // b0 + X.extent(0) - 1 into X (n <= the work arrays' capacity; offsets_d:
+  // the same offsets on the execution space, copied when they were set):
+  // cos/sin(omega t) evaluated on the host (see the file comment; once for
+  // streams at the offset of the one before), the drift-scaled latents, then
+  // the samples. The kernels see the streams' slices of the truth.
   template <class OutView>
   void launch(std::int64_t first_step, const std::vector<std::int64_t>& offsets, const offsets_view& offsets_d, int n,
-              const OutView& X, const char* label) const {
-    for (int b = 0; b < batch(); ++b)
+              const OutView& X, const char* label, LaunchWork& work, int b0 = 0) const {
+    const int streams = int(X.extent(0));
+    for (int b = 0; b < streams; ++b)
       for (int k = 0; k < n; ++k) {
-        if (b > 0 && offsets[std::size_t(b)] == offsets[std::size_t(b) - 1]) {
-          csb_host_(b, 0, k) = csb_host_(b - 1, 0, k);
-          csb_host_(b, 1, k) = csb_host_(b - 1, 1, k);
+        if (b > 0 && offsets[std::size_t(b0 + b)] == offsets[std::size_t(b0 + b) - 1]) {
+          work.cs_host(b, 0, k) = work.cs_host(b - 1, 0, k);
+          work.cs_host(b, 1, k) = work.cs_host(b - 1, 1, k);
           continue;
         }
-        const double a = spec_.drift * double(std::uint64_t(first_step + offsets[std::size_t(b)]) + std::uint64_t(k));
-        csb_host_(b, 0, k) = std::cos(a);
-        csb_host_(b, 1, k) = std::sin(a);
+        const double a =
+            spec_.drift * double(std::uint64_t(first_step + offsets[std::size_t(b0 + b)]) + std::uint64_t(k));
+        work.cs_host(b, 0, k) = std::cos(a);
+        work.cs_host(b, 1, k) = std::sin(a);
       }
-    transfer::copy_from_host(csb_, csb_host_);
+    transfer::copy_from_host(work.cs, work.cs_host);
     const int n_pad = padded(n);
-    // A B x 2r x n_pad view over the work array's memory (LayoutRight).
-    const Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent(latentb_.data(), batch(), 2 * spec_.r,
+    // A streams x 2r x n_pad view over the work array's memory (LayoutRight).
+    const Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latent(work.latent.data(), streams, 2 * spec_.r,
                                                                             n_pad);
-    Kokkos::parallel_for("mosaic::synthetic_latent", Kokkos::RangePolicy<ExecSpace>(0, batch() * spec_.r * n_pad),
-                         detail::SynthLatentFunctor<ExecSpace>{spec_, sqrt_lambda_, ids_d_, offsets_d, csb_, latent,
+    const auto range = std::make_pair(b0, b0 + streams);
+    const auto ids = Kokkos::subview(ids_d_, range);
+    const auto offs = Kokkos::subview(offsets_d, range);
+    Kokkos::parallel_for("mosaic::synthetic_latent", Kokkos::RangePolicy<ExecSpace>(0, streams * spec_.r * n_pad),
+                         detail::SynthLatentFunctor<ExecSpace>{spec_, sqrt_lambda_, ids, offs, work.cs, latent,
                                                                std::uint64_t(first_step), n, n_pad});
     const int groups = (spec_.d + 3) / 4;
-    Kokkos::parallel_for(
-        label, Kokkos::RangePolicy<ExecSpace>(0, batch() * groups),
-        detail::SynthFunctor<Scalar, ExecSpace, OutView>{spec_, V0_, W0_, mean_, noise_std_, latent, ids_d_, offsets_d,
-                                                         X, std::uint64_t(first_step), n, groups, spec_.missing.any()});
+    const auto all = Kokkos::ALL();
+    Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(0, streams * groups),
+                         detail::SynthFunctor<Scalar, ExecSpace, OutView>{
+                             spec_, Kokkos::subview(V0_, range, all, all), Kokkos::subview(W0_, range, all, all),
+                             Kokkos::subview(mean_, range, all), Kokkos::subview(noise_std_, range, all), latent, ids,
+                             offs, X, std::uint64_t(first_step), n, groups, spec_.missing.any()});
   }
 
   void check(std::size_t b, std::size_t d, const char* what) const {
@@ -468,9 +488,7 @@ class SyntheticDriftSource final : public StreamSource<Scalar, ExecSpace> {
   offsets_view offsets_d_, no_offsets_d_;
   // The work arrays of generate / generate_block (grown on demand) and
   // next_block's buffer.
-  mutable Kokkos::View<double***, Kokkos::LayoutRight, memory_space> csb_;
-  mutable transfer::HostCopy<Kokkos::View<double***, Kokkos::LayoutRight, memory_space>> csb_host_;
-  mutable Kokkos::View<double***, Kokkos::LayoutRight, memory_space> latentb_;
+  mutable LaunchWork work_;
   out_block_view block_;
   // truth_accuracy's work arrays: the rows of U widened and their eigenvalue
   // work (the diagnostics' kind), the rows of V(t), U^T V(t).

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -58,7 +59,8 @@ inline std::string show(const nlohmann::json& v) { return v.is_string() ? v.get<
 
 // The differences between the run a checkpoint was written by and this one
 // that forbid resuming it ("key: the checkpoint has X, this run has Y").
-// Compared: every key of problem and algorithm; source (the synthetic keys
+// Compared: every key of problem and algorithm (one added since the
+// checkpoint was written as the value it implies); source (the synthetic keys
 // only for the synthetic source; source.chunk_rows, which does not change
 // the data, is free); streams.mode and the stream set; run.seed,
 // run.warmup_steps, run.diagnostics_every. run.steps may differ (a run can
@@ -82,7 +84,27 @@ inline std::vector<std::string> deck_differences(const nlohmann::json& manifest,
     return k;
   };
   for (const auto& k : keys("problem")) cmp("problem", k);
-  for (const auto& k : keys("algorithm")) cmp("algorithm", k);
+  // Keys added after a checkpoint may have been written: a checkpoint
+  // without one ran with the value it implies. Without init_max_samples
+  // every stream started on init_samples, as its manifest's windows (none)
+  // say, whatever the limit now; without the segment keys (section 9) it
+  // ran sequentially.
+  static const std::map<std::string, nlohmann::json> added = {
+      {"init_max_samples", nullptr},   {"time_segments", 1},          {"segment_warmup", "auto"},
+      {"segment_warmup_init", "data"}, {"segment_tolerance", "auto"}, {"segment_max_passes", "auto"},
+      {"segment_gauge", "carry"}};
+  for (const auto& k : keys("algorithm")) {
+    const auto implied = added.find(k);
+    if (implied == added.end() || (was.contains("algorithm") && was["algorithm"].contains(k))) {
+      cmp("algorithm", k);
+    } else if (!implied->second.is_null()) {
+      const nlohmann::json b =
+          now.contains("algorithm") && now["algorithm"].contains(k) ? now["algorithm"][k] : nlohmann::json();
+      if (implied->second != b)
+        out.push_back("algorithm." + k + ": the checkpoint has " + show(implied->second) +
+                      " (written before the key existed), this run has " + show(b));
+    }
+  }
   const bool npy = now.contains("source") && now["source"].value("type", "") == "npy";
   static const std::set<std::string> synthetic_only = {"rank",        "lambda_max", "lambda_min", "noise",
                                                        "noise_range", "drift",      "mean_scale"};
