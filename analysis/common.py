@@ -303,17 +303,37 @@ def is_deck_field(name):
     return name == DECK_FIELD or name.startswith(ALGORITHM_PREFIX)
 
 
+# resolved_deck.algorithm keys added after result files were written, with
+# the value those runs had in effect (ALGORITHM.md section 9's keys: a
+# sequential run). init_max_samples, also added later, is its default, 64
+# init_samples.
+ALGORITHM_ADDED = {"time_segments": 1, "segment_warmup": "auto", "segment_warmup_init": "data",
+                   "segment_tolerance": "auto", "segment_max_passes": "auto", "segment_gauge": "carry"}
+
+
 def algorithm_settings(alg, r):
     """(("algorithm.<name>", value text), ...) of resolved_deck.algorithm, by
-    name, less ALGORITHM_IN_KEY. init_samples, unset in a deck, resolves to
-    2 r, so it follows r along a rank sweep: written "2r" where it is 2 r,
-    and a sweep over r is one curve."""
+    name, less ALGORITHM_IN_KEY, with the keys of ALGORITHM_ADDED an older
+    file lacks at the values they imply. init_samples, unset in a deck,
+    resolves to 2 r, so it follows r along a rank sweep: written "2r" where
+    it is 2 r, and a sweep over r is one curve; init_max_samples, unset,
+    resolves to 64 init_samples: written "64 init_samples" where it is."""
+    alg = dict(ALGORITHM_ADDED, **alg)
+    n0 = alg.get("init_samples")
+    if "init_max_samples" not in alg and isinstance(n0, int) and not isinstance(n0, bool):
+        alg["init_max_samples"] = 64 * n0
     out = []
     for name in sorted(alg):
         if name in ALGORITHM_IN_KEY:
             continue
         v = alg[name]
-        text = "2r" if name == "init_samples" and v == 2 * r and not isinstance(v, bool) else compact(v)
+        plain = isinstance(v, int) and not isinstance(v, bool)
+        if name == "init_samples" and plain and v == 2 * r:
+            text = "2r"
+        elif name == "init_max_samples" and plain and isinstance(n0, int) and v == 64 * n0:
+            text = "64 init_samples"
+        else:
+            text = compact(v)
         out.append((ALGORITHM_PREFIX + name, text))
     return tuple(out)
 

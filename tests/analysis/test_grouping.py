@@ -328,6 +328,19 @@ class OldFilesTest(S.TempDirTest):
         real = C.load_records([os.path.join(S.HERE, "real_fixtures", "real_weak_np1.json")])[0]
         self.assertEqual((real.kernel, real.block_size, real.concurrency), ("sequential", 1, 1))  # block_size: 0
 
+    def test_keys_added_since_read_as_the_values_they_imply(self):
+        # A file from before init_max_samples and section 9's keys keys its
+        # runs as one written now with their defaults; along a rank sweep
+        # the default limit follows init_samples (one curve).
+        old = {"eta_U": 0.005, "init_samples": 8}
+        new = dict(old, init_max_samples=512, time_segments=1, segment_warmup="auto", segment_warmup_init="data",
+                   segment_tolerance="auto", segment_max_passes="auto", segment_gauge="carry")
+        self.assertEqual(C.algorithm_settings(old, 4), C.algorithm_settings(new, 4))
+        at_r8 = dict(new, init_samples=16, init_max_samples=1024)
+        self.assertEqual(C.algorithm_settings(new, 4), C.algorithm_settings(at_r8, 8))
+        self.assertIn(("algorithm.init_max_samples", "64 init_samples"), C.algorithm_settings(new, 4))
+        self.assertNotEqual(C.algorithm_settings(dict(new, init_max_samples=100), 4), C.algorithm_settings(new, 4))
+
     def test_missing_kernel_follows_the_deck_and_missing_block_gemm_is_none(self):
         def old_blocked(doc):
             doc["runs"][0]["resolved_deck"]["algorithm"].update(block_size=64, reorthonormalize_every=500)

@@ -34,9 +34,15 @@ struct SegmentParams {
 // 9.1's `auto` warm-up: ceil(1.3 ln(1/tol) / min(eta_mu, eta_S, eta_s,
 // eta_U)), the steps two trajectories need to come within tol at the
 // slowest of the rates (9.10), with a 30% margin.
+// Rates so slow that it passes 2^62 steps are refused (it would not fit
+// int64, and no stream is that long).
 inline std::int64_t auto_segment_warmup(const MosaicParams& p, double tol) {
   const double slowest = std::min(std::min(p.eta_mu, p.eta_S), std::min(p.eta_s, p.eta_U));
-  return std::int64_t(std::ceil(1.3 * std::log(1.0 / tol) / slowest));
+  const double w = std::ceil(1.3 * std::log(1.0 / tol) / slowest);
+  if (!(w <= 4.6e18))
+    throw std::invalid_argument("segment_warmup: auto would be " + std::to_string(w) + " steps (the slowest rate is " +
+                                std::to_string(slowest) + "); set it");
+  return std::int64_t(w);
 }
 
 // 9.1's options with every `auto` resolved for a run of dtype T. A float run

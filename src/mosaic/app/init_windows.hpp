@@ -77,8 +77,8 @@ std::string grow_init_windows(RunContext<Scalar>& run, const std::vector<InitFai
       used[std::size_t(id)] = grown.samples_used;
     } catch (const std::invalid_argument& e) {  // the start's own errors
       return run.source.describe(b) + ": " + e.what();
-    } catch (const NpyError& e) {  // a bad value in the window's rows past init_samples (the reader's message)
-      return run.source.describe(b) + ": while its init: data window grew: " + e.what();
+    } catch (const NpyError& e) {  // a bad value in the window's rows past init_samples, or a file's fault
+      return run.source.describe(b) + ": reading its init: data window: " + e.what();
     }
   }
   return "";

@@ -216,6 +216,8 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
                                   " x " + std::to_string(n) + " x " + std::to_string(d_));
     check_order(first, n, "read_init");
     wait_pending();
+    ready_.reset();  // a read of other rows: the one started below replaces it
+    ready_first_ = -1;
     const auto h = transfer::host_buffer(X);
     const auto t0 = clock::now();
     for (int b = 0; b < batch(); ++b) readers_[b].read_rows(first, n, stream_block_data(h, b));
@@ -294,6 +296,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
     const std::vector<unsigned char>& frozen = earlier.frozen;
     wait_pending();
     ready_.reset();  // a read ahead of some other position
+    ready_first_ = -1;
     if (row < 0 || row > end_row_)
       throw std::out_of_range("NpyStreamSource::resume_at: row " + std::to_string(row) + " outside [0, " +
                               std::to_string(end_row_) + "]");
@@ -427,8 +430,9 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
     return out;
   }
 
+  // A read's data errors and frozen streams (its time is counted where it
+  // finished: the I/O was done whether or not its chunk is used).
   void merge(ReadResult&& r) {
-    stats_.read_seconds += r.seconds;
     for (auto& e : r.errors) stats_.data_errors.push_back(std::move(e));
     for (const int b : r.frozen) bad_[std::size_t(b)] = 1;
   }
@@ -454,6 +458,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
     const auto t0 = clock::now();
     ready_ = pending_.get();
     stats_.stall_seconds += seconds_since(t0);
+    stats_.read_seconds += ready_->seconds;
   }
 
   // Makes the chunk starting at `step` current (on the device) and starts
@@ -474,6 +479,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
       const auto t0 = clock::now();
       ReadResult r = fill(1 - cur_, step, len);
       stats_.stall_seconds += seconds_since(t0);
+      stats_.read_seconds += r.seconds;
       merge(std::move(r));
     }
     ready_first_ = -1;

@@ -34,7 +34,7 @@ struct KeySpec {
   bool allow_empty = true;            // string
   json def;                           // default; null = required or derived
   bool required = false;
-  std::string keyword;  // integer: this word is accepted too (`all`, `auto`)
+  std::string keyword;  // integer, number: this word is accepted too (`all`, `auto`)
 
   std::string path() const { return section + "." + name; }
 
