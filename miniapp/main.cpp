@@ -161,6 +161,13 @@ void print_summary(const nlohmann::json& run) {
   std::printf("  time %-12s max %10.4f s  min %10.4f s  (the phases account for %.1f%% of it)\n", "total", total_max,
               timers["total"]["min_s"].get<double>(),
               100.0 * run["timer_coverage"]["accounted_fraction"].get<double>());
+  const auto& windows = run["steps"]["init_samples_used"];
+  if (windows.is_object() && !windows["grown_streams"].empty())
+    std::printf(
+        "  init windows        %zu streams started on more than init_samples = %lld (up to %lld samples; "
+        "ALGORITHM.md section 3: their first samples spanned fewer than rank directions)\n",
+        windows["grown_streams"].size(), run["steps"]["init_samples"].get<long long>(),
+        windows["max"].get<long long>());
   if (run["steps"].value("ended_streams", 0) > 0)
     std::printf("  streams ended       %lld before the run's last step (files of unequal length): %lld timed samples\n",
                 run["steps"]["ended_streams"].get<long long>(), run["steps"]["timed_samples"].get<long long>());

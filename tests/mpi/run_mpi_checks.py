@@ -591,8 +591,8 @@ def check_init_window(args):
     for k, ranks in ((1, 2), (16, 2), (16, 1)):
         what = f"block_size {k}, {ranks} ranks"
         state_dir = os.path.join(args.workdir, f"window_states_{k}_{ranks}")
-        doc, _ = run_ok(args, ranks, npy_args(paths, state_dir) + ["--set", f"algorithm.block_size={k}"],
-                        f"window_{k}_{ranks}.json")
+        doc, proc = run_ok(args, ranks, npy_args(paths, state_dir) + ["--set", f"algorithm.block_size={k}"],
+                           f"window_{k}_{ranks}.json")
         run = doc["runs"][0]
         windows = run["steps"]["init_samples_used"]
         grown = {g["stream_id"]: g["samples"] for g in windows["grown_streams"]}
@@ -613,6 +613,8 @@ def check_init_window(args):
             fail(f"{what}: prequential sums {got}, the NumPy twin from each stream's window {want}")
         if not run["verification"]["passed"]:
             fail(f"{what}: verification failed: " + json.dumps(run["verification"]["checks"]))
+        if "init windows        2 streams started on more than init_samples = 6 (up to 48 samples" not in proc.stdout:
+            fail(f"{what}: the summary lacks the init windows line")
         runs[(k, ranks)] = state_dir
     same_states(runs[(16, 1)], runs[(16, 2)], "block_size 16 at 1 and 2 ranks")
     print(f"init windows {used} (NumPy twin's); prequential sums equal the twin's run from each window; "
