@@ -35,7 +35,8 @@ if __package__ in (None, ""):
 from analysis import common as C
 
 # In execution order (src/mosaic/app/timers.hpp, kTimerPhases); "total" is the run's wall time.
-PHASES = ("setup", "init", "warmup", "generate", "update", "verify", "diagnostics", "checkpoint", "reduce", "output")
+PHASES = ("setup", "init", "warmup", "generate", "update", "segments", "verify", "diagnostics", "checkpoint", "reduce",
+          "output")
 TOTAL = "total"
 UNACCOUNTED = "not in a timer"
 STATS = OrderedDict([("mean", "mean_s"), ("max", "max_s")])

@@ -168,6 +168,14 @@ void print_summary(const nlohmann::json& run) {
         "ALGORITHM.md section 3: their first samples spanned fewer than rank directions)\n",
         windows["grown_streams"].size(), run["steps"]["init_samples"].get<long long>(),
         windows["max"].get<long long>());
+  const auto& segs = run["time_segments"];
+  if (segs["time_segments"].get<int>() > 1)
+    std::printf(
+        "  time segments       %d per stream (ALGORITHM.md section 9): %s after %d passes, modelled speedup >= "
+        "%.3g%s\n",
+        segs["time_segments"].get<int>(), segs["certified"].get<bool>() ? "certified" : "NOT certified",
+        segs["passes"].get<int>(), segs["modelled_speedup_min"].get<double>(),
+        segs["certified"].get<bool>() ? "" : " (not the sequential result: exit status 4)");
   if (run["steps"].value("ended_streams", 0) > 0)
     std::printf("  streams ended       %lld before the run's last step (files of unequal length): %lld timed samples\n",
                 run["steps"]["ended_streams"].get<long long>(), run["steps"]["timed_samples"].get<long long>());
@@ -505,6 +513,9 @@ int main(int argc, char** argv) {
       if (root) {
         run["sweep_point"] = points[k].point;
         print_summary(run);
+        // An uncertified run in time segments is not the sequential result
+        // (ALGORITHM.md 9.7): its own status, before the verdict's.
+        if (!run["time_segments"]["certified"].get<bool>() && rc == 0) rc = 4;
         if (!run["verification"]["passed"].get<bool>() && rc == 0) rc = 3;
         runs.push_back(std::move(run));
       }

@@ -271,7 +271,7 @@ def fixtures():
     # (8000 samples). d=128: the phases' means add up to 8.5 s of a 10 s
     # total (accounted 0.85); update max 5 s -> FOM 1600. d=256: twice the
     # times and a 1 s checkpoint: 18 s of 20 s (0.9); FOM 800.
-    phases = {"setup": 0.5, "init": 0.25, "warmup": 0.25, "generate": 2.0, "update": 4.0, "verify": 0.5,
+    phases = {"setup": 0.5, "init": 0.25, "warmup": 0.25, "generate": 2.0, "update": 4.0, "segments": 0.0, "verify": 0.5,
               "diagnostics": 0.5, "checkpoint": 0.0, "reduce": 0.25, "output": 0.25, "total": 10.0}
     blocked = {"update": "blocked", "block_size": 16, "block_size_from": "deck", "block_gemm": "tiled",
                "reorthonormalize": "never"}

@@ -59,8 +59,8 @@ class BreakdownTest(S.TempDirTest):
     def test_phases_in_execution_order(self):
         _out, header = self.table([FULL])
         self.assertEqual(header[header.index("setup"):header.index("total [s]")],
-                         ["setup", "init", "warmup", "generate", "update", "verify", "diagnostics", "checkpoint",
-                          "reduce", "output", "not in a timer"])
+                         ["setup", "init", "warmup", "generate", "update", "segments", "verify", "diagnostics",
+                          "checkpoint", "reduce", "output", "not in a timer"])
 
     def test_shares_add_up_with_the_unaccounted_segment(self):
         recs = C.load_records(S.fixture(FULL))
@@ -86,7 +86,7 @@ class BreakdownTest(S.TempDirTest):
         timers = S.load_fixture(OLD)["runs"][0]["timers"]
         self.assertEqual(seconds(row["init"]), timers["init"]["mean_s"])
         self.assertEqual(row["warmup"], "0")  # zero, recorded: not n/a, and no share without a total
-        self.assertIn("n/a: no such timer in the file (written before the mini-app timed setup, verify, checkpoint, "
+        self.assertIn("n/a: no such timer in the file (written before the mini-app timed setup, segments, verify, checkpoint, "
                       "output, total), not zero.", out)
         # The configuration fields that differ are columns, as in collect.
         self.assertEqual((row["kernel"], dict(zip(header, S.md_row_starting(out, FULL + " #0")))["kernel"]),

@@ -213,6 +213,51 @@ TEST(Transfer, CopyFromHostIntoNonContiguousViews) {
   EXPECT_EQ(bad, 0);
 }
 
+// copy_within: one stream's strided block of a column-major batch into
+// another stream's, a scalar entry, and a LayoutLeft row into a LayoutRight
+// row, all within the execution space's memory; the rest untouched; other
+// extents refused.
+TEST(Transfer, CopyWithinOneMemorySpace) {
+  const int B = 3, d = 5, r = 2;
+  Kokkos::View<double***, Kokkos::LayoutStride, Mem> U(
+      "U", Kokkos::LayoutStride(B, std::size_t(d) * r, d, 1, r, std::size_t(d)));
+  auto h = mosaic::transfer::host_buffer(U);
+  for (int b = 0; b < B; ++b)
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j < r; ++j) h(b, i, j) = tag(std::size_t(b), std::size_t(i), std::size_t(j));
+  mosaic::transfer::copy_from_host(U, h);
+  mosaic::transfer::copy_within(Kokkos::subview(U, 2, Kokkos::ALL(), Kokkos::ALL()),
+                                Kokkos::subview(U, 0, Kokkos::ALL(), Kokkos::ALL()));
+  const auto after = mosaic::transfer::to_host(U);
+  int bad = 0;
+  for (int b = 0; b < B; ++b)
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j < r; ++j)
+        bad += after(b, i, j) != tag(std::size_t(b == 2 ? 0 : b), std::size_t(i), std::size_t(j));
+  EXPECT_EQ(bad, 0);
+
+  Kokkos::View<long*, Kokkos::LayoutRight, Mem> n("n", B);
+  Kokkos::deep_copy(Kokkos::subview(n, 1), 7L);
+  mosaic::transfer::copy_within(Kokkos::subview(n, 2), Kokkos::subview(n, 1));
+  const auto hn = mosaic::transfer::to_host(n);
+  EXPECT_EQ(hn(0), 0);
+  EXPECT_EQ(hn(2), 7);
+
+  Kokkos::View<float**, Kokkos::LayoutLeft, Mem> L("L", 2, 4);
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> R("R", 3, 4);
+  auto hl = mosaic::transfer::host_buffer(L);
+  for (int j = 0; j < 4; ++j) hl(1, j) = float(j + 1);
+  for (int j = 0; j < 4; ++j) hl(0, j) = 0.0f;
+  mosaic::transfer::copy_from_host(L, hl);
+  mosaic::transfer::copy_within(Kokkos::subview(R, 2, Kokkos::ALL()), Kokkos::subview(L, 1, Kokkos::ALL()));
+  const auto hr = mosaic::transfer::to_host(R);
+  for (int j = 0; j < 4; ++j) EXPECT_EQ(hr(2, j), float(j + 1));
+  EXPECT_EQ(hr(1, 3), 0.0f);
+  EXPECT_THROW(mosaic::transfer::copy_within(Kokkos::subview(R, 2, Kokkos::make_pair(0, 3)),
+                                             Kokkos::subview(L, 1, Kokkos::ALL())),
+               std::invalid_argument);
+}
+
 // A host copy of other extents is refused, naming the view.
 TEST(Transfer, ExtentMismatchIsRefused) {
   Kokkos::View<double**, Kokkos::LayoutLeft, Mem> A("mosaic::some_matrix", 3, 4);

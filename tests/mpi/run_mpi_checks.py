@@ -657,6 +657,113 @@ def check_init_window(args):
           "clear input errors")
 
 
+def check_time_segments(args):
+    """ALGORITHM.md section 9 in the mini-app (algorithm.time_segments > 1):
+    .npy streams of unequal length, one with a silent start (its init window
+    grows) and one with an infinite value in a later segment, at a tolerance
+    only exact restarts meet: every stream certified after its passes, the
+    states, breakdowns and bad rows bitwise those of time_segments: 1, at 1
+    and 2 ranks; the synthetic deck's streams with the default warm-up:
+    certified at pass 1, within 1e-12 of time_segments: 1 basis-free and
+    in U (the gauge carried); segment_max_passes: 1 without warm-up: a
+    result marked uncertified, exit status 4; the deck errors."""
+    import numpy as np
+    d, r = 24, 3
+    rows = [900, 1200, 700]
+    paths = []
+    for k, n in enumerate(rows):
+        rng = np.random.default_rng(500 + k)
+        basis, _ = np.linalg.qr(rng.standard_normal((d, r)))
+        x = (rng.standard_normal((n, r)) * np.array([3.0, 1.5, 0.8])) @ basis.T + 0.2 * rng.standard_normal((n, d))
+        if k == 1:
+            x[:30] = x[30]  # silent: the window grows
+        if k == 2:
+            x[500, 3] = np.inf  # in segment 2 of 3
+        path = os.path.join(args.workdir, f"segments_{k}.npy")
+        np.save(path, x)
+        paths.append(path)
+    exact = ["--set", f"problem.d={d}", "--set", f"problem.rank={r}", "--set", "algorithm.block_size=1",
+             "--set", "run.diagnostics_every=0", "--set", "algorithm.segment_warmup=40",
+             "--set", "algorithm.segment_tolerance=1e-300"]
+    seq_dir = os.path.join(args.workdir, "segments_seq")
+    # (Exit 3: stream 2's breakdown at its infinite value fails the invariants, at every P.)
+    seq = run_ok(args, 1, npy_args(paths, seq_dir) + exact, "segments_seq.json", expect_rc=3)[0]["runs"][0]
+    if seq["time_segments"] != {"time_segments": 1, "passes": 1, "certified": True}:
+        fail(f"time_segments: 1 wrote {seq['time_segments']}, expected only passes 1 and certified")
+    for ranks in (1, 2):
+        what = f"time_segments 3 on {ranks} ranks"
+        state_dir = os.path.join(args.workdir, f"segments_exact_{ranks}")
+        run = run_ok(args, ranks, npy_args(paths, state_dir) + exact + ["--set", "algorithm.time_segments=3"],
+                     f"segments_exact_{ranks}.json", expect_rc=3)[0]["runs"][0]
+        ts = run["time_segments"]
+        if not ts["certified"] or [s["stream_id"] for s in ts["streams"]] != [0, 1, 2]:
+            fail(f"{what}: {ts}")
+        for s in ts["streams"]:
+            if s["segments_certified"] != list(range(1, len(s["segments_certified"]) + 1)):
+                fail(f"{what}: stream {s['stream_id']} certified {s['segments_certified']} segments after each "
+                     "pass: only exact restarts certify at this tolerance, one more per pass")
+        stopped = [s["stopped_at_segment"] for s in ts["streams"]]
+        if stopped != [None, None, 2] or ts["streams"][1]["first_row"] <= 6:
+            fail(f"{what}: stopped_at_segment {stopped} (the infinite row is in stream 2's segment 2), first rows "
+                 f"{[s['first_row'] for s in ts['streams']]} (stream 1's window grows)")
+        same_states(seq_dir, state_dir, what)
+        for key in ("breakdowns",):
+            if run["counts"][key] != seq["counts"][key]:
+                fail(f"{what}: counts.{key} {run['counts'][key]}, time_segments: 1 {seq['counts'][key]}")
+        if run["io"]["nonfinite_rows"] != seq["io"]["nonfinite_rows"] or run["steps"] != seq["steps"]:
+            fail(f"{what}: io.nonfinite_rows {run['io']['nonfinite_rows']} / steps {run['steps']}, time_segments: 1 "
+                 f"{seq['io']['nonfinite_rows']} / {seq['steps']}")
+    print("exact restarts: states, breakdowns, bad rows and steps bitwise time_segments: 1, at 1 and 2 ranks")
+    # The deck's synthetic streams, default warm-up: certified at pass 1.
+    synth = ["--set", "streams.mode=strong", "--set", "streams.total=4", "--set", "run.steps=16000",
+             "--set", "run.diagnostics_every=0", "--set", "algorithm.block_size=1"]
+    one_dir, four_dir = os.path.join(args.workdir, "segments_p1"), os.path.join(args.workdir, "segments_p4")
+    run_ok(args, 2, synth + ["--set", f"output.state_dir={one_dir}"], "segments_p1.json")
+    run = run_ok(args, 2, synth + ["--set", f"output.state_dir={four_dir}", "--set", "algorithm.time_segments=4"],
+                 "segments_p4.json")[0]["runs"][0]
+    ts = run["time_segments"]
+    if ts["passes"] != 1 or not ts["certified"] or ts["segment_warmup"] != 7185:
+        fail(f"synthetic, 4 segments: passes {ts['passes']}, certified {ts['certified']}, warm-up "
+             f"{ts['segment_warmup']}: expected pass 1 to certify with the auto warm-up 7185")
+    worst = max(v for s in ts["streams"] for v in s["boundary_mismatch"][0])
+    if worst > 1e-12:
+        fail(f"synthetic, 4 segments: a pass-1 boundary mismatch of {worst} > 1e-12 certified")
+    a, b = load_states(one_dir), load_states(four_dir)
+    gap = 0.0
+    for k in range(a["U"].shape[0]):
+        ca = a["U"][k] @ a["S"][k] @ a["U"][k].T
+        cb = b["U"][k] @ b["S"][k] @ b["U"][k].T
+        gap = max(gap, np.linalg.norm(ca - cb) / np.linalg.norm(a["S"][k]), np.linalg.norm(a["U"][k] - b["U"][k]),
+                  np.abs(a["mu"][k] - b["mu"][k]).max(), abs(a["s2"][k] - b["s2"][k]) / a["s2"][k])
+    if not gap <= 1e-12:
+        fail(f"synthetic, 4 segments: the final states are {gap} from time_segments: 1 (covariance, U, mu, s2)")
+    if not run["verification"]["passed"] or "reference cross-check not run: algorithm.time_segments" \
+            not in run["verification"]["verdict"]:
+        fail(f"synthetic, 4 segments: verdict {run['verification']['verdict']}")
+    print(f"synthetic streams in 4 segments: certified at pass 1 (largest mismatch {worst:.2e}), final states "
+          f"{gap:.2e} from time_segments: 1")
+    # Too few passes: the result says it is not the sequential one, exit 4.
+    short_dir = os.path.join(args.workdir, "segments_uncertified")
+    doc, proc = run_ok(args, 2, synth + ["--set", f"output.state_dir={short_dir}", "--set",
+                                         "algorithm.time_segments=4", "--set", "algorithm.segment_warmup=0",
+                                         "--set", "algorithm.segment_max_passes=1"],
+                       "segments_uncertified.json", expect_rc=4)
+    ts = doc["runs"][0]["time_segments"]
+    if ts["certified"] or ts["uncertified_streams"] != [0, 1, 2, 3] or \
+            any(s["first_uncertified"] != 1 for s in ts["streams"]) or "NOT certified" not in proc.stdout:
+        fail(f"segment_max_passes 1 without warm-up: {ts}")
+    load_states(short_dir)
+    print("segment_max_passes: 1 without warm-up: certified false, first uncertified segment 1, exit status 4")
+    out = os.path.join(args.workdir, "segments_error.json")
+    for extra, words in ((["--set", "algorithm.time_segments=4"], ["run.diagnostics_every: expected 0"]),
+                         (["--set", "algorithm.time_segments=4", "--set", "run.diagnostics_every=0",
+                           "--set", "problem.dtype=float"], ["segment_tolerance has no default in float"])):
+        proc = mpirun(args, 2, extra + ["--output", out], args.workdir)
+        if proc.returncode != 2 or not all(w in proc.stderr for w in words) or os.path.exists(out):
+            fail(f"{' '.join(extra)}: exit {proc.returncode}, expected a deck error saying {words}")
+    print("deck errors: diagnostics points, float without a tolerance")
+
+
 def check_npy_bad_file(args):
     import numpy as np
     paths = write_npy_streams(args)
@@ -1415,7 +1522,7 @@ def check_missing(args):
           f"in the init rows are an input error naming algorithm.missing")
 
 
-TIMER_PHASES = ["setup", "init", "warmup", "generate", "update", "verify", "diagnostics", "checkpoint",
+TIMER_PHASES = ["setup", "init", "warmup", "generate", "update", "segments", "verify", "diagnostics", "checkpoint",
                 "reduce", "output"]
 
 
@@ -2291,7 +2398,7 @@ def main():
                                      "checkpoint_resume", "checkpoint_resume_diagonal", "checkpoint_redistribute",
                                      "checkpoint_crash_safety",
                                      "checkpoint_refused", "checkpoint_npy", "checkpoint_mpiexec_sigterm", "blocked_schedules",
-                                     "init_rank_deficient", "init_window", "verification", "kokkos_misspelt", "kokkos_threads_limit",
+                                     "init_rank_deficient", "init_window", "time_segments", "verification", "kokkos_misspelt", "kokkos_threads_limit",
                                      "kokkos_num_threads", "kokkos_help", "version", "provenance", "kokkos_tools",
                                      "memory_estimate", "launch_budget", "concurrent_writers", "state_set_atomic",
                                      "npy_input_changed", "npy_special_files", "npy_open_file_limit", "missing",

@@ -22,74 +22,13 @@
 
 namespace mosaic {
 
-// What section 4 counts over a run of steps: the clamped steps, the
-// re-orthonormalizations and the prequential sums.
-struct SegmentCounters {
-  std::int64_t clamped_steps = 0;
-  std::int64_t reorthonormalizations = 0;
-  std::array<double, preq_columns> prequential{};
-
-  template <class T>
-  void add(const ReferenceState<T>& st) {
-    clamped_steps += st.clamped_steps;
-    reorthonormalizations += st.reorthonormalizations;
-    for (std::size_t c = 0; c < prequential.size(); ++c) prequential[c] += st.prequential[c];
-  }
-};
-
-// 9.7's record of one stream, and the states behind it.
-template <class T>
-struct SegmentedRun {
-  // E_{P-1} with the stream's counters (the sum of the segments' final runs);
-  // in the sequential frame when the run is certified and gauge_carry is set,
-  // in the last worker's own frame otherwise.
-  ReferenceState<T> final_state;
-  std::vector<ReferenceState<T>> end_states;  // E_q in each worker's own frame
-  int init_samples_used = 0;                  // n0 of 9.2 (section 3's window; 0 for init: random)
-  int passes = 0;
-  bool certified = false;
-  int first_uncertified = -1;  // the index of the first uncertified segment; -1 when certified
-  // Per pass, the P - 1 values delta_q (q = 1..P-1); their components for
-  // pass 1 and for the last pass.
-  std::vector<std::vector<double>> boundary_mismatch;
-  std::vector<BoundaryMismatch> first_pass_components, last_pass_components;
-  std::vector<int> segments_certified;  // after each pass (segment 0 included)
-  int trivial_boundaries = 0;           // pass-1 workers with w_q <= 0
-  int cold_data_starts = 0, cold_random_starts = 0;
-  std::vector<int> cold_init_samples;  // per worker, the samples its cold init: data used (0: none)
-  // Pass-1 or later runs that broke down (NumericalBreakdown) away from the
-  // sequential chain: their end state is not a number, so their successor's
-  // boundary is not certified and is re-run from an exact start.
-  int broken_runs = 0;
-  std::vector<std::int64_t> worker_steps_per_pass;
-  std::vector<double> pass_seconds;
-  double modelled_speedup = 0;                 // T / sum of worker_steps_per_pass
-  SegmentCounters counters;                    // the segments' final runs
-  SegmentCounters warmup_counters;             // pass 1's warm-ups
-  std::vector<std::vector<double>> rotations;  // R_q of 9.6 (r x r, row-major), q = 0..P-1 (R_0 = I)
-};
-
 namespace detail {
-
-template <class T>
-bool same_state_bits(const ReferenceState<T>& a, const ReferenceState<T>& b) {
-  auto same = [](const std::vector<T>& x, const std::vector<T>& y) {
-    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
-  };
-  return same(a.mu, b.mu) && same(a.U, b.U) && same(a.S, b.S) && std::memcmp(&a.s2, &b.s2, sizeof(T)) == 0;
-}
 
 template <class T>
 void zero_counters(ReferenceState<T>& st) {
   st.clamped_steps = 0;
   st.reorthonormalizations = 0;
   st.prequential.fill(0.0);
-}
-
-inline std::vector<double> identity_matrix(int r) {
-  std::vector<double> I(std::size_t(r) * r, 0.0);
-  for (int j = 0; j < r; ++j) I[std::size_t(j) * r + j] = 1.0;
-  return I;
 }
 
 }  // namespace detail
@@ -186,7 +125,6 @@ SegmentedRun<T> reference_run_segments(const Rows& rows, std::int64_t available,
   for (int q = 0; q <= P; ++q) b[q] = segment_begin(q, steps, P);
   std::vector<ReferenceState<T>> Z(P), E(P);
   std::vector<bool> c(P, false);
-  std::vector<BoundaryMismatch> delta(P);
   out.rotations.assign(P, detail::identity_matrix(r));
   out.cold_init_samples.assign(P, 0);
 
@@ -229,59 +167,23 @@ SegmentedRun<T> reference_run_segments(const Rows& rows, std::int64_t available,
       E[q] = std::move(st);
       worker_steps = std::max(worker_steps, taken);
     }
-    // 9.4: the certificate, an inclusive AND prefix of f_q = (delta_q <= tol).
-    c[0] = true;
-    std::vector<double> deltas;
-    for (int q = 1; q < P; ++q) {
-      if (certified_before[q]) {
-        delta[q] = BoundaryMismatch{};  // neither side re-ran (9.5)
-      } else {
-        const bool restart_exact = detail::same_state_bits(Z[q], E[q - 1]);
-        delta[q] = restart_exact ? BoundaryMismatch{} : boundary_mismatch(Z[q], E[q - 1]);
-        c[q] = c[q - 1] && delta[q].within(rs.tolerance);
-        if (c[q] && !restart_exact) {
-          try {
-            out.rotations[q] = procrustes_rotation(Z[q], E[q - 1]);
-          } catch (const std::runtime_error&) {
-            c[q] = false;  // no rotation between the frames: a tolerance too loose to mean anything here
-          }
-        }
-      }
-      deltas.push_back(delta[q].delta());
-    }
-    out.passes = pass;
-    out.boundary_mismatch.push_back(deltas);
-    if (pass == 1) out.first_pass_components.assign(delta.begin() + 1, delta.end());
-    out.last_pass_components.assign(delta.begin() + 1, delta.end());
-    out.segments_certified.push_back(int(std::count(c.begin(), c.end(), true)));
-    out.worker_steps_per_pass.push_back(worker_steps);
-    out.pass_seconds.push_back(std::chrono::duration<double>(clock() - t_start).count());
+    // 9.4: the certificate; 9.6: the rotations of boundaries it certified.
+    const std::vector<BoundaryMismatch> delta = certify_pass(Z, E, rs.tolerance, c, out.rotations);
+    out.record_pass(delta, c, worker_steps, std::chrono::duration<double>(clock() - t_start).count());
     if (out.segments_certified.back() == P || pass >= rs.max_passes) break;
   }
 
-  out.certified = out.segments_certified.back() == P;
-  if (!out.certified) out.first_uncertified = int(std::find(c.begin(), c.end(), false) - c.begin());
-  std::int64_t total_worker_steps = 0;
-  for (std::int64_t s : out.worker_steps_per_pass) total_worker_steps += s;
-  out.modelled_speedup = double(steps) / double(total_worker_steps);
+  out.finish(c, steps);
   for (const ReferenceState<T>& e : E) out.counters.add(e);
   out.end_states = E;
   out.final_state = E[P - 1];
   out.final_state.clamped_steps = out.counters.clamped_steps;
   out.final_state.reorthonormalizations = out.counters.reorthonormalizations;
   out.final_state.prequential = out.counters.prequential;
-  // 9.6: G_q = R_q G_{q-1}, applied only where some R_q is not the identity
-  // (an exact restart leaves the state's bits alone).
-  const std::vector<double> I = detail::identity_matrix(r);
-  if (out.certified && rs.gauge_carry) {
-    std::vector<double> G = I;
-    bool rotated = false;
-    for (int q = 1; q < P; ++q) {
-      if (out.rotations[q] == I) continue;
-      G = detail::small_product(out.rotations[q], G, r, r, r);
-      rotated = true;
-    }
-    if (rotated) apply_gauge(out.final_state, G);
+  // 9.6: G_q = R_q G_{q-1}.
+  if (rs.gauge_carry) {
+    const std::vector<double> G = out.carried_gauge(r);
+    if (!G.empty()) apply_gauge(out.final_state, G);
   }
   return out;
 }

@@ -7,8 +7,11 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -84,6 +87,15 @@ ResolvedSegments resolve_segments(const SegmentParams& sp, const MosaicParams& p
   out.max_passes = sp.max_passes == kAuto ? sp.segments : sp.max_passes;
   return out;
 }
+
+// One stream of a segmented run: its id, T of 9.2 (its section-2 steps)
+// and the row of its data that step 1 consumes (n0 of 9.2: the samples its
+// init consumed, section 3's window included).
+struct SegmentedStream {
+  std::uint64_t id = 0;
+  std::int64_t steps = 0;
+  std::int64_t first_row = 0;
+};
 
 // 9.2: segment q covers steps b_q + 1 .. b_{q+1}, b_q = floor(q T / P).
 inline std::int64_t segment_begin(int q, std::int64_t T, int P) {
@@ -228,6 +240,146 @@ void apply_gauge(ReferenceState<T>& st, const std::vector<double>& G) {
       detail::small_product(detail::small_transpose(G, r, r), detail::widened_to_double(st.S), r, r, r), G, r, r, r);
   for (std::size_t e = 0; e < U.size(); ++e) st.U[e] = T(U[e]);
   for (std::size_t e = 0; e < S.size(); ++e) st.S[e] = T(S[e]);
+}
+
+// Whether two states hold the same mu, U, S, s2, bit for bit (9.5's exact
+// restart).
+template <class T>
+bool same_state_bits(const ReferenceState<T>& a, const ReferenceState<T>& b) {
+  auto same = [](const std::vector<T>& x, const std::vector<T>& y) {
+    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
+  };
+  return same(a.mu, b.mu) && same(a.U, b.U) && same(a.S, b.S) && std::memcmp(&a.s2, &b.s2, sizeof(T)) == 0;
+}
+
+namespace detail {
+inline std::vector<double> identity_matrix(int r) {
+  std::vector<double> I(std::size_t(r) * r, 0.0);
+  for (int j = 0; j < r; ++j) I[std::size_t(j) * r + j] = 1.0;
+  return I;
+}
+}  // namespace detail
+
+// What section 4 counts over a run of steps: the clamped steps, the
+// re-orthonormalizations and the prequential sums.
+struct SegmentCounters {
+  std::int64_t clamped_steps = 0;
+  std::int64_t reorthonormalizations = 0;
+  std::array<double, preq_columns> prequential{};
+
+  template <class T>
+  void add(const ReferenceState<T>& st) {
+    clamped_steps += st.clamped_steps;
+    reorthonormalizations += st.reorthonormalizations;
+    for (std::size_t c = 0; c < prequential.size(); ++c) prequential[c] += st.prequential[c];
+  }
+};
+
+// 9.7's record of one stream, and the states behind it. The host reference
+// (reference_run_segments) and the mini-app's driver (app/time_segments.hpp)
+// both fill it, pass by pass, through record_pass and finish.
+template <class T>
+struct SegmentedRun {
+  // E_{P-1} with the stream's counters (the sum of the segments' final runs);
+  // in the sequential frame when the run is certified and gauge_carry is set,
+  // in the last worker's own frame otherwise.
+  ReferenceState<T> final_state;
+  std::vector<ReferenceState<T>> end_states;  // E_q in each worker's own frame
+  int init_samples_used = 0;                  // n0 of 9.2 (section 3's window; 0 for init: random)
+  int passes = 0;
+  bool certified = false;
+  int first_uncertified = -1;  // the index of the first uncertified segment; -1 when certified
+  // Per pass, the P - 1 values delta_q (q = 1..P-1); their components for
+  // pass 1 and for the last pass.
+  std::vector<std::vector<double>> boundary_mismatch;
+  std::vector<BoundaryMismatch> first_pass_components, last_pass_components;
+  std::vector<int> segments_certified;  // after each pass (segment 0 included)
+  int trivial_boundaries = 0;           // pass-1 workers with w_q <= 0
+  int cold_data_starts = 0, cold_random_starts = 0;
+  std::vector<int> cold_init_samples;  // per worker, the samples its cold init: data used (0: none)
+  // Runs that broke down (a NumericalBreakdown; in the mini-app also a bad
+  // row of a file) from a start that was not exactly their predecessor's
+  // end: their end state counts as not a number, so they and their
+  // successors are not certified and are re-run from an exact start.
+  int broken_runs = 0;
+  std::vector<std::int64_t> worker_steps_per_pass;
+  std::vector<double> pass_seconds;
+  double modelled_speedup = 0;                 // T / sum of worker_steps_per_pass
+  SegmentCounters counters;                    // the segments' final runs
+  SegmentCounters warmup_counters;             // pass 1's warm-ups
+  std::vector<std::vector<double>> rotations;  // R_q of 9.6 (r x r, row-major), q = 0..P-1 (R_0 = I)
+
+  // After a pass: its mismatches (`delta`, index q = 1..P-1), the
+  // certificate after it, the largest number of steps a worker took and
+  // the pass's wall time.
+  void record_pass(const std::vector<BoundaryMismatch>& delta, const std::vector<bool>& c, std::int64_t worker_steps,
+                   double seconds) {
+    std::vector<double> deltas;
+    for (std::size_t q = 1; q < delta.size(); ++q) deltas.push_back(delta[q].delta());
+    passes += 1;
+    boundary_mismatch.push_back(deltas);
+    if (passes == 1) first_pass_components.assign(delta.begin() + 1, delta.end());
+    last_pass_components.assign(delta.begin() + 1, delta.end());
+    segments_certified.push_back(int(std::count(c.begin(), c.end(), true)));
+    worker_steps_per_pass.push_back(worker_steps);
+    pass_seconds.push_back(seconds);
+  }
+  // After the last pass of a stream of `steps` steps.
+  void finish(const std::vector<bool>& c, std::int64_t steps) {
+    certified = std::count(c.begin(), c.end(), true) == std::ptrdiff_t(c.size());
+    first_uncertified = certified ? -1 : int(std::find(c.begin(), c.end(), false) - c.begin());
+    std::int64_t total_worker_steps = 0;
+    for (std::int64_t s : worker_steps_per_pass) total_worker_steps += s;
+    modelled_speedup = double(steps) / double(total_worker_steps);
+  }
+  // 9.6's G_{P-1} = R_{P-1} ... R_1 when the run is certified and some R_q
+  // is not the identity; empty otherwise (an exact restart leaves the
+  // state's bits alone).
+  std::vector<double> carried_gauge(int r) const {
+    const std::vector<double> I = detail::identity_matrix(r);
+    std::vector<double> G = I;
+    bool rotated = false;
+    for (std::size_t q = 1; q < rotations.size(); ++q) {
+      if (rotations[q] == I) continue;
+      G = detail::small_product(rotations[q], G, r, r, r);
+      rotated = true;
+    }
+    return certified && rotated ? G : std::vector<double>();
+  }
+};
+
+// 9.4 to 9.6 after one pass, for one stream's P workers: Z[q] and E[q] are
+// worker q's start and end states (the run's dtype, bit for bit; s2 not a
+// number for a run that broke down); `c` holds the certificate before the
+// pass and gets the one after it (the inclusive AND prefix of delta_q <=
+// tol, c[0] true); a boundary certified before the pass is left alone
+// (neither side re-ran, 9.5: delta_q = 0), a restart from exactly E_{q-1}
+// has delta_q = 0, and a boundary that certifies on a mismatch gets its
+// Procrustes rotation R_q in `rotations`. A run that broke down keeps its
+// boundary certified only from an exact start (where the sequential run
+// breaks down at the same step); from a start within tol it is re-run from
+// E_{q-1}. Returns delta_q at index q (index 0 unused).
+template <class T>
+std::vector<BoundaryMismatch> certify_pass(const std::vector<ReferenceState<T>>& Z,
+                                           const std::vector<ReferenceState<T>>& E, double tol, std::vector<bool>& c,
+                                           std::vector<std::vector<double>>& rotations) {
+  const std::size_t P = c.size();
+  std::vector<BoundaryMismatch> delta(P);
+  c[0] = true;
+  for (std::size_t q = 1; q < P; ++q) {
+    if (c[q]) continue;
+    const bool restart_exact = std::isfinite(double(Z[q].s2)) && same_state_bits(Z[q], E[q - 1]);
+    delta[q] = restart_exact ? BoundaryMismatch{} : boundary_mismatch(Z[q], E[q - 1]);
+    c[q] = c[q - 1] && delta[q].within(tol) && (restart_exact || std::isfinite(double(E[q].s2)));
+    if (c[q] && !restart_exact) {
+      try {
+        rotations[q] = procrustes_rotation(Z[q], E[q - 1]);
+      } catch (const std::runtime_error&) {
+        c[q] = false;  // no rotation between the frames: a tolerance too loose to mean anything here
+      }
+    }
+  }
+  return delta;
 }
 
 }  // namespace mosaic

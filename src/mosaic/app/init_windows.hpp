@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -37,6 +36,33 @@
 
 namespace mosaic::detail {
 
+// Section 3's start of one stream from m consecutive rows of its data, on a
+// batch of its own with the run's kernel (MosaicEngine::init_data_streams,
+// as every stream starts): the growing windows below, and the cold starts of
+// ALGORITHM.md 9.3, whose windows grow backwards (app/time_segments.hpp).
+template <class Scalar, class Exec>
+struct OneStreamInit {
+  MosaicEngine<Scalar, Exec> engine;
+  StreamBatch<Scalar, Exec> batch;  // the stream's state after a start that passed
+
+  OneStreamInit(const MosaicParams& p, int d, int r, std::uint64_t id)
+      : engine(p, 1, d, r), batch(1, d, r, {id}, p.noise) {}
+
+  // Starts from rows [first, first + m) of stream b of `source`; throws
+  // InitRankDeficient for a window of fewer than r directions (what
+  // detail::grow_init_window grows on), std::invalid_argument for the
+  // start's other errors and NpyError for a bad value or a file's fault.
+  void start(StreamSource<Scalar, Exec>& source, int b, std::int64_t first, int m) {
+    Kokkos::View<Scalar***, Kokkos::LayoutRight, typename Exec::memory_space> X("mosaic::init_window", 1, m, batch.d);
+    const auto h = transfer::host_buffer(X);
+    source.read_stream_rows(b, first, m, h.data());
+    transfer::copy_from_host(X, h);
+    const InitFailure f = engine.init_data_streams(batch, X).front();
+    if (f.rank_deficient()) throw InitRankDeficient(f.message, f.directions);
+    if (f.failed()) throw std::invalid_argument(f.message);
+  }
+};
+
 // Starts again, from growing windows of their own data, this rank's streams
 // whose start on the first n0 samples was rank-deficient (`failures`:
 // init_data_streams' result). Sets used[id] for each of this rank's streams
@@ -46,34 +72,23 @@ template <class Scalar>
 std::string grow_init_windows(RunContext<Scalar>& run, const std::vector<InitFailure>& failures,
                               std::vector<std::int64_t>& used) {
   using Exec = typename RunContext<Scalar>::Exec;
-  using Mem = typename Exec::memory_space;
   const int n0 = run.params.resolved_init_samples(run.r);
   for (int b = 0; b < run.B; ++b) {  // an error no window mends first: nothing is grown in vain
     used[std::size_t(run.decomp.local_ids[std::size_t(b)])] = n0;
     const InitFailure& failure = failures[std::size_t(b)];
     if (failure.failed() && !failure.rank_deficient()) return run.source.describe(b) + ": " + failure.message;
   }
-  std::optional<MosaicEngine<Scalar, Exec>> single;  // an engine for a batch of one stream
   for (int b = 0; b < run.B; ++b) {
     const std::uint64_t id = run.decomp.local_ids[std::size_t(b)];
     if (!failures[std::size_t(b)].rank_deficient()) continue;
-    if (!single) single.emplace(run.params, 1, run.d, run.r);
-    StreamBatch<Scalar, Exec> one(1, run.d, run.r, {id}, run.params.noise);
-    // The window of m samples, started as every stream was: the same kernel
-    // on the execution space, its failure rethrown for grow_init_window.
+    OneStreamInit<Scalar, Exec> one(run.params, run.d, run.r, id);
     const auto start = [&](int m) {
-      Kokkos::View<Scalar***, Kokkos::LayoutRight, Mem> X("mosaic::init_window", 1, m, run.d);
-      const auto h = transfer::host_buffer(X);
-      run.source.read_stream_rows(b, 0, m, h.data());
-      transfer::copy_from_host(X, h);
-      const InitFailure f = single->init_data_streams(one, X).front();
-      if (f.rank_deficient()) throw InitRankDeficient(f.message, f.directions);
-      if (f.failed()) throw std::invalid_argument(f.message);
-      return one.to_host_masked(0);
+      one.start(run.source, b, 0, m);
+      return m;
     };
     try {
       const auto grown = grow_init_window(start, run.source.rows(b), run.r, run.params);
-      run.batch->from_host(b, grown.state);
+      run.batch->copy_stream(one.batch, 0, b);
       used[std::size_t(id)] = grown.samples_used;
     } catch (const std::invalid_argument& e) {  // the start's own errors
       return run.source.describe(b) + ": " + e.what();

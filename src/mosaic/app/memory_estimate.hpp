@@ -21,7 +21,10 @@
 //  - the diagnostics' work (batch_diagnostics.hpp);
 //  - host copies of the states (diagnostics, checkpoints) and, on rank 0
 //    with output.state_dir, every stream's state gathered for the state
-//    files (run.hpp).
+//    files (run.hpp);
+//  - with algorithm.time_segments P > 1, P slots per stream of the states,
+//    the engine work and the source's items, and each slot's start and end
+//    state on the host (time_segments.hpp).
 // Items are tagged with the phase they live in (the init samples are freed
 // before the first block is allocated), and the estimate is the peak over
 // the phases. Items of less than a few r x r matrices per stream are left
@@ -209,6 +212,21 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
   }
   add("diagnostics work", true, diag_work, MemoryPhase::steps);
   add("state copies (host)", false, B * state, MemoryPhase::steps);
+  // algorithm.time_segments P > 1 (app/time_segments.hpp): from the first
+  // step on, P slots per stream, each with what a stream has in the batch,
+  // the engine and the source (every one of those items is per stream), and
+  // on the host each slot's start and end state.
+  if (c.segments.segments > 1) {
+    const std::size_t P = std::size_t(c.segments.segments);
+    const std::vector<MemoryItem> per_stream = e.items;
+    for (const MemoryItem& item : per_stream)
+      for (const char* what :
+           {"stream states", "engine work", "npy staging chunks", "npy chunk", "synthetic truth", "sample block"})
+        if (item.what == what)
+          e.items.push_back(
+              {"time-segment slots: " + item.what, item.execution_space, MemoryPhase::steps, P * item.bytes});
+    add("time-segment start and end states (host)", false, 2 * P * B * state, MemoryPhase::steps);
+  }
   if (rank0 && !c.output.state_dir.empty())
     add("state files (rank 0 gathers every stream)", false, std::size_t(total_streams) * (state + 3 * 8),
         MemoryPhase::steps);

@@ -34,7 +34,8 @@ inline std::string open_file_limit_problem(std::size_t files, int rank) {
   const long long need = (long long)files + kOtherOpenFiles, have = (long long)lim.rlim_cur;
   if (need <= have) return "";
   return "rank " + std::to_string(rank) + " reads " + std::to_string(files) +
-         " .npy files (one per stream, each kept open for the run), but the open-file limit is " +
+         " .npy files (one per stream, and one per time segment of each with algorithm.time_segments > 1, each kept "
+         "open for the run), but the open-file limit is " +
          std::to_string(have) + " (ulimit -n) and about " + std::to_string(kOtherOpenFiles) +
          " more are needed for MPI, Kokkos and the outputs: raise it to " + std::to_string(need) +
          " or more (ulimit -n " + std::to_string(need) + "; the hard limit is " +
@@ -67,7 +68,9 @@ inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
       "algorithm.init_samples (" + std::to_string(n0) + ") + run.warmup_steps (" + std::to_string(w) + ") + " +
       (all ? std::string("at least one step (run.steps: all)") : "run.steps (" + std::to_string(cfg.run.steps) + ")");
   const bool nan_ok = cfg.algorithm.missing != MissingMode::error;  // a NaN is a missing entry (section 7)
-  std::string error = open_file_limit_problem(decomp.local_ids.size(), rank);
+  // (With time segments a rank opens each file once more per segment.)
+  const int P = cfg.segments.segments;
+  std::string error = open_file_limit_problem(decomp.local_ids.size() * std::size_t(P > 1 ? P + 1 : 1), rank);
   std::vector<long long> rows_of(std::size_t(decomp.total_streams), 0);  // by stream id; other ranks' 0 here
   for (auto id : decomp.local_ids) {
     if (!error.empty()) break;

@@ -142,6 +142,11 @@ class ReferenceCrossCheck {
     from_ = timed_done;
   }
 
+  // Not run, and why (a run whose steps are not one stream of blocks).
+  void skip(const std::string& why) {
+    if (open()) result_ = {{"status", "not run: " + why}};
+  }
+
   // The check's result so far (null while its window is open).
   const nlohmann::json& result() const { return result_; }
   bool open() const { return result_.is_null(); }

@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,12 +70,16 @@ namespace detail {
 template <class Scalar>
 nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const StreamDecomposition& decomp,
                                StreamSource<Scalar, Kokkos::DefaultExecutionSpace>& source, TimerSet& timers,
-                               RunControl* control = nullptr) {
-  RunContext<Scalar> run(cfg, comm, decomp, source, timers, control);
+                               RunControl* control, typename RunContext<Scalar>::SlotSourceFactory make_slot_source) {
+  RunContext<Scalar> run(cfg, comm, decomp, source, timers, control, std::move(make_slot_source));
   setup(run);
   start(run);
-  warm_up(run);
-  timed_loop(run);
+  if (cfg.segments.segments > 1) {
+    step_in_time_segments(run);
+  } else {
+    warm_up(run);
+    timed_loop(run);
+  }
   finish_loop(run);
   const GatheredOutputs gathered = gather_outputs(run);
   if (run.rank != 0) return nlohmann::json::object();
@@ -134,12 +139,33 @@ nlohmann::json run_point(const RunConfig& config, MPI_Comm comm, RunControl* con
                      n0 + cfg.run.warmup_steps + cfg.run.steps, cfg.algorithm.missing != MissingMode::error,
                      !cfg.run.stream_steps.empty());
     });
-    return detail::run_with_source<Scalar>(cfg, comm, decomp, *source, timers, control);
+    // Section 9's slots: each opens its stream's file, for rows of unequal
+    // reach (a slot stops at its segment's end; the slots that do not run
+    // in a pass are frozen, never read).
+    auto slots = [&, paths](const std::vector<int>& slot_streams, std::int64_t rows) {
+      std::vector<std::string> slot_paths;
+      std::vector<std::uint64_t> slot_ids;
+      for (const int s : slot_streams) {
+        slot_paths.push_back(paths.at(std::size_t(s)));
+        slot_ids.push_back(decomp.local_ids.at(std::size_t(s)));
+      }
+      return std::unique_ptr<StreamSource<Scalar, Exec>>(std::make_unique<NpyStreamSource<Scalar, Exec>>(
+          slot_paths, slot_ids, cfg.problem.d, cfg.source.chunk_rows, rows, false, true));
+    };
+    return detail::run_with_source<Scalar>(cfg, comm, decomp, *source, timers, control, slots);
   }
   if (rank == 0) print_start_banner(config, decomp, nranks);
   std::optional<SyntheticDriftSource<Scalar, Exec>> source;
   timers.time("setup", [&] { source.emplace(config.source.synthetic, decomp.local_ids); });
-  return detail::run_with_source<Scalar>(config, comm, decomp, *source, timers, control);
+  // Section 9's slots: the generator of each slot's stream (a pure function
+  // of the stream id, ALGORITHM.md section 5).
+  auto slots = [&](const std::vector<int>& slot_streams, std::int64_t) {
+    std::vector<std::uint64_t> slot_ids;
+    for (const int s : slot_streams) slot_ids.push_back(decomp.local_ids.at(std::size_t(s)));
+    return std::unique_ptr<StreamSource<Scalar, Exec>>(
+        std::make_unique<SyntheticDriftSource<Scalar, Exec>>(config.source.synthetic, slot_ids));
+  };
+  return detail::run_with_source<Scalar>(config, comm, decomp, *source, timers, control, slots);
 }
 
 // Compiled once per scalar type, in run_float.cpp and run_double.cpp (the

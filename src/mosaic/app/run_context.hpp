@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -17,6 +19,7 @@
 #include <Kokkos_Core.hpp>
 #include <nlohmann/json.hpp>
 
+#include "mosaic/algorithm/segments.hpp"
 #include "mosaic/app/decomposition.hpp"
 #include "mosaic/app/reference_check.hpp"
 #include "mosaic/app/run_checkpoint.hpp"
@@ -46,7 +49,14 @@ struct RunContext {
   using Source = StreamSource<Scalar, Exec>;
   using block_view = typename Source::block_view;
 
-  RunContext(const RunConfig& c, MPI_Comm m, const StreamDecomposition& dc, Source& s, TimerSet& tm, RunControl* ctl)
+  // A source over the slots of ALGORITHM.md section 9's segments: slot i
+  // reads the data of this rank's stream slot_streams[i], `rows` rows from
+  // its row offset at most (app/time_segments.hpp).
+  using SlotSourceFactory =
+      std::function<std::unique_ptr<Source>(const std::vector<int>& slot_streams, std::int64_t rows)>;
+
+  RunContext(const RunConfig& c, MPI_Comm m, const StreamDecomposition& dc, Source& s, TimerSet& tm, RunControl* ctl,
+             SlotSourceFactory slot_factory)
       : cfg(c),
         comm(m),
         decomp(dc),
@@ -58,7 +68,8 @@ struct RunContext {
         d(c.problem.d),
         r(c.problem.rank),
         params(cfg.algorithm),
-        ends(c.run, dc.local_ids) {
+        ends(c.run, dc.local_ids),
+        make_slot_source(std::move(slot_factory)) {
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &nranks);
   }
@@ -82,6 +93,14 @@ struct RunContext {
   // or the window it grew to), by stream id over every rank; empty for
   // init: random (start phase).
   std::vector<std::int64_t> init_used;
+
+  // algorithm.time_segments > 1: the slots' source (made after the init, when
+  // the streams' lengths are known), and the result's record of the
+  // segments (ALGORITHM.md 9.7; segments_report.hpp).
+  SlotSourceFactory make_slot_source;
+  std::unique_ptr<Source> slot_source;
+  std::vector<SegmentedStream> segmented_streams;  // this rank's streams' T and first rows
+  nlohmann::json time_segments;
 
   // Set up (setup phase).
   std::optional<StreamBatch<Scalar, Exec>> batch;

@@ -19,6 +19,8 @@
 #include "mosaic/app/run_checkpoint.hpp"
 #include "mosaic/app/run_context.hpp"
 #include "mosaic/app/run_statistics.hpp"
+#include "mosaic/app/segments_report.hpp"
+#include "mosaic/app/time_segments.hpp"
 #include "mosaic/app/verification.hpp"
 #include "mosaic/io/environment.hpp"
 #include "mosaic/io/state_files.hpp"
@@ -39,6 +41,33 @@ struct GatheredOutputs {
   std::optional<SourceIoStats> io_end;  // a file source's I/O accounting
   nlohmann::json total;                 // the segments' statistics combined
 };
+
+// A segmented run's I/O (ALGORITHM.md section 9): the streams' source read
+// the init windows, the slots' source the rows after them, some more than
+// once (a warm-up reads rows of the segment before it; a slot's source stages
+// whole chunks, past its segment's end too), from a file per slot. The files
+// are the streams'; a stream's data error is the first bad row any slot met
+// among the rows of the stream's steps (`streams`: where they lie), where
+// the sequential run freezes the stream and reads no further.
+inline SourceIoStats with_slot_io(SourceIoStats io, const SourceIoStats& slots,
+                                  const std::vector<SegmentedStream>& streams) {
+  io.bytes_read += slots.bytes_read;
+  io.read_seconds += slots.read_seconds;
+  io.stall_seconds += slots.stall_seconds;
+  io.copy_seconds += slots.copy_seconds;
+  io.chunks += slots.chunks;
+  io.chunk_rows = slots.chunk_rows;
+  for (const SourceDataError& e : slots.data_errors) {
+    const auto stream =
+        std::find_if(streams.begin(), streams.end(), [&](const SegmentedStream& s) { return s.id == e.stream_id; });
+    if (stream == streams.end() || e.row >= stream->first_row + stream->steps) continue;
+    auto same = std::find_if(io.data_errors.begin(), io.data_errors.end(),
+                             [&](const SourceDataError& x) { return x.stream_id == e.stream_id; });
+    if (same == io.data_errors.end()) io.data_errors.push_back(e);
+    else if (e.row < same->row) *same = e;
+  }
+  return io;
+}
 
 // Collective: the per-stream verification checksums and breakdown records
 // and the memory figures (reduce), the state files (output; not for a run
@@ -70,11 +99,15 @@ GatheredOutputs gather_outputs(RunContext<Scalar>& run) {
   nlohmann::json io_now;
   run.timers.time("reduce", [&] {
     g.io_end = run.source.io_report();
+    if (g.io_end && run.slot_source)
+      g.io_end = with_slot_io(*g.io_end, *run.slot_source->io_report(), run.segmented_streams);
     if (g.io_end) io_now = reduce_io(*g.io_end, run.comm);
   });
+  // (In time segments the update steps the warm-up too: ALGORITHM.md 9.2's T.)
+  const double update_samples =
+      timed_samples_since_start(run) + (run.cfg.segments.segments > 1 ? double(run.warm) * double(run.B) : 0.0);
   run.segments.push_back(segment_stats(run.timers, run.comm, run.k - run.k0, run.warm - run.warm0, run.loop_s,
-                                       timed_samples_since_start(run), reduce_timers(run.timers, run.comm, run.nranks),
-                                       io_now));
+                                       update_samples, reduce_timers(run.timers, run.comm, run.nranks), io_now));
   g.total = combine_segments(run.segments);
   return g;
 }
@@ -111,6 +144,15 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
   const double loop_max_s = total["loop_max_s"];
   const double update_max = timer_stats["update"]["max_s"];
   const double samples = run.ends.total_samples(run.k, run.decomp.total_streams);
+  // In time segments the update steps the warm-up too (ALGORITHM.md 9.2's T).
+  const bool segmented = cfg.segments.segments > 1;
+  const double update_samples = samples + (segmented ? double(run.warm) * double(run.decomp.total_streams) : 0.0);
+  const char* const update_samples_definition =
+      segmented ? "the streams' steps (run.warmup_steps and the timed steps, each stream's up to its end; T of "
+                  "ALGORITHM.md 9.2) / max over ranks of the update time of every pass of the time segments (cold "
+                  "segments' warm-ups and re-runs included)"
+                : "timed samples (timed steps x total streams; each stream's steps up to its end when streams of "
+                  "unequal length end early) / max over ranks of the update-only time";
 
   nlohmann::json checksums = nlohmann::json::array();
   for (std::size_t i = 0; i < g.ids.size(); ++i)
@@ -187,13 +229,11 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
         {"definition", "sum over the phases of their mean seconds over the ranks, over the mean total"}}},
       {"figure_of_merit",
        {{"name", "update_samples_per_second"},
-        {"value", update_max > 0 ? samples / update_max : 0.0},
-        {"definition",
-         "timed samples (timed steps x total streams; each stream's steps up to its end when streams of unequal "
-         "length end early) / max over ranks of the update-only time"}}},
+        {"value", update_max > 0 ? update_samples / update_max : 0.0},
+        {"definition", update_samples_definition}}},
       {"throughput",
-       {{"update_samples_per_second", update_max > 0 ? samples / update_max : 0.0},
-        {"end_to_end_samples_per_second", loop_max_s > 0 ? samples / loop_max_s : 0.0},
+       {{"update_samples_per_second", update_max > 0 ? update_samples / update_max : 0.0},
+        {"end_to_end_samples_per_second", loop_max_s > 0 ? update_samples / loop_max_s : 0.0},
         {"per_rank_update_samples_per_second_min", total["per_rank_update_samples_per_second_min"].get<double>()},
         {"per_rank_update_samples_per_second_max", total["per_rank_update_samples_per_second_max"].get<double>()},
         {"communication_seconds_max", timer_stats["reduce"]["max_s"]}}},
@@ -233,6 +273,7 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
         {"reference_check", ref_check},
         {"per_stream_checksums", checksums}}},
       {"warnings", warnings},
+      {"time_segments", segmented ? run.time_segments : unsegmented_record()},
   };
   if (g.io_end) result["io"] = total["io"];
   if (!g.state_files.is_null()) result["state_files"] = g.state_files;

@@ -14,10 +14,13 @@
 #include <Kokkos_Core.hpp>
 #include <nlohmann/json.hpp>
 
+#include "mosaic/algorithm/segments.hpp"
 #include "mosaic/app/init_windows.hpp"
 #include "mosaic/app/progress.hpp"
 #include "mosaic/app/run_block.hpp"
 #include "mosaic/app/run_context.hpp"
+#include "mosaic/app/segments_report.hpp"
+#include "mosaic/app/time_segments.hpp"
 #include "mosaic/io/checkpoint.hpp"
 #include "mosaic/util/mpi_collectives.hpp"
 
@@ -111,6 +114,9 @@ void start(RunContext<Scalar>& run) {
                                            ? run.restart->manifest["reference_check"]
                                            : nlohmann::json();
   run.reference_check.emplace(run.cfg, run.decomp, run.k, earlier_check, run.comm);
+  if (run.cfg.segments.segments > 1)
+    run.reference_check->skip(
+        "algorithm.time_segments > 1 (the segments' boundaries are certified instead: time_segments in the result)");
   run.policy.emplace(run.cfg.output.checkpoint, run.comm);
 }
 
@@ -155,6 +161,54 @@ void timed_loop(RunContext<Scalar>& run) {
     progress.update(run.k, run.ends.total_samples(run.k, streams), run.timers.seconds("update"));
     agree_at_block_end(run);
   }
+}
+
+// The warm-up and the timed steps in ALGORITHM.md section 9's time segments
+// (algorithm.time_segments > 1, app/time_segments.hpp), in place of warm_up
+// and timed_loop: each stream's T = run.warmup_steps + its timed steps,
+// from the row after its init window, in P segments stepped as slots of
+// one batch; the final states land in the run's batch, whose diagnostics and
+// output follow as in any run. The loop's clock covers the whole of it. A
+// stream with fewer steps than segments is an input error on every rank.
+template <class Scalar>
+void step_in_time_segments(RunContext<Scalar>& run) {
+  using Exec = typename RunContext<Scalar>::Exec;
+  const RunSection& rc = run.cfg.run;
+  const ResolvedSegments rs = resolve_segments<Scalar>(run.cfg.segments, run.params);
+  std::vector<SegmentedStream> streams;
+  std::int64_t rows = 0;
+  for (int b = 0; b < run.B; ++b) {
+    const std::uint64_t id = run.decomp.local_ids[std::size_t(b)];
+    const std::int64_t timed = rc.stream_steps.empty() ? rc.steps : std::min(rc.stream_steps[id], rc.steps);
+    const std::int64_t first = run.init_used.empty() ? 0 : run.init_used[id];
+    streams.push_back({id, rc.warmup_steps + timed, first});
+    rows = std::max(rows, rc.warmup_steps + timed);
+  }
+  std::string error;
+  std::optional<TimeSegments<Scalar, Exec>> segments;
+  try {
+    segments.emplace(run.params, rs, run.d, run.r, streams, rc.seed);
+  } catch (const std::invalid_argument& e) {
+    error = e.what();
+  }
+  error = agree_on_error(error, run.comm);
+  if (!error.empty()) throw RunInputError(error + " (ALGORITHM.md 9.2: every segment needs a step)");
+  std::vector<int> slot_streams;
+  for (int i = 0; i < segments->slot_count(); ++i) slot_streams.push_back(segments->stream_of(i));
+  run.timers.time("setup", [&] { run.slot_source = run.make_slot_source(slot_streams, rows); });
+  run.segmented_streams = streams;
+  run.loop_start = std::chrono::steady_clock::now();
+  std::vector<SegmentedStreamEnd> ends;
+  const auto records = segments->run(*run.batch, *run.slot_source, run.timers, ends);
+  run.warm = rc.warmup_steps;
+  run.k = rc.steps;
+  run.t += run.warm + run.k;
+  run.ends.mark(*run.batch, run.k);
+  std::vector<nlohmann::json> local;
+  for (int b = 0; b < run.B; ++b)
+    local.push_back(segmented_stream_json(streams[std::size_t(b)], segments->boundaries(b), records[std::size_t(b)],
+                                          ends[std::size_t(b)]));
+  run.timers.time("reduce", [&] { run.time_segments = segments_record(rs, local, run.comm); });
 }
 
 // The loop's end: a signal during the last block; the reference check's

@@ -1,6 +1,6 @@
 // Named wall-clock timers for the phases of a run, in the order they run:
-// setup, init, warmup, generate, update, verify, diagnostics, checkpoint,
-// reduce, output (docs/PERFORMANCE.md, "mosaic_miniapp: what the timers cover"). Each timed
+// setup, init, warmup, generate, update, segments (ALGORITHM.md section 9's
+// starts and certificate), verify, diagnostics, checkpoint, reduce, output (docs/PERFORMANCE.md, "mosaic_miniapp: what the timers cover"). Each timed
 // region is fenced on both sides so asynchronous device work is charged to
 // the phase that launched it, and is a Kokkos Tools profiling region named
 // mosaic::<phase>, so a tool (space-time-stack, a kernel logger) sees the
@@ -25,7 +25,7 @@ struct OutOfMemory : std::runtime_error {
 
 // The phases in execution order: the result's timers and the summary's
 // table list them in this order.
-inline const char* const kTimerPhases[] = {"setup",  "init",        "warmup",     "generate", "update",
+inline const char* const kTimerPhases[] = {"setup",  "init",        "warmup",     "generate", "update", "segments",
                                            "verify", "diagnostics", "checkpoint", "reduce",   "output"};
 
 class TimerSet {

@@ -313,9 +313,11 @@ RunConfig Loader::resolve(std::map<std::string, Value>& eff) const {
       fail(origin("algorithm.noise"),
            P + " needs algorithm.noise: isotropic, found diagonal (ALGORITHM.md 9.9: the certificate does not cover "
                "section 8's noise profile; use time_segments: 1)");
-    fail(origin("algorithm.time_segments"),
-         P + ": the segment driver of the mini-app is not built yet (ALGORITHM.md section 9 runs in the host "
-             "reference only, src/mosaic/algorithm/reference_segments.hpp; issue 35); use 1");
+    if (a.precision_solve == PrecisionSolve::maintained)
+      fail(origin("algorithm.precision_solve"),
+           P + " needs algorithm.precision_solve: dense, found maintained (its factor of S is state that 9.4's "
+               "boundary states do not carry: a segment restarted from its predecessor's end would factor afresh "
+               "where the sequential run does not)");
   }
 
   if (eff.at("run.steps").value.is_string()) {  // `all`
@@ -361,6 +363,25 @@ RunConfig Loader::resolve(std::map<std::string, Value>& eff) const {
     fail(origin("run.restart_from"),
          "run.restart_from: 'auto' resumes from output.checkpoint.dir, which is not set; give "
          "output.checkpoint.dir or a checkpoint directory");
+
+  // What a run in time segments does not do (yet): its segments reach their
+  // steps out of order, so there is no diagnostics point nor checkpoint
+  // position between the start and the end.
+  if (sg.segments > 1) {
+    const std::string P = "algorithm.time_segments: " + std::to_string(sg.segments);
+    if (c.run.diagnostics_every > 0)
+      fail(origin("run.diagnostics_every"),
+           "run.diagnostics_every: expected 0 with " + P + ", found " + std::to_string(c.run.diagnostics_every) +
+               " (the segments reach their steps out of order: only the final states are diagnosed)");
+    if (!ck.dir.empty())
+      fail(origin("output.checkpoint.dir"),
+           "output.checkpoint.dir: a run with " + P +
+               " is not checkpointed (no position between its start and its end that a restart could resume "
+               "from); remove output.checkpoint or use time_segments: 1");
+    if (!c.run.restart_from.empty())
+      fail(origin("run.restart_from"), "run.restart_from: a run with " + P +
+                                           " cannot resume from a checkpoint (it writes none); use time_segments: 1");
+  }
 
   // Safety net: the library's own validation must agree.
   try {

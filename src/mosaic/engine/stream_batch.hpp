@@ -217,30 +217,11 @@ struct StreamBatch {
 
   // Overwrites stream b with a host state (also resets status to healthy).
   void from_host(int b, const ReferenceState<Scalar>& st) {
-    check_index(b);
-    if (st.d != d || st.r != r)
-      throw std::invalid_argument("StreamBatch::from_host: state is d=" + std::to_string(st.d) +
-                                  ", r=" + std::to_string(st.r) + ", batch is d=" + std::to_string(d) +
-                                  ", r=" + std::to_string(r));
-    auto d_mu = Kokkos::subview(mu, b, Kokkos::ALL());
-    auto d_U = Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL());
-    auto d_S = Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL());
-    const auto h_mu = transfer::host_buffer(d_mu);
-    const auto h_U = transfer::host_buffer(d_U);
-    const auto h_S = transfer::host_buffer(d_S);
-    for (int i = 0; i < d; ++i) h_mu(i) = st.mu[i];
-    for (int i = 0; i < d; ++i)
-      for (int j = 0; j < r; ++j) h_U(i, j) = st.u(i, j);
-    for (int a = 0; a < r; ++a)
-      for (int c = 0; c < r; ++c) h_S(a, c) = st.S[std::size_t(a) * r + c];
-    transfer::copy_from_host(d_mu, h_mu);
-    transfer::copy_from_host(d_U, h_U);
-    transfer::copy_from_host(d_S, h_S);
+    write_state_values(b, st);
     auto d_preq = Kokkos::subview(prequential, b, Kokkos::ALL());
     const auto h_preq = transfer::host_buffer(d_preq);
     for (int c = 0; c < preq_columns; ++c) h_preq(c) = st.prequential[c];
     transfer::copy_from_host(d_preq, h_preq);
-    write_scalar(s2, b, st.s2);
     write_scalar(steps, b, st.steps);
     write_scalar(clamped_steps, b, st.clamped_steps);
     write_scalar(reorthonormalizations, b, st.reorthonormalizations);
@@ -259,7 +240,119 @@ struct StreamBatch {
       const MaskedReferenceState<Scalar> start(ReferenceState<Scalar>(st), p);
       write_noise_state(b, start.psi, start.leverage, start.residuals, start.counts, start.rewhitenings);
     }
+  }
+
+  // Overwrites mu, U, S and s2 of stream b with a host state's and nothing
+  // else (its counters, status and step count stay): a state mapped to
+  // another frame (ALGORITHM.md 9.6's gauge).
+  void write_state_values(int b, const ReferenceState<Scalar>& st) {
+    check_index(b);
+    if (st.d != d || st.r != r)
+      throw std::invalid_argument("StreamBatch: a host state of d=" + std::to_string(st.d) +
+                                  ", r=" + std::to_string(st.r) + ", batch is d=" + std::to_string(d) +
+                                  ", r=" + std::to_string(r));
+    auto d_mu = Kokkos::subview(mu, b, Kokkos::ALL());
+    auto d_U = Kokkos::subview(U, b, Kokkos::ALL(), Kokkos::ALL());
+    auto d_S = Kokkos::subview(S, b, Kokkos::ALL(), Kokkos::ALL());
+    const auto h_mu = transfer::host_buffer(d_mu);
+    const auto h_U = transfer::host_buffer(d_U);
+    const auto h_S = transfer::host_buffer(d_S);
+    for (int i = 0; i < d; ++i) h_mu(i) = st.mu[i];
+    for (int i = 0; i < d; ++i)
+      for (int j = 0; j < r; ++j) h_U(i, j) = st.u(i, j);
+    for (int a = 0; a < r; ++a)
+      for (int c = 0; c < r; ++c) h_S(a, c) = st.S[std::size_t(a) * r + c];
+    transfer::copy_from_host(d_mu, h_mu);
+    transfer::copy_from_host(d_U, h_U);
+    transfer::copy_from_host(d_S, h_S);
+    write_scalar(s2, b, st.s2);
+    write_scalar(factor_age, b, std::int64_t(-1));  // S changed: no maintained factor
     ++host_writes;
+  }
+
+  // Stream `to` becomes stream `from` of `src` (a batch of the same shape,
+  // noise model and memory space), every per-stream view bit for bit, on
+  // the execution space: a state handed from one slot to another
+  // (ALGORITHM.md 9.5's restart from E_{q-1}, exactly).
+  void copy_stream(const StreamBatch& src, int from, int to) {
+    check_index(to);
+    src.check_index(from);
+    if (src.d != d || src.r != r || src.psi.extent(1) != psi.extent(1))
+      throw std::invalid_argument("StreamBatch::copy_stream: batches of different shapes or noise models");
+    const auto one = [&](const auto& dv, const auto& sv) {
+      transfer::copy_within(Kokkos::subview(dv, to), Kokkos::subview(sv, from));
+    };
+    const auto two = [&](const auto& dv, const auto& sv) {
+      transfer::copy_within(Kokkos::subview(dv, to, Kokkos::ALL()), Kokkos::subview(sv, from, Kokkos::ALL()));
+    };
+    const auto three = [&](const auto& dv, const auto& sv) {
+      transfer::copy_within(Kokkos::subview(dv, to, Kokkos::ALL(), Kokkos::ALL()),
+                            Kokkos::subview(sv, from, Kokkos::ALL(), Kokkos::ALL()));
+    };
+    two(mu, src.mu);
+    three(U, src.U);
+    three(S, src.S);
+    one(s2, src.s2);
+    one(steps, src.steps);
+    one(clamped_steps, src.clamped_steps);
+    one(breakdown_step, src.breakdown_step);
+    one(reorthonormalizations, src.reorthonormalizations);
+    one(unresolved_residual_steps, src.unresolved_residual_steps);
+    one(residual_recomputations, src.residual_recomputations);
+    one(status, src.status);
+    two(prequential, src.prequential);
+    three(Rfac, src.Rfac);
+    one(factor_age, src.factor_age);
+    one(refactors, src.refactors);
+    one(solve_drift, src.solve_drift);
+    two(seen, src.seen);
+    one(skipped_steps, src.skipped_steps);
+    one(dropped_samples, src.dropped_samples);
+    one(missing_entries, src.missing_entries);
+    two(psi, src.psi);
+    two(leverage, src.leverage);
+    two(noise_residuals, src.noise_residuals);
+    two(noise_counts, src.noise_counts);
+    one(rewhitenings, src.rewhitenings);
+    ++host_writes;
+  }
+
+  // Section 4's counters of stream b (clamped steps, re-orthonormalizations,
+  // the blocked kernel's residual counters, the prequential sums) set to 0:
+  // a run whose counts are kept apart from what came before it (9.3's
+  // warm-up counters).
+  void reset_counters(int b) {
+    check_index(b);
+    write_scalar(clamped_steps, b, std::int64_t(0));
+    write_scalar(reorthonormalizations, b, std::int64_t(0));
+    write_scalar(unresolved_residual_steps, b, std::int64_t(0));
+    write_scalar(residual_recomputations, b, std::int64_t(0));
+    Kokkos::deep_copy(Kokkos::subview(prequential, b, Kokkos::ALL()), 0.0);
+  }
+  // Those counters of stream `from` of `src` added to stream `to`'s, on the
+  // execution space (the counts of runs that together make one stream's).
+  void add_counters(const StreamBatch& src, int from, int to);
+
+  // The steps stream b has taken, set (a state started at a step other than
+  // 0: re-orthonormalization falls on the global step indices).
+  void set_step_count(int b, std::int64_t n) {
+    check_index(b);
+    write_scalar(steps, b, n);
+  }
+  // Stream b's BreakdownCode and the step it broke down at (-1: none).
+  int stream_status(int b) const {
+    check_index(b);
+    return read_scalar(status, b);
+  }
+  std::int64_t breakdown_at(int b) const {
+    check_index(b);
+    return read_scalar(breakdown_step, b);
+  }
+  // Sets them (a stream stopped or started again by the driver).
+  void set_status(int b, int code, std::int64_t at_step) {
+    check_index(b);
+    write_scalar(status, b, code);
+    write_scalar(breakdown_step, b, at_step);
   }
 
   // Stream b with section 7's additions (the counters; seen only while some
@@ -349,5 +442,34 @@ struct StreamBatch {
     Kokkos::deep_copy(Kokkos::subview(v, b), typename V::non_const_value_type(value));
   }
 };
+
+namespace detail {
+// dst's section-4 counters of stream `to` += src's of stream `from`: one
+// iteration (at namespace scope for nvcc, as the sources' functors).
+template <class Counts, class Sums>
+struct AddStreamCounters {
+  Counts dst[4], src[4];
+  Sums dst_sums, src_sums;
+  int to, from;
+  KOKKOS_INLINE_FUNCTION void operator()(const int) const {
+    for (int k = 0; k < 4; ++k) dst[k](to) += src[k](from);
+    for (int c = 0; c < int(dst_sums.extent(1)); ++c) dst_sums(to, c) += src_sums(from, c);
+  }
+};
+}  // namespace detail
+
+template <class Scalar, class ExecSpace>
+void StreamBatch<Scalar, ExecSpace>::add_counters(const StreamBatch& src, int from, int to) {
+  check_index(to);
+  src.check_index(from);
+  using Functor = detail::AddStreamCounters<decltype(steps), decltype(prequential)>;
+  Functor f{{clamped_steps, reorthonormalizations, unresolved_residual_steps, residual_recomputations},
+            {src.clamped_steps, src.reorthonormalizations, src.unresolved_residual_steps, src.residual_recomputations},
+            prequential,
+            src.prequential,
+            to,
+            from};
+  Kokkos::parallel_for("mosaic::add_stream_counters", Kokkos::RangePolicy<ExecSpace>(0, 1), f);
+}
 
 }  // namespace mosaic

@@ -214,4 +214,18 @@ void copy_contiguous(const Dst& dst, const Src& src) {
   Kokkos::fence();
 }
 
+// dst(idx) = src(idx) for two Views of the same extents in one memory space,
+// of any layouts (one stream's state copied to another slot of a batch): a
+// kernel of that space's execution space, nothing through the host. Waits
+// until the copy is complete.
+template <class Dst, class Src>
+void copy_within(const Dst& dst, const Src& src) {
+  static_assert(std::is_same_v<typename Dst::memory_space, typename Src::memory_space>,
+                "mosaic::transfer::copy_within copies within one memory space");
+  if (!impl::same_extents(dst, src))
+    throw std::invalid_argument("mosaic::transfer::copy_within: '" + src.label() + "' and '" + dst.label() +
+                                "' have other extents");
+  impl::copy_elements(dst, src);
+}
+
 }  // namespace mosaic::transfer

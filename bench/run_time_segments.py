@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""One long stream in time segments (ALGORITHM.md section 9, docs/SEGMENTS.md):
+the mini-app on inputs/long_stream_segments.yaml (10^6 steps, d 256, r 8,
+double) at time_segments P in {1, 2, 4, 8, 16} for a clear, a small and no
+eigengap (the cases of bench/segment_floor.cpp: signal 4 .. 1 of rank r;
+rank 2r on a geometric ladder of ratio 1.25; rank 2r, equal eigenvalues;
+noise 0.1), and the music stream of inputs/real/music.yaml (331,362 STFT
+frames of d 257, one real stream; built by analysis.datasets.music) when its
+file exists.
+
+For each run: the passes, whether it certified, the largest pass-1 boundary
+mismatch, the modelled speedup (T / the steps of the passes' longest
+workers), the wall time of the segments (the loop) and its ratio to P = 1's
+on this machine (all P slots share its cores), and the final state's
+distance to P = 1's (basis-free, and U itself). Writes, under OUT_DIR,
+time_segments_<commit>.txt (the log: machine, commit, every command and the
+table), .csv and .png (matplotlib, when present).
+
+    /usr/bin/python3 bench/run_time_segments.py BUILD_DIR OUT_DIR [--steps N] [--segments 1,2,4]
+"""
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DECK = os.path.join(ROOT, "inputs", "long_stream_segments.yaml")
+MUSIC = os.path.join(ROOT, "inputs", "real_data", "music", "music_all.npy")
+CASES = {
+    "clear_gap": [],
+    "small_gap": ["source.rank=16", "source.lambda_min=%.17g" % (4.0 / 1.25 ** 15)],
+    "no_gap": ["source.rank=16", "source.lambda_min=4.0"],
+}
+
+
+def run(cmd, log, env):
+    log.write("$ " + " ".join(cmd) + "\n")
+    log.flush()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode not in (0, 4):
+        sys.stderr.write(proc.stdout + proc.stderr)
+        sys.exit(f"run_time_segments.py: {' '.join(cmd)} exited with {proc.returncode}")
+    return proc.returncode
+
+
+def states(path):
+    return {n: np.load(os.path.join(path, n + ".npy")) for n in ("mu", "U", "S", "s2")}
+
+
+def distances(a, b):
+    """The largest over the streams of the basis-free distance (covariance
+    relative to ||S||, mu, s2 relative) and of ||U_a - U_b||_F."""
+    free = frame = 0.0
+    for k in range(a["U"].shape[0]):
+        ca = a["U"][k] @ a["S"][k] @ a["U"][k].T
+        cb = b["U"][k] @ b["S"][k] @ b["U"][k].T
+        free = max(free, np.linalg.norm(ca - cb) / np.linalg.norm(a["S"][k]), np.abs(a["mu"][k] - b["mu"][k]).max(),
+                   abs(float(a["s2"][k]) - float(b["s2"][k])) / float(a["s2"][k]))
+        frame = max(frame, np.linalg.norm(a["U"][k] - b["U"][k]))
+    return free, frame
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("build")
+    p.add_argument("out_dir")
+    p.add_argument("--steps", type=int, default=1000000)
+    p.add_argument("--segments", default="1,2,4,8,16")
+    p.add_argument("--threads", type=int, default=os.cpu_count())
+    args = p.parse_args()
+    miniapp = os.path.join(os.path.abspath(args.build), "miniapp", "mosaic_miniapp")
+    if not os.access(miniapp, os.X_OK):
+        sys.exit(f"run_time_segments.py: {miniapp} not built")
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", ROOT, "diff", "--quiet", "HEAD"]).returncode != 0
+    os.makedirs(args.out_dir, exist_ok=True)
+    base = os.path.join(args.out_dir, f"time_segments_{commit}")
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OMP_PROC_BIND="false")
+    cases = dict((name, ["run.steps=%d" % args.steps] + sets) for name, sets in CASES.items())
+    if os.path.exists(MUSIC):
+        cases["music"] = ["source.type=npy", "source.paths=[%s]" % MUSIC, "problem.d=257", "run.steps=all",
+                          "source.chunk_rows=4096"]
+    segments = [int(s) for s in args.segments.split(",")]
+    rows = []
+    with open(base + ".txt", "w") as log, tempfile.TemporaryDirectory() as work:
+        cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+        log.write(f"# commit {commit}{' (dirty)' if dirty else ''}; {cpu}, {os.cpu_count()} cores; "
+                  f"OMP_NUM_THREADS={args.threads}\n# uptime before: {os.popen('uptime').read().strip()}\n")
+        for name, sets in cases.items():
+            first = None
+            for P in segments:
+                out = os.path.join(work, f"{name}_{P}.json")
+                state_dir = os.path.join(work, f"{name}_{P}_states")
+                cmd = [miniapp, DECK, "--output", out, "--set", f"output.state_dir={state_dir}",
+                       "--set", f"algorithm.time_segments={P}"]
+                for s in sets:
+                    cmd += ["--set", s]
+                rc = run(cmd, log, env)
+                doc = json.load(open(out))["runs"][0]
+                ts = doc["time_segments"]
+                # The loop's wall time (the deck has no run.warmup_steps: the
+                # throughput's samples are the timed ones at every P).
+                samples = doc["steps"]["timed_samples"]
+                end_to_end = doc["throughput"]["end_to_end_samples_per_second"]
+                wall = samples / end_to_end if end_to_end > 0 else float("nan")
+                st = states(state_dir)
+                if first is None:
+                    first = (wall, st)
+                free, frame = distances(first[1], st)
+                streams = ts.get("streams", [])
+                worst = max((v for s in streams for v in s["boundary_mismatch"][0] if v is not None), default=0.0)
+                rows.append({
+                    "case": name, "P": P, "steps": samples, "exit": rc, "passes": ts["passes"],
+                    "certified": ts["certified"],
+                    "pass1_mismatch_max": worst if P > 1 else "",
+                    "modelled_speedup": ts.get("modelled_speedup_min", 1.0),
+                    "wall_s": wall, "wall_ratio_to_P1": first[0] / wall,
+                    "basis_free_to_P1": free, "U_to_P1": frame,
+                    "update_samples_per_s": doc["figure_of_merit"]["value"],
+                })
+                log.write("  -> " + json.dumps(rows[-1]) + "\n")
+                log.flush()
+        log.write(f"# uptime after: {os.popen('uptime').read().strip()}\n\n")
+        header = list(rows[0])
+        log.write("| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n")
+        for r in rows:
+            log.write("| " + " | ".join(("%.3g" % v) if isinstance(v, float) else str(v) for v in r.values()) + " |\n")
+    with open(base + ".csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not found: no figure")
+        return
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    for name in cases:
+        rs = [r for r in rows if r["case"] == name]
+        ax[0].plot([r["P"] for r in rs], [r["modelled_speedup"] for r in rs], "o-", label=name)
+        ax[1].plot([r["P"] for r in rs], [r["passes"] for r in rs], "o-", label=name)
+    ax[0].plot(segments, segments, "k:", label="P")
+    ax[0].set(xscale="log", yscale="log", xlabel="time segments P", ylabel="modelled speedup (T / worker steps)")
+    ax[1].set(xscale="log", xlabel="time segments P", ylabel="passes to certify")
+    for a in ax:
+        a.set_xticks(segments, [str(s) for s in segments])
+        a.legend(fontsize=8)
+    fig.suptitle(f"one stream in time segments (ALGORITHM.md section 9), {commit}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(base + ".png", dpi=110)
+    print("wrote", base + ".txt", base + ".csv", base + ".png")
+
+
+if __name__ == "__main__":
+    main()
