@@ -62,7 +62,8 @@ struct SegmentCase {
 
 // The stream's own start, as the run makes it: init: data on its first
 // init_samples rows, by the engine.
-Batch started_stream(const SegmentCase& c, Source& source) {
+template <class StreamSource>
+Batch started_stream(const SegmentCase& c, StreamSource& source) {
   Batch streams(1, c.d, c.r, {c.id});
   mosaic::MosaicEngine<double, Exec> engine(c.p, 1, c.d, c.r);
   Kokkos::View<double***, Kokkos::LayoutRight, Exec::memory_space> X0("X0", 1, c.n0(), c.d);
@@ -119,24 +120,10 @@ SegmentedRun<double> reference_segments(const SegmentCase& c) {
   return mosaic::reference_run_segments<double>(read, available, c.steps, c.d, c.r, c.p, c.sp, c.seed, c.id);
 }
 
-// ||U S U^T - U' S' U'^T||_F / ||S'||_F, and the largest of that, the mean's
-// and s2's relative differences.
+// The largest of 9.4's four basis-free distances (mu in spread units, s2,
+// the modelled covariance, the subspace angle).
 double basis_free_distance(const ReferenceState<double>& a, const ReferenceState<double>& b) {
-  const int d = a.d, r = a.r;
-  double diff = 0, norm = 0, mu = 0;
-  for (int i = 0; i < d; ++i)
-    for (int k = 0; k < d; ++k) {
-      double ca = 0, cb = 0;
-      for (int j = 0; j < r; ++j)
-        for (int l = 0; l < r; ++l) {
-          ca += a.u(i, j) * a.S[std::size_t(j) * r + l] * a.u(k, l);
-          cb += b.u(i, j) * b.S[std::size_t(j) * r + l] * b.u(k, l);
-        }
-      diff += (ca - cb) * (ca - cb);
-    }
-  for (double v : b.S) norm += v * v;
-  for (int i = 0; i < d; ++i) mu = std::max(mu, std::fabs(a.mu[i] - b.mu[i]));
-  return std::max({std::sqrt(diff / norm), mu, std::fabs(a.s2 - b.s2) / b.s2});
+  return mosaic::boundary_mismatch(a, b).delta();
 }
 
 double frame_distance(const ReferenceState<double>& a, const ReferenceState<double>& b) {
@@ -295,16 +282,8 @@ TEST(TimeSegments, ABadRowEndsTheStreamWhereTheSequentialRunFreezes) {
   mosaic::write_npy<double>(path, {rows_n, c.d}, rows.data());
   const mosaic::ResolvedSegments rs = mosaic::resolve_segments<double>(c.sp, c.p);
   mosaic::TimeSegments<double, Exec> segments(c.p, rs, c.d, c.r, {{c.id, c.steps, c.n0()}}, c.seed);
-  const auto started = [&](Npy& source) {
-    Batch streams(1, c.d, c.r, {c.id});
-    mosaic::MosaicEngine<double, Exec> engine(c.p, 1, c.d, c.r);
-    Kokkos::View<double***, Kokkos::LayoutRight, Exec::memory_space> X0("X0", 1, c.n0(), c.d);
-    source.read_init(c.n0(), X0);
-    EXPECT_FALSE(engine.init_data_streams(streams, X0).front().failed());
-    return streams;
-  };
   Npy stream_source({path}, {c.id}, c.d, 512, rows_n);
-  Batch streams = started(stream_source);
+  Batch streams = started_stream(c, stream_source);
   Npy slots(std::vector<std::string>(4, path), segments.slot_ids(), c.d, 512, c.steps, false, true);
   mosaic::TimerSet timers;
   std::vector<mosaic::SegmentedStreamEnd> ends;
@@ -317,7 +296,7 @@ TEST(TimeSegments, ABadRowEndsTheStreamWhereTheSequentialRunFreezes) {
   EXPECT_EQ(streams.breakdown_at(0), bad_step - 1);
 
   Npy seq_source({path}, {c.id}, c.d, 512, rows_n);
-  Batch seq = started(seq_source);
+  Batch seq = started_stream(c, seq_source);
   mosaic::MosaicEngine<double, Exec> engine(c.p, 1, c.d, c.r);
   for (std::int64_t j = c.n0(); j < rows_n;) {
     const auto X = seq_source.next_block(j, int(std::min<std::int64_t>(rows_n - j, 64)));
