@@ -17,6 +17,7 @@ time_segments_<commit>.txt (the log: machine, commit, every command and the
 table), .csv and .png (matplotlib, when present).
 
     /usr/bin/python3 bench/run_time_segments.py BUILD_DIR OUT_DIR [--steps N] [--segments 1,2,4]
+    /usr/bin/python3 bench/run_time_segments.py x x --replot OUT_DIR/time_segments_<commit>.csv
 """
 import argparse
 import csv
@@ -72,7 +73,13 @@ def main():
     p.add_argument("--steps", type=int, default=1000000)
     p.add_argument("--segments", default="1,2,4,8,16")
     p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--replot", metavar="CSV", help="only draw the figure of an earlier run's CSV (beside it)")
     args = p.parse_args()
+    if args.replot:
+        with open(args.replot) as f:
+            plot(list(csv.DictReader(f)), os.path.splitext(args.replot)[0] + ".png",
+                 os.path.basename(args.replot).rsplit("_", 1)[-1].split(".")[0])
+        return
     miniapp = os.path.join(os.path.abspath(args.build), "miniapp", "mosaic_miniapp")
     if not os.access(miniapp, os.X_OK):
         sys.exit(f"run_time_segments.py: {miniapp} not built")
@@ -135,6 +142,12 @@ def main():
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
+    plot(rows, base + ".png", commit)
+
+
+def plot(rows, path, commit):
+    """Modelled (solid) and measured (dashed: the wall time of P = 1 over
+    P's, on this machine's cores) speedup against P, and the passes."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -142,21 +155,27 @@ def main():
     except ImportError:
         print("matplotlib not found: no figure")
         return
+    names = list(dict.fromkeys(r["case"] for r in rows))
+    segments = sorted({int(r["P"]) for r in rows})
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
-    for name in cases:
+    for k, name in enumerate(names):
         rs = [r for r in rows if r["case"] == name]
-        ax[0].plot([r["P"] for r in rs], [r["modelled_speedup"] for r in rs], "o-", label=name)
-        ax[1].plot([r["P"] for r in rs], [r["passes"] for r in rs], "o-", label=name)
+        color = "C%d" % k
+        P = [int(r["P"]) for r in rs]
+        ax[0].plot(P, [float(r["modelled_speedup"]) for r in rs], "o-", color=color, label=name + " modelled")
+        ax[0].plot(P, [float(r["wall_ratio_to_P1"]) for r in rs], "s--", color=color, label=name + " measured")
+        ax[1].plot(P, [int(r["passes"]) for r in rs], "o-", color=color, label=name)
     ax[0].plot(segments, segments, "k:", label="P")
-    ax[0].set(xscale="log", yscale="log", xlabel="time segments P", ylabel="modelled speedup (T / worker steps)")
+    ax[0].set(xscale="log", yscale="log", xlabel="time segments P",
+              ylabel="speedup (solid: modelled, dashed: measured)")
     ax[1].set(xscale="log", xlabel="time segments P", ylabel="passes to certify")
     for a in ax:
         a.set_xticks(segments, [str(s) for s in segments])
-        a.legend(fontsize=8)
+        a.legend(fontsize=7)
     fig.suptitle(f"one stream in time segments (ALGORITHM.md section 9), {commit}", fontsize=10)
     fig.tight_layout()
-    fig.savefig(base + ".png", dpi=110)
-    print("wrote", base + ".txt", base + ".csv", base + ".png")
+    fig.savefig(path, dpi=110)
+    print("wrote", path)
 
 
 if __name__ == "__main__":
