@@ -10,9 +10,11 @@ file exists.
 
 For each run: the passes, whether it certified, the largest pass-1 boundary
 mismatch, the modelled speedup (T / the steps of the passes' longest
-workers), the wall time of the segments (the loop) and its ratio to P = 1's
-on this machine (all P slots share its cores), and the final state's
-distance to P = 1's (basis-free, and U itself). Writes, under OUT_DIR,
+workers), the wall time of the segments (the loop) and the measured
+speedup, P = 1's wall time over P's (wall_ratio_to_P1; on this machine all P
+slots share its cores), and the final state's distance to P = 1's (the
+covariance U S U^T relative to ||S||_F, the mean's absolute and s2's relative
+difference, their largest; and ||U - U_1||_F). Writes, under OUT_DIR,
 time_segments_<commit>.txt (the log: machine, commit, every command and the
 table), .csv and .png (matplotlib, when present).
 
@@ -94,11 +96,13 @@ def main():
         cases["music"] = ["source.type=npy", "source.paths=[%s]" % MUSIC, "problem.d=257", "run.steps=all",
                           "source.chunk_rows=4096"]
     segments = [int(s) for s in args.segments.split(",")]
+    if segments[0] != 1:
+        sys.exit("run_time_segments.py: --segments must start with 1 (the baseline of the ratios and distances)")
     rows = []
     with open(base + ".txt", "w") as log, tempfile.TemporaryDirectory() as work:
         cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
         log.write(f"# commit {commit}{' (dirty)' if dirty else ''}; {cpu}, {os.cpu_count()} cores; "
-                  f"OMP_NUM_THREADS={args.threads}\n# uptime before: {os.popen('uptime').read().strip()}\n")
+                  f"OMP_NUM_THREADS={args.threads} OMP_PROC_BIND=false\n# uptime before: {os.popen('uptime').read().strip()}\n")
         for name, sets in cases.items():
             first = None
             for P in segments:
@@ -121,7 +125,9 @@ def main():
                     first = (wall, st)
                 free, frame = distances(first[1], st)
                 streams = ts.get("streams", [])
-                worst = max((v for s in streams for v in s["boundary_mismatch"][0] if v is not None), default=0.0)
+                # (null: a mismatch that is not a number, a run that broke down)
+                first_pass = [v for s in streams for v in s["boundary_mismatch"][0]]
+                worst = float("nan") if None in first_pass else max(first_pass, default=0.0)
                 rows.append({
                     "case": name, "P": P, "steps": samples, "exit": rc, "passes": ts["passes"],
                     "certified": ts["certified"],

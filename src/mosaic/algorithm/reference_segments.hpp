@@ -2,15 +2,15 @@
 // one stream's parallel-in-time segments, the workers stepped one after
 // another by reference_step, with 9.2's partition, 9.3's pass 1 (cold states
 // and their fallbacks), 9.4's exchange and certificate, 9.5's later passes
-// and 9.6's gauge carry written out plainly. It is the oracle of the engine's
+// and 9.6's gauge carry (the certificate, the
+// record and the gauge through segments.hpp's certify_pass and SegmentedRun,
+// which the mini-app's driver uses too). It is the oracle of the engine's
 // segments, and what 9.12's checks run against.
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>

@@ -30,7 +30,11 @@
 // checkpoints; run_block.hpp), the loop's end, then output: what is
 // gathered over the ranks, the state files and the result document with
 // the verification (verification.hpp). RunContext (run_context.hpp) carries
-// the run from one phase to the next.
+// the run from one phase to the next. With algorithm.time_segments > 1 the
+// warm-up and the timed loop are one phase instead: each stream's steps in
+// time segments, slots of one batch on the rank that owns the stream, whose
+// final states then go through the same end and output
+// (step_in_time_segments, run_phases.hpp; time_segments.hpp).
 #pragma once
 
 #include <mpi.h>

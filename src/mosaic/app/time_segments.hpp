@@ -291,7 +291,7 @@ class TimeSegments {
     }
     timers.time("generate", [&] {
       source.set_row_offsets(offsets);
-      source.resume_at(0, position);  // the slots that do not run are neither read nor stepped
+      source.resume_at(0, position);  // the slots that do not run: frozen (an npy source reads no rows for them)
     });
     // A slot's start state Z_q, read back from the slot itself (what the
     // certificate judges is what the slot runs from; a restart's is

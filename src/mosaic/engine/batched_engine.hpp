@@ -595,7 +595,7 @@ class MosaicEngine {
   int panel_cols_ = Tuning<ExecSpace>::vendor_panel_cols;
   mutable BlockPhases phases_;
   mutable MaskedRunCounts run_counts_;
-  // The batch and its host_writes the masked step's reused Gram belongs to
+  // The batch and its state_writes the masked step's reused Gram belongs to
   // (launch_masked forgets it when either changed).
   mutable const void* gram_batch_ = nullptr;
   mutable std::uint64_t gram_writes_ = 0;
@@ -625,10 +625,10 @@ void MosaicEngine<Scalar, ExecSpace>::step(batch_type& sb, sample_view X) const 
 
 template <class Scalar, class ExecSpace>
 void MosaicEngine<Scalar, ExecSpace>::launch_masked(batch_type& sb, sample_view X, stream_counts active) const {
-  if (gram_batch_ != sb.U.data() || gram_writes_ != sb.host_writes) {
+  if (gram_batch_ != sb.U.data() || gram_writes_ != sb.state_writes) {
     Kokkos::deep_copy(masked_.gram_step, std::int64_t(-1));
     gram_batch_ = sb.U.data();
-    gram_writes_ = sb.host_writes;
+    gram_writes_ = sb.state_writes;
   }
   detail::MaskedStepFunctor<Scalar, ExecSpace> mf = bind_masked(sb);
   mf.base.X = X;

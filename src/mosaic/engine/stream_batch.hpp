@@ -140,10 +140,11 @@ struct StreamBatch {
   Kokkos::View<std::int64_t**, Kokkos::LayoutRight, memory_space> noise_counts;  // B x d
   Kokkos::View<std::int64_t*, Kokkos::LayoutRight, memory_space> rewhitenings;   // B
   std::vector<std::uint64_t> stream_ids;                                         // global ids, host
-  // Whole states written from the host so far (from_host, a checkpoint's
-  // restore): an engine's work derived from a stream's basis (the masked
-  // step's reused Gram, ALGORITHM.md 7.8) is stale after one.
-  std::uint64_t host_writes = 0;
+  // States written from outside the engine's steps so far (from_host,
+  // write_state_values, copy_stream, a checkpoint's restore): an engine's
+  // work derived from a stream's basis (the masked step's reused Gram,
+  // ALGORITHM.md 7.8) is stale after one.
+  std::uint64_t state_writes = 0;
 
   StreamBatch() = default;
   StreamBatch(int batch_, int d_, int r_, std::vector<std::uint64_t> ids, NoiseModel noise = NoiseModel::isotropic)
@@ -229,7 +230,6 @@ struct StreamBatch {
     write_scalar(residual_recomputations, b, std::int64_t(0));
     write_scalar(status, b, 0);
     write_scalar(breakdown_step, b, std::int64_t(-1));
-    write_scalar(factor_age, b, std::int64_t(-1));  // S changed: no maintained factor
     Kokkos::deep_copy(Kokkos::subview(seen, b, Kokkos::ALL()), std::uint8_t(1));
     write_scalar(skipped_steps, b, std::int64_t(0));
     write_scalar(dropped_samples, b, std::int64_t(0));
@@ -267,7 +267,7 @@ struct StreamBatch {
     transfer::copy_from_host(d_S, h_S);
     write_scalar(s2, b, st.s2);
     write_scalar(factor_age, b, std::int64_t(-1));  // S changed: no maintained factor
-    ++host_writes;
+    ++state_writes;
   }
 
   // Stream `to` becomes stream `from` of `src` (a batch of the same shape,
@@ -314,7 +314,7 @@ struct StreamBatch {
     two(noise_residuals, src.noise_residuals);
     two(noise_counts, src.noise_counts);
     one(rewhitenings, src.rewhitenings);
-    ++host_writes;
+    ++state_writes;
   }
 
   // Section 4's counters of stream b (clamped steps, re-orthonormalizations,

@@ -363,7 +363,7 @@ LoadedSources load_streams(const RestartPlan& plan, StreamBatch<Scalar, Exec>& s
       local[k].bytes.insert(local[k].bytes.end(), slices[k][b].begin(), slices[k][b].end());
   std::size_t k = 0;
   for_each_state_view(sb, [&](const char*, const auto& v) { restore_view(local[k++], v); });
-  ++sb.host_writes;
+  ++sb.state_writes;
   for (std::size_t b = 0; b < B; ++b) out.frozen[b] = local.back().bytes[b];
   return out;
 }
