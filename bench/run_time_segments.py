@@ -8,6 +8,11 @@ noise 0.1), and the music stream of inputs/real/music.yaml (331,362 STFT
 frames of d 257, one real stream; built by analysis.datasets.music) when its
 file exists.
 
+Each layout RxT runs the mini-app on R MPI ranks of T threads each
+(--layouts; R > 1 under mpiexec, the stream's segments spread over the
+ranks: SegmentLayout); P = 1 runs in the first layout only (it must have
+one rank), and is every layout's baseline.
+
 For each run: the passes, whether it certified, the largest pass-1 boundary
 mismatch, the modelled speedup (T / the steps of the passes' longest
 workers), the wall time of the segments (the loop) and the measured
@@ -18,7 +23,7 @@ difference, their largest; and ||U - U_1||_F). Writes, under OUT_DIR,
 time_segments_<commit>.txt (the log: machine, commit, every command and the
 table), .csv and .png (matplotlib, when present).
 
-    /usr/bin/python3 bench/run_time_segments.py BUILD_DIR OUT_DIR [--steps N] [--segments 1,2,4]
+    /usr/bin/python3 bench/run_time_segments.py BUILD_DIR OUT_DIR [--steps N] [--segments 1,2,4] [--layouts 1x2,2x1]
     /usr/bin/python3 bench/run_time_segments.py x x --replot OUT_DIR/time_segments_<commit>.csv
 """
 import argparse
@@ -68,13 +73,40 @@ def distances(a, b):
     return free, frame
 
 
+def measure(name, ranks, threads, P, rc, out, state_dir, first):
+    """One run's row; `first`: P = 1's wall time and states (None: this is it)."""
+    doc = json.load(open(out))["runs"][0]
+    ts = doc["time_segments"]
+    # The loop's wall time (the deck has no run.warmup_steps: the
+    # throughput's samples are the timed ones at every P).
+    samples = doc["steps"]["timed_samples"]
+    end_to_end = doc["throughput"]["end_to_end_samples_per_second"]
+    wall = samples / end_to_end if end_to_end > 0 else float("nan")
+    st = states(state_dir)
+    free, frame = distances(first[1], st) if first else (0.0, 0.0)
+    streams = ts.get("streams", [])
+    # (null: a mismatch that is not a number, a run that broke down)
+    first_pass = [v for s in streams for v in s["boundary_mismatch"][0]]
+    worst = float("nan") if None in first_pass else max(first_pass, default=0.0)
+    return {
+        "case": name, "ranks": ranks, "threads": threads, "P": P, "steps": samples, "exit": rc,
+        "passes": ts["passes"], "certified": ts["certified"],
+        "pass1_mismatch_max": worst if P > 1 else "",
+        "modelled_speedup": ts.get("modelled_speedup_min", 1.0),
+        "wall_s": wall, "wall_ratio_to_P1": (first[0] if first else wall) / wall,
+        "basis_free_to_P1": free, "U_to_P1": frame,
+        "update_samples_per_s": doc["figure_of_merit"]["value"],
+    }
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("build")
     p.add_argument("out_dir")
     p.add_argument("--steps", type=int, default=1000000)
     p.add_argument("--segments", default="1,2,4,8,16")
-    p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--layouts", default=f"1x{os.cpu_count()}",
+                   help="MPI ranks x threads per rank, comma-separated; the first has one rank")
     p.add_argument("--replot", metavar="CSV", help="only draw the figure of an earlier run's CSV (beside it)")
     args = p.parse_args()
     if args.replot:
@@ -90,7 +122,10 @@ def main():
     dirty = subprocess.run(["git", "-C", ROOT, "diff", "--quiet", "HEAD"]).returncode != 0
     os.makedirs(args.out_dir, exist_ok=True)
     base = os.path.join(args.out_dir, f"time_segments_{commit}")
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OMP_PROC_BIND="false")
+    layouts = [tuple(int(v) for v in l.split("x")) for l in args.layouts.split(",")]
+    if layouts[0][0] != 1:
+        sys.exit("run_time_segments.py: the first of --layouts must have one rank (P = 1's)")
+    mpiexec = ["mpiexec", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
     cases = dict((name, ["run.steps=%d" % args.steps] + sets) for name, sets in CASES.items())
     if os.path.exists(MUSIC):
         cases["music"] = ["source.type=npy", "source.paths=[%s]" % MUSIC, "problem.d=257", "run.steps=all",
@@ -101,44 +136,30 @@ def main():
     rows = []
     with open(base + ".txt", "w") as log, tempfile.TemporaryDirectory() as work:
         cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-        log.write(f"# commit {commit}{' (dirty)' if dirty else ''}; {cpu}, {os.cpu_count()} cores; "
-                  f"OMP_NUM_THREADS={args.threads} OMP_PROC_BIND=false\n# uptime before: {os.popen('uptime').read().strip()}\n")
+        log.write(f"# commit {commit}{' (dirty)' if dirty else ''}; {cpu}, {os.cpu_count()} cores; layouts "
+                  f"{args.layouts} (MPI ranks x OMP_NUM_THREADS), OMP_PROC_BIND=false\n"
+                  f"# uptime before: {os.popen('uptime').read().strip()}\n")
         for name, sets in cases.items():
             first = None
-            for P in segments:
-                out = os.path.join(work, f"{name}_{P}.json")
-                state_dir = os.path.join(work, f"{name}_{P}_states")
-                cmd = [miniapp, DECK, "--output", out, "--set", f"output.state_dir={state_dir}",
-                       "--set", f"algorithm.time_segments={P}"]
-                for s in sets:
-                    cmd += ["--set", s]
-                rc = run(cmd, log, env)
-                doc = json.load(open(out))["runs"][0]
-                ts = doc["time_segments"]
-                # The loop's wall time (the deck has no run.warmup_steps: the
-                # throughput's samples are the timed ones at every P).
-                samples = doc["steps"]["timed_samples"]
-                end_to_end = doc["throughput"]["end_to_end_samples_per_second"]
-                wall = samples / end_to_end if end_to_end > 0 else float("nan")
-                st = states(state_dir)
-                if first is None:
-                    first = (wall, st)
-                free, frame = distances(first[1], st)
-                streams = ts.get("streams", [])
-                # (null: a mismatch that is not a number, a run that broke down)
-                first_pass = [v for s in streams for v in s["boundary_mismatch"][0]]
-                worst = float("nan") if None in first_pass else max(first_pass, default=0.0)
-                rows.append({
-                    "case": name, "P": P, "steps": samples, "exit": rc, "passes": ts["passes"],
-                    "certified": ts["certified"],
-                    "pass1_mismatch_max": worst if P > 1 else "",
-                    "modelled_speedup": ts.get("modelled_speedup_min", 1.0),
-                    "wall_s": wall, "wall_ratio_to_P1": first[0] / wall,
-                    "basis_free_to_P1": free, "U_to_P1": frame,
-                    "update_samples_per_s": doc["figure_of_merit"]["value"],
-                })
-                log.write("  -> " + json.dumps(rows[-1]) + "\n")
-                log.flush()
+            for ranks, threads in layouts:
+                env = dict(os.environ, OMP_NUM_THREADS=str(threads), OMP_PROC_BIND="false")
+                for P in segments:
+                    if P < ranks or (P == 1 and first is not None):
+                        continue
+                    out = os.path.join(work, f"{name}_{ranks}x{threads}_{P}.json")
+                    state_dir = os.path.join(work, f"{name}_{ranks}x{threads}_{P}_states")
+                    cmd = [miniapp, DECK, "--output", out, "--set", f"output.state_dir={state_dir}",
+                           "--set", f"algorithm.time_segments={P}"]
+                    for s in sets:
+                        cmd += ["--set", s]
+                    if ranks > 1:
+                        cmd = mpiexec + ["-np", str(ranks), "-x", "OMP_NUM_THREADS", "-x", "OMP_PROC_BIND"] + cmd
+                    rc = run(cmd, log, env)
+                    rows.append(measure(name, ranks, threads, P, rc, out, state_dir, first))
+                    if first is None:
+                        first = (rows[-1]["wall_s"], states(state_dir))
+                    log.write("  -> " + json.dumps(rows[-1]) + "\n")
+                    log.flush()
         log.write(f"# uptime after: {os.popen('uptime').read().strip()}\n\n")
         header = list(rows[0])
         log.write("| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n")
@@ -152,8 +173,9 @@ def main():
 
 
 def plot(rows, path, commit):
-    """Modelled (solid) and measured (dashed: the wall time of P = 1 over
-    P's, on this machine's cores) speedup against P, and the passes."""
+    """Modelled (solid) and measured (dashed, dotted for a second layout:
+    the wall time of P = 1 over P's, on this machine's cores) speedup
+    against P, and the passes."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -164,13 +186,20 @@ def plot(rows, path, commit):
     names = list(dict.fromkeys(r["case"] for r in rows))
     segments = sorted({int(r["P"]) for r in rows})
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    layout = lambda r: "%sx%s" % (r.get("ranks", 1), r.get("threads", "all"))  # (CSVs before layouts: one)
+    layouts = list(dict.fromkeys(layout(r) for r in rows))
     for k, name in enumerate(names):
-        rs = [r for r in rows if r["case"] == name]
         color = "C%d" % k
-        P = [int(r["P"]) for r in rs]
-        ax[0].plot(P, [float(r["modelled_speedup"]) for r in rs], "o-", color=color, label=name + " modelled")
-        ax[0].plot(P, [float(r["wall_ratio_to_P1"]) for r in rs], "s--", color=color, label=name + " measured")
-        ax[1].plot(P, [int(r["passes"]) for r in rs], "o-", color=color, label=name)
+        for m, lay in enumerate(layouts):
+            # P = 1 (the first layout's) starts every layout's measured line.
+            rs = [r for r in rows if r["case"] == name and (layout(r) == lay or int(r["P"]) == 1)]
+            P = [int(r["P"]) for r in rs]
+            if m == 0:
+                ax[0].plot(P, [float(r["modelled_speedup"]) for r in rs], "o-", color=color,
+                           label=name + " modelled")
+                ax[1].plot(P, [int(r["passes"]) for r in rs], "o-", color=color, label=name)
+            ax[0].plot(P, [float(r["wall_ratio_to_P1"]) for r in rs], ("s--", "^:", "v-.")[m % 3], color=color,
+                       label=f"{name} measured, {lay} (ranks x threads)")
     ax[0].plot(segments, segments, "k:", label="P")
     ax[0].set(xscale="log", yscale="log", xlabel="time segments P",
               ylabel="speedup (solid: modelled, dashed: measured)")

@@ -413,7 +413,7 @@ int main(int argc, char** argv) {
     if (!error.empty()) return fail(error, 2);
     where = mosaic::detail::broadcast_string(where, 0, MPI_COMM_WORLD);
     if (!where.empty()) {
-      const auto total = mosaic::decompose_streams(c.streams, rank, nranks).total_streams;
+      const auto total = mosaic::decompose_streams(c.streams, rank, nranks, c.segments.segments).total_streams;
       error = mosaic::ckpt::prepare_restart(c, where, total, MPI_COMM_WORLD, restart_plan);
       if (!error.empty()) return fail(error, 2);
       restarting = true;

@@ -3,7 +3,9 @@
 // the same synthetic stream, and against the engine's own sequential run:
 // the passes, the certificate and its record, the cold starts, the final
 // state (basis-free and, with the gauge carried, U itself), one segment and
-// a chain of exact restarts bitwise the sequential run.
+// a chain of exact restarts bitwise the sequential run; the layout of the
+// slots over ranks, the packed state a segment hands to the next rank, and
+// where a pass's blocks end.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,12 +14,14 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <Kokkos_Core.hpp>
 
 #include "mosaic/algorithm/reference_segments.hpp"
 #include "mosaic/algorithm/segments.hpp"
+#include "mosaic/app/decomposition.hpp"
 #include "mosaic/app/time_segments.hpp"
 #include "mosaic/app/timers.hpp"
 #include "mosaic/engine/batched_engine.hpp"
@@ -82,7 +86,7 @@ EngineRun engine_segments(const SegmentCase& c) {
   Source stream_source(c.spec(), {c.id});
   Batch streams = started_stream(c, stream_source);
   const mosaic::ResolvedSegments rs = mosaic::resolve_segments<double>(c.sp, c.p);
-  mosaic::TimeSegments<double, Exec> segments(c.p, rs, c.d, c.r, {{c.id, c.steps, c.n0()}}, c.seed);
+  mosaic::TimeSegments<double, Exec> segments(c.p, rs, c.d, c.r, {{c.id, c.steps, c.n0()}}, c.seed, MPI_COMM_SELF);
   Source slots(c.spec(), segments.slot_ids());
   mosaic::TimerSet timers;
   std::vector<mosaic::SegmentedStreamEnd> ends;
@@ -281,7 +285,7 @@ TEST(TimeSegments, ABadRowEndsTheStreamWhereTheSequentialRunFreezes) {
           .string();
   mosaic::write_npy<double>(path, {rows_n, c.d}, rows.data());
   const mosaic::ResolvedSegments rs = mosaic::resolve_segments<double>(c.sp, c.p);
-  mosaic::TimeSegments<double, Exec> segments(c.p, rs, c.d, c.r, {{c.id, c.steps, c.n0()}}, c.seed);
+  mosaic::TimeSegments<double, Exec> segments(c.p, rs, c.d, c.r, {{c.id, c.steps, c.n0()}}, c.seed, MPI_COMM_SELF);
   Npy stream_source({path}, {c.id}, c.d, 512, rows_n);
   Batch streams = started_stream(c, stream_source);
   Npy slots(std::vector<std::string>(4, path), segments.slot_ids(), c.d, 512, c.steps, false, true);
@@ -313,11 +317,92 @@ TEST(TimeSegments, FewerStepsThanSegmentsIsRefused) {
   SegmentCase c;
   const mosaic::ResolvedSegments rs = mosaic::resolve_segments<double>(c.sp, c.p);
   try {
-    mosaic::TimeSegments<double, Exec> segments(c.p, rs, c.d, c.r, {{c.id, 3, c.n0()}}, c.seed);
+    mosaic::TimeSegments<double, Exec> segments(c.p, rs, c.d, c.r, {{c.id, 3, c.n0()}}, c.seed, MPI_COMM_SELF);
     FAIL() << "no error";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("stream 3 has 3 steps, fewer than algorithm.time_segments = 4"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// SegmentLayout (app/decomposition.hpp): the slots of streams x segments
+// cut into contiguous ranges of sizes that differ by at most one, every
+// rank with a slot, a stream owned by the rank of its segment 0, and
+// decompose_streams' owners the layout's (each stream owned once).
+TEST(SegmentLayout, ContiguousBalancedRangesAndOwners) {
+  for (const auto& [streams, P, ranks] : std::vector<std::tuple<std::int64_t, int, int>>{
+           {1, 4, 1}, {1, 4, 2}, {1, 4, 3}, {1, 4, 4}, {3, 4, 2}, {2, 4, 3}, {5, 3, 7}, {8, 2, 3}}) {
+    const mosaic::SegmentLayout layout(streams, P, ranks);
+    const std::string what = std::to_string(streams) + " x " + std::to_string(P) + " on " + std::to_string(ranks);
+    EXPECT_EQ(layout.first_slot(0), 0) << what;
+    EXPECT_EQ(layout.first_slot(ranks), streams * P) << what;
+    for (int k = 0; k < ranks; ++k) {
+      EXPECT_GE(layout.slots_on(k), streams * P / ranks) << what;
+      EXPECT_LE(layout.slots_on(k), streams * P / ranks + 1) << what;
+      for (std::int64_t g = layout.first_slot(k); g < layout.first_slot(k + 1); ++g)
+        EXPECT_EQ(layout.rank_of_slot(g), k) << what << ", slot " << g;
+    }
+    mosaic::StreamsConfig cfg;
+    cfg.mode = mosaic::StreamMode::strong;
+    cfg.total = int(streams);
+    std::vector<int> owners(std::size_t(streams), 0);
+    for (int k = 0; k < ranks; ++k)
+      for (const std::uint64_t id : mosaic::decompose_streams(cfg, k, ranks, P).local_ids) {
+        EXPECT_EQ(layout.owner(std::int64_t(id)), k) << what;
+        owners[id] += 1;
+      }
+    EXPECT_EQ(owners, std::vector<int>(std::size_t(streams), 1)) << what;
+  }
+  EXPECT_THROW(mosaic::SegmentLayout(1, 2, 3), std::invalid_argument);
+}
+
+namespace {
+// Every per-stream value of stream b, bit for bit, as bytes.
+std::vector<char> stream_bytes(const Batch& batch, int b) { return batch.pack_stream(b); }
+}  // namespace
+
+// StreamBatch::pack_stream / unpack_stream (the state a segment hands to
+// the next rank): a stream that has stepped, with section 8's noise state,
+// unpacked into another batch is what copy_stream makes of it, every view
+// bit for bit; a buffer of another size is refused.
+TEST(SegmentMessages, PackedStreamIsTheCopiedStream) {
+  const SegmentCase c;
+  MosaicParams p = c.p;
+  p.noise = mosaic::NoiseModel::diagonal;
+  Source source(c.spec(), {0, 1});
+  Batch steps(2, c.d, c.r, {0, 1}, p.noise);
+  mosaic::MosaicEngine<double, Exec> engine(p, 2, c.d, c.r);
+  engine.init_random(steps, 5);
+  for (std::int64_t j = 0; j < 300; j += 50) engine.advance(steps, source.next_block(j, 50));
+  Batch copied(3, c.d, c.r, {7, 8, 9}, p.noise), unpacked(3, c.d, c.r, {7, 8, 9}, p.noise);
+  copied.copy_stream(steps, 1, 2);
+  unpacked.unpack_stream(2, steps.pack_stream(1));
+  EXPECT_EQ(stream_bytes(unpacked, 2), stream_bytes(copied, 2));
+  EXPECT_EQ(stream_bytes(unpacked, 2), stream_bytes(steps, 1));
+  EXPECT_NE(stream_bytes(unpacked, 2), stream_bytes(steps, 0));
+  EXPECT_TRUE(same_bits(unpacked.to_host(2), steps.to_host(1)));
+  EXPECT_EQ(unpacked.to_host(2).steps, 300);
+  std::vector<char> short_buffer = steps.pack_stream(0);
+  short_buffer.pop_back();
+  EXPECT_THROW(unpacked.unpack_stream(0, short_buffer), std::invalid_argument);
+}
+
+// PassBlocks (app/time_segments.hpp): the block after step j ends at the
+// first event after j or the first step where some slot's count is a
+// multiple of a period, at most block_size: the brute-force minimum over
+// the slots of MosaicEngine::block_length's rule.
+TEST(SegmentMessages, PassBlocksCutWhereAnySlotNeedsIt) {
+  const std::vector<std::int64_t> events{0, 37, 37, 250, 251, 400}, starts{0, 13, 226, 1000, 13};
+  const std::vector<std::int64_t> periods{50, 7};
+  const int k = 32;
+  const mosaic::PassBlocks blocks(events, starts, periods, k);
+  for (std::int64_t j = 0; j < 450; ++j) {
+    std::int64_t n = k;
+    for (std::int64_t e : events)
+      if (e > j) n = std::min(n, e - j);
+    for (std::int64_t start : starts)
+      for (std::int64_t every : periods) n = std::min(n, every - (start + j) % every);
+    EXPECT_EQ(blocks.length(j), n) << "j = " << j;
   }
 }

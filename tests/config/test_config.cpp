@@ -1045,6 +1045,24 @@ TEST(Ranks, StrongModeNeedsAStreamPerRank) {
   EXPECT_THROW(mosaic::validate_against_ranks(weak[0].config, 0, kDeck), DeckError);
 }
 
+// Time segments spread one stream over ranks (SegmentLayout): every rank
+// needs a segment, not a stream.
+TEST(Ranks, TimeSegmentsNeedASegmentPerRank) {
+  const auto pts = load_deck_from_string(kMinimal + "streams: {mode: strong, total: 1}\n", kDeck,
+                                         {"algorithm.time_segments=4", "run.diagnostics_every=0"});
+  ASSERT_EQ(pts.size(), 1u);
+  EXPECT_NO_THROW(mosaic::validate_against_ranks(pts[0].config, 4, kDeck));
+  try {
+    mosaic::validate_against_ranks(pts[0].config, 5, kDeck);
+    FAIL() << "no error";
+  } catch (const DeckError& e) {
+    const std::string m = e.what();
+    for (const char* s : {"deck.yaml", "streams.total", "every MPI rank needs at least one time segment",
+                          "expected streams.total x algorithm.time_segments >= 5", "found 1 x 4"})
+      EXPECT_NE(m.find(s), std::string::npos) << s << " in: " << m;
+  }
+}
+
 TEST(Ranks, MessageNamesTheSweepPoint) {
   const auto pts =
       load_deck_from_string(kMinimal + "streams: {mode: strong}\nsweep:\n  streams.total: [8, 2]\n", kDeck);

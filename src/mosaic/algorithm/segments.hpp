@@ -336,15 +336,21 @@ struct SegmentedRun {
   // is not the identity; empty otherwise (an exact restart leaves the
   // state's bits alone).
   std::vector<double> carried_gauge(int r) const {
-    const std::vector<double> I = detail::identity_matrix(r);
-    std::vector<double> G = I;
+    std::vector<double> G = detail::identity_matrix(r);
     bool rotated = false;
-    for (std::size_t q = 1; q < rotations.size(); ++q) {
-      if (rotations[q] == I) continue;
-      G = detail::small_product(rotations[q], G, r, r, r);
+    carry_gauge(G, rotated, 1, int(rotations.size()), r);
+    return certified && rotated ? G : std::vector<double>();
+  }
+  // G <- R_{end-1} ... R_begin G, the identities left out (`rotated` set
+  // where one is not): 9.6's product, in this order however the segments
+  // lie on ranks, so the carried gauge has the same bits.
+  void carry_gauge(std::vector<double>& G, bool& rotated, int begin, int end, int r) const {
+    const std::vector<double> I = detail::identity_matrix(r);
+    for (int q = begin; q < end; ++q) {
+      if (rotations[std::size_t(q)] == I) continue;
+      G = detail::small_product(rotations[std::size_t(q)], G, r, r, r);
       rotated = true;
     }
-    return certified && rotated ? G : std::vector<double>();
   }
 };
 
@@ -359,14 +365,19 @@ struct SegmentedRun {
 // boundary certified only from an exact start (where the sequential run
 // breaks down at the same step); from a start within tol it is re-run from
 // E_{q-1}. Returns delta_q at index q (index 0 unused).
+// Only the boundaries q in [begin, end) are judged, c[begin - 1] as given
+// (the segments of one stream on several ranks: each rank judges its own,
+// the AND before them follows over the ranks).
 template <class T>
 std::vector<BoundaryMismatch> certify_pass(const std::vector<ReferenceState<T>>& Z,
                                            const std::vector<ReferenceState<T>>& E, double tol, std::vector<bool>& c,
-                                           std::vector<std::vector<double>>& rotations) {
+                                           std::vector<std::vector<double>>& rotations, std::size_t begin = 1,
+                                           std::size_t end = 0) {
   const std::size_t P = c.size();
+  if (end == 0) end = P;
   std::vector<BoundaryMismatch> delta(P);
   c[0] = true;
-  for (std::size_t q = 1; q < P; ++q) {
+  for (std::size_t q = std::max<std::size_t>(begin, 1); q < end; ++q) {
     if (c[q]) continue;
     const bool restart_exact = std::isfinite(double(Z[q].s2)) && same_state_bits(Z[q], E[q - 1]);
     delta[q] = restart_exact ? BoundaryMismatch{} : boundary_mismatch(Z[q], E[q - 1]);

@@ -74,9 +74,11 @@ std::int64_t npy_rows_read(const RunConfig& c, const std::vector<std::uint64_t>&
 }
 
 MemoryEstimate estimate_for(const RunConfig& c, int rank, int nranks) {
-  const StreamDecomposition dec = decompose_streams(c.streams, rank, nranks);
+  const StreamDecomposition dec = decompose_streams(c.streams, rank, nranks, c.segments.segments);
+  const std::int64_t slots =
+      c.segments.segments > 1 ? SegmentLayout(dec.total_streams, c.segments.segments, nranks).slots_on(rank) : 0;
   return estimate_rank_memory<Exec>(c, int(dec.local_ids.size()), dec.total_streams, rank == 0,
-                                    npy_rows_read(c, dec.local_ids));
+                                    npy_rows_read(c, dec.local_ids), slots);
 }
 
 // The deck keys that set the size, for the refusal.

@@ -22,9 +22,9 @@
 //  - host copies of the states (diagnostics, checkpoints) and, on rank 0
 //    with output.state_dir, every stream's state gathered for the state
 //    files (run.hpp);
-//  - with algorithm.time_segments P > 1, P slots per stream of the states,
-//    the engine work and the source's items, and each slot's start and end
-//    state on the host (time_segments.hpp).
+//  - with algorithm.time_segments P > 1, the rank's slots (SegmentLayout)
+//    of the states, the engine work and the source's items, and each
+//    slot's start and end state on the host (time_segments.hpp).
 // Items are tagged with the phase they live in (the init samples are freed
 // before the first block is allocated), and the estimate is the peak over
 // the phases. Items of less than a few r x r matrices per stream are left
@@ -121,10 +121,11 @@ inline std::string MemoryEstimate::describe() const {
 // The estimate for one rank that holds `streams` streams of `c`, with
 // `total_streams` streams in the run (rank 0 gathers them all for the state
 // files) and `rows_read` the rows an npy run reads per file (init + warm-up
-// + steps; <= 0: unknown, chunk_rows is assumed).
+// + steps; <= 0: unknown, chunk_rows is assumed); with time segments,
+// `segment_slots` the slots the rank holds (SegmentLayout).
 template <class Exec = Kokkos::DefaultExecutionSpace>
 MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_t total_streams, bool rank0,
-                                    std::int64_t rows_read) {
+                                    std::int64_t rows_read, std::int64_t segment_slots = 0) {
   const std::size_t B = std::size_t(streams), d = std::size_t(c.problem.d), r = std::size_t(c.problem.rank);
   const std::size_t s = c.problem.dtype == Dtype::float32 ? 4 : 8;
   const std::size_t k = std::size_t(resolved_block_size<Exec>(c.algorithm, int(d), int(r)));
@@ -213,19 +214,20 @@ MemoryEstimate estimate_rank_memory(const RunConfig& c, int streams, std::int64_
   add("diagnostics work", true, diag_work, MemoryPhase::steps);
   add("state copies (host)", false, B * state, MemoryPhase::steps);
   // algorithm.time_segments P > 1 (app/time_segments.hpp): from the first
-  // step on, P slots per stream, each with what a stream has in the batch,
+  // step on, the rank's slots, each with what a stream has in the batch,
   // the engine and the source (every one of those items is per stream), and
   // on the host each slot's start and end state.
   if (c.segments.segments > 1) {
-    const std::size_t P = std::size_t(c.segments.segments);
-    const std::vector<MemoryItem> per_stream = e.items;
-    for (const MemoryItem& item : per_stream)
+    RunConfig one_stream = c;
+    one_stream.segments.segments = 1;
+    const std::size_t slots = std::size_t(segment_slots);
+    for (const MemoryItem& item : estimate_rank_memory<Exec>(one_stream, 1, 1, false, rows_read).items)
       for (const char* what :
            {"stream states", "engine work", "npy staging chunks", "npy chunk", "synthetic truth", "sample block"})
         if (item.what == what)
           e.items.push_back(
-              {"time-segment slots: " + item.what, item.execution_space, MemoryPhase::steps, P * item.bytes});
-    add("time-segment start and end states (host)", false, 2 * P * B * state, MemoryPhase::steps);
+              {"time-segment slots: " + item.what, item.execution_space, MemoryPhase::steps, slots * item.bytes});
+    add("time-segment start and end states (host)", false, 2 * slots * state, MemoryPhase::steps);
   }
   if (rank0 && !c.output.state_dir.empty())
     add("state files (rank 0 gathers every stream)", false, std::size_t(total_streams) * (state + 3 * 8),

@@ -34,7 +34,7 @@ inline std::string open_file_limit_problem(std::size_t files, int rank) {
   const long long need = (long long)files + kOtherOpenFiles, have = (long long)lim.rlim_cur;
   if (need <= have) return "";
   return "rank " + std::to_string(rank) + " reads " + std::to_string(files) +
-         " .npy files (one per stream, and one per time segment of each with algorithm.time_segments > 1, each kept "
+         " .npy files (one per stream, and one per time segment it holds with algorithm.time_segments > 1, each kept "
          "open for the run), but the open-file limit is " +
          std::to_string(have) + " (ulimit -n) and about " + std::to_string(kOtherOpenFiles) +
          " more are needed for MPI, Kokkos and the outputs: raise it to " + std::to_string(need) +
@@ -58,7 +58,7 @@ inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
   int rank = 0, nranks = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &nranks);
-  const StreamDecomposition decomp = decompose_streams(cfg.streams, rank, nranks);
+  const StreamDecomposition decomp = decompose_streams(cfg.streams, rank, nranks, cfg.segments.segments);
   const std::int64_t n0 =
       cfg.algorithm.init == InitMode::data ? cfg.algorithm.resolved_init_samples(cfg.problem.rank) : 0;
   const std::int64_t w = cfg.run.warmup_steps;
@@ -68,9 +68,10 @@ inline std::string preflight_npy_streams(RunConfig& cfg, MPI_Comm comm) {
       "algorithm.init_samples (" + std::to_string(n0) + ") + run.warmup_steps (" + std::to_string(w) + ") + " +
       (all ? std::string("at least one step (run.steps: all)") : "run.steps (" + std::to_string(cfg.run.steps) + ")");
   const bool nan_ok = cfg.algorithm.missing != MissingMode::error;  // a NaN is a missing entry (section 7)
-  // (With time segments a rank opens each file once more per segment.)
+  // (With time segments a rank also opens a file for each segment it holds.)
   const int P = cfg.segments.segments;
-  std::string error = open_file_limit_problem(decomp.local_ids.size() * std::size_t(P > 1 ? P + 1 : 1), rank);
+  const std::size_t slots = P > 1 ? std::size_t(SegmentLayout(decomp.total_streams, P, nranks).slots_on(rank)) : 0;
+  std::string error = open_file_limit_problem(decomp.local_ids.size() + slots, rank);
   std::vector<long long> rows_of(std::size_t(decomp.total_streams), 0);  // by stream id; other ranks' 0 here
   for (auto id : decomp.local_ids) {
     if (!error.empty()) break;

@@ -2,9 +2,10 @@
 // rank's streams, initialize, warm up, advance them for the timed steps with
 // diagnostics every K steps, then reduce statistics across ranks. Only
 // statistics cross ranks (counts, times, diagnostics, per-stream checksums)
-// during the run; stream states never do. The one exception is at the very
-// end: with output.state_dir set, the final states are gathered to rank 0
-// and written as .npy files with their manifest (write_state_files).
+// during the run; stream states do only between the time segments of one
+// stream (below), and at the very end: with output.state_dir set, the final
+// states are gathered to rank 0 and written as .npy files with their
+// manifest (write_state_files).
 //
 // The data come from a StreamSource (stream_source.hpp): the synthetic
 // source or .npy files (source.type: npy, npy_source.hpp); one loop
@@ -32,8 +33,9 @@
 // the verification (verification.hpp). RunContext (run_context.hpp) carries
 // the run from one phase to the next. With algorithm.time_segments > 1 the
 // warm-up and the timed loop are one phase instead: each stream's steps in
-// time segments, slots of one batch on the rank that owns the stream, whose
-// final states then go through the same end and output
+// time segments, slots of the ranks' batches (one stream's segments on one
+// or more consecutive ranks, SegmentLayout), whose final states then go
+// through the same end and output on the streams' owners
 // (step_in_time_segments, run_phases.hpp; time_segments.hpp).
 #pragma once
 
@@ -120,7 +122,7 @@ nlohmann::json run_point(const RunConfig& config, MPI_Comm comm, RunControl* con
   int rank = 0, nranks = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &nranks);
-  const StreamDecomposition decomp = decompose_streams(config.streams, rank, nranks);
+  const StreamDecomposition decomp = decompose_streams(config.streams, rank, nranks, config.segments.segments);
   if (config.source.type == "npy") {
     RunConfig cfg = config;
     if (cfg.run.steps_all && cfg.run.steps <= 0) {
@@ -146,13 +148,9 @@ nlohmann::json run_point(const RunConfig& config, MPI_Comm comm, RunControl* con
     // Section 9's slots: each opens its stream's file, for rows of unequal
     // reach (a slot stops at its segment's end; the slots that do not run
     // in a pass are frozen, never read).
-    auto slots = [&, paths](const std::vector<int>& slot_streams, std::int64_t rows) {
+    auto slots = [&](const std::vector<std::uint64_t>& slot_ids, std::int64_t rows) {
       std::vector<std::string> slot_paths;
-      std::vector<std::uint64_t> slot_ids;
-      for (const int s : slot_streams) {
-        slot_paths.push_back(paths.at(std::size_t(s)));
-        slot_ids.push_back(decomp.local_ids.at(std::size_t(s)));
-      }
+      for (const std::uint64_t id : slot_ids) slot_paths.push_back(cfg.source.paths.at(id));
       return std::unique_ptr<StreamSource<Scalar, Exec>>(std::make_unique<NpyStreamSource<Scalar, Exec>>(
           slot_paths, slot_ids, cfg.problem.d, cfg.source.chunk_rows, rows, false, true));
     };
@@ -163,9 +161,7 @@ nlohmann::json run_point(const RunConfig& config, MPI_Comm comm, RunControl* con
   timers.time("setup", [&] { source.emplace(config.source.synthetic, decomp.local_ids); });
   // Section 9's slots: the generator of each slot's stream (a pure function
   // of the stream id, ALGORITHM.md section 5).
-  auto slots = [&](const std::vector<int>& slot_streams, std::int64_t) {
-    std::vector<std::uint64_t> slot_ids;
-    for (const int s : slot_streams) slot_ids.push_back(decomp.local_ids.at(std::size_t(s)));
+  auto slots = [&](const std::vector<std::uint64_t>& slot_ids, std::int64_t) {
     return std::unique_ptr<StreamSource<Scalar, Exec>>(
         std::make_unique<SyntheticDriftSource<Scalar, Exec>>(config.source.synthetic, slot_ids));
   };

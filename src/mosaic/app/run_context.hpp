@@ -14,6 +14,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <Kokkos_Core.hpp>
@@ -50,10 +51,10 @@ struct RunContext {
   using block_view = typename Source::block_view;
 
   // A source over the slots of ALGORITHM.md section 9's segments: slot i
-  // reads the data of this rank's stream slot_streams[i], `rows` rows from
+  // reads the data of stream slot_ids[i] (any rank's), `rows` rows from
   // its row offset at most (app/time_segments.hpp).
   using SlotSourceFactory =
-      std::function<std::unique_ptr<Source>(const std::vector<int>& slot_streams, std::int64_t rows)>;
+      std::function<std::unique_ptr<Source>(const std::vector<std::uint64_t>& slot_ids, std::int64_t rows)>;
 
   RunContext(const RunConfig& c, MPI_Comm m, const StreamDecomposition& dc, Source& s, TimerSet& tm, RunControl* ctl,
              SlotSourceFactory slot_factory)
@@ -99,7 +100,9 @@ struct RunContext {
   // segments (ALGORITHM.md 9.7; segments_report.hpp).
   SlotSourceFactory make_slot_source;
   std::unique_ptr<Source> slot_source;
-  std::vector<SegmentedStream> segmented_streams;  // this rank's streams' T and first rows
+  std::vector<SegmentedStream> segmented_streams;              // every stream's T and first row, by id
+  std::int64_t segment_steps = 0;                              // the steps of this rank's segments
+  std::pair<std::int64_t, std::int64_t> slots_per_rank{0, 0};  // the fewest and most slots of a rank
   nlohmann::json time_segments;
 
   // Set up (setup phase).

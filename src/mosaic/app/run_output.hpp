@@ -103,9 +103,10 @@ GatheredOutputs gather_outputs(RunContext<Scalar>& run) {
       g.io_end = with_slot_io(*g.io_end, *run.slot_source->io_report(), run.segmented_streams);
     if (g.io_end) io_now = reduce_io(*g.io_end, run.comm);
   });
-  // (In time segments the update steps the warm-up too: ALGORITHM.md 9.2's T.)
+  // (In time segments the update steps the warm-up too, ALGORITHM.md 9.2's
+  // T, and a rank those of the segments it holds.)
   const double update_samples =
-      timed_samples_since_start(run) + (run.cfg.segments.segments > 1 ? double(run.warm) * double(run.B) : 0.0);
+      run.cfg.segments.segments > 1 ? double(run.segment_steps) : timed_samples_since_start(run);
   run.segments.push_back(segment_stats(run.timers, run.comm, run.k - run.k0, run.warm - run.warm0, run.loop_s,
                                        update_samples, reduce_timers(run.timers, run.comm, run.nranks), io_now));
   g.total = combine_segments(run.segments);
@@ -187,8 +188,14 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
         {"streams_per_rank_min", run.decomp.min_per_rank},
         {"streams_per_rank_max", run.decomp.max_per_rank},
         {"imbalance", run.decomp.imbalance},
+        {"slots_per_rank_min", segmented ? nlohmann::json(run.slots_per_rank.first) : nlohmann::json()},
+        {"slots_per_rank_max", segmented ? nlohmann::json(run.slots_per_rank.second) : nlohmann::json()},
         {"policy",
-         "each stream is owned whole by one rank; stream states are never split, exchanged or averaged; only statistics cross ranks"}}},
+         segmented ? "ALGORITHM.md section 9's time segments: the slots of streams x time_segments cut over the ranks "
+                     "(slots_per_rank), a stream owned by the rank of its segment 0; one stream's boundary states go "
+                     "point to point between consecutive ranks and are certified, never averaged"
+                   : "each stream is owned whole by one rank; stream states are never split, exchanged or averaged; "
+                     "only statistics cross ranks"}}},
       {"kernel",
        {{"update", engine.blocked() ? "blocked" : "sequential"},
         {"block_size", engine.block_size()},
@@ -247,9 +254,11 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
         {"peak_rss_definition",
          "each rank's VmHWM (/proc/self/status): the peak resident memory of the process "
          "since it started, so a sweep point's includes the points before it"},
-        {"estimate_rank0", estimate_rank_memory<Exec>(cfg, run.B, run.decomp.total_streams, true,
-                                                      init_samples + cfg.run.warmup_steps + cfg.run.steps)
-                               .to_json()}}},
+        {"estimate_rank0",
+         estimate_rank_memory<Exec>(
+             cfg, run.B, run.decomp.total_streams, true, init_samples + cfg.run.warmup_steps + cfg.run.steps,
+             segmented ? SegmentLayout(run.decomp.total_streams, cfg.segments.segments, run.nranks).slots_on(0) : 0)
+             .to_json()}}},
       {"counts",
        {{"clamped_steps", run.final_diag["clamped_steps"]},
         {"breakdown_streams", broken},

@@ -167,7 +167,8 @@ void timed_loop(RunContext<Scalar>& run) {
 // (algorithm.time_segments > 1, app/time_segments.hpp), in place of warm_up
 // and timed_loop: each stream's T = run.warmup_steps + its timed steps,
 // from the row after its init window, in P segments stepped as slots of
-// one batch; the final states land in the run's batch, whose diagnostics and
+// one batch, the slots of all streams spread over the ranks (SegmentLayout);
+// the final states land in the owners' batches, whose diagnostics and
 // output follow as in any run. The loop's clock covers the whole of it. A
 // stream with fewer steps than segments is an input error on every rank.
 template <class Scalar>
@@ -175,10 +176,10 @@ void step_in_time_segments(RunContext<Scalar>& run) {
   using Exec = typename RunContext<Scalar>::Exec;
   const RunSection& rc = run.cfg.run;
   const ResolvedSegments rs = resolve_segments<Scalar>(run.cfg.segments, run.params);
-  std::vector<SegmentedStream> streams;
+  std::vector<SegmentedStream> streams;  // every stream of the run, by id
   std::int64_t rows = 0;
-  for (int b = 0; b < run.B; ++b) {
-    const std::uint64_t id = run.decomp.local_ids[std::size_t(b)];
+  for (std::int64_t s = 0; s < run.decomp.total_streams; ++s) {
+    const std::uint64_t id = std::uint64_t(s);
     const std::int64_t timed = rc.stream_steps.empty() ? rc.steps : std::min(rc.stream_steps[id], rc.steps);
     const std::int64_t first = run.init_used.empty() ? 0 : run.init_used[id];
     streams.push_back({id, rc.warmup_steps + timed, first});
@@ -187,16 +188,20 @@ void step_in_time_segments(RunContext<Scalar>& run) {
   std::string error;
   std::optional<TimeSegments<Scalar, Exec>> segments;
   try {
-    segments.emplace(run.params, rs, run.d, run.r, streams, rc.seed);
+    segments.emplace(run.params, rs, run.d, run.r, streams, rc.seed, run.comm);
   } catch (const std::invalid_argument& e) {
     error = e.what();
   }
   error = agree_on_error(error, run.comm);
   if (!error.empty()) throw RunInputError(error + " (ALGORITHM.md 9.2: every segment needs a step)");
-  std::vector<int> slot_streams;
-  for (int i = 0; i < segments->slot_count(); ++i) slot_streams.push_back(segments->stream_of(i));
-  run.timers.time("setup", [&] { run.slot_source = run.make_slot_source(slot_streams, rows); });
+  run.timers.time("setup", [&] { run.slot_source = run.make_slot_source(segments->slot_ids(), rows); });
   run.segmented_streams = streams;
+  const SegmentLayout layout(std::int64_t(streams.size()), rs.segments, run.nranks);
+  run.slots_per_rank = {layout.slots_on(run.nranks - 1), layout.slots_on(0)};
+  for (const SegmentRange& l : segments->ranges()) {
+    const std::vector<std::int64_t> b = segments->boundaries(l.stream);
+    run.segment_steps += b[std::size_t(l.q_end)] - b[std::size_t(l.q_begin)];
+  }
   run.loop_start = std::chrono::steady_clock::now();
   std::vector<SegmentedStreamEnd> ends;
   const auto records = segments->run(*run.batch, *run.slot_source, run.timers, ends);
@@ -205,9 +210,11 @@ void step_in_time_segments(RunContext<Scalar>& run) {
   run.t += run.warm + run.k;
   run.ends.mark(*run.batch, run.k);
   std::vector<nlohmann::json> local;
-  for (int b = 0; b < run.B; ++b)
-    local.push_back(segmented_stream_json(streams[std::size_t(b)], segments->boundaries(b), records[std::size_t(b)],
-                                          ends[std::size_t(b)]));
+  for (std::size_t j = 0; j < segments->ranges().size(); ++j) {
+    const SegmentRange& l = segments->ranges()[j];
+    local.push_back(segmented_stream_json(streams[std::size_t(l.stream)], segments->boundaries(l.stream), records[j],
+                                          ends[j], l.q_begin, l.q_end, run.rank));
+  }
   run.timers.time("reduce", [&] { run.time_segments = segments_record(rs, local, run.comm); });
 }
 

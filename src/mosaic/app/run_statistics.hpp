@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -98,9 +99,16 @@ inline nlohmann::json reduce_io(const SourceIoStats& io, MPI_Comm comm) {
   nlohmann::json errors = nlohmann::json::array();
   for (const std::string& rank_errors : gather_strings(local_errors.dump(), comm))
     for (auto& e : nlohmann::json::parse(rank_errors)) errors.push_back(e);
-  std::sort(errors.begin(), errors.end(), [](const auto& a, const auto& b) {
-    return a["stream_id"].template get<unsigned long long>() < b["stream_id"].template get<unsigned long long>();
-  });
+  // A stream's first bad row: with time segments several ranks may read
+  // the same stream's rows (ALGORITHM.md section 9), each reporting the first
+  // bad one it met.
+  const auto key = [](const nlohmann::json& e) {
+    return std::make_pair(e["stream_id"].template get<unsigned long long>(), e["row"].template get<long long>());
+  };
+  std::sort(errors.begin(), errors.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  errors.erase(std::unique(errors.begin(), errors.end(),
+                           [&](const auto& a, const auto& b) { return key(a).first == key(b).first; }),
+               errors.end());
   return {
       {"bytes_read", bytes},
       {"read_seconds", read_max},

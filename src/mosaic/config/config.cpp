@@ -3,6 +3,7 @@
 // schema's key paths. docs/INPUT_DECK.md is the user-facing description.
 #include "mosaic/config/config.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -47,7 +48,16 @@ void validate_against_ranks(const RunConfig& config, int nranks, const std::stri
   }
   if (nranks < 1) throw DeckError(deck_path + ": " + ctx + "invalid number of MPI ranks " + std::to_string(nranks));
   const bool npy = config.source.type == "npy";
-  if (config.streams.mode == StreamMode::strong && config.streams.total < nranks)
+  // (Time segments spread one stream's segments over ranks: SegmentLayout.)
+  const int P = std::max(config.segments.segments, 1);
+  if (config.streams.mode == StreamMode::strong && P > 1 && std::int64_t(config.streams.total) * P < nranks)
+    throw DeckError(deck_path + ": " + ctx +
+                    "streams.total: every MPI rank needs at least one time segment: expected streams.total x "
+                    "algorithm.time_segments >= " +
+                    std::to_string(nranks) + " (the number of MPI ranks), found " +
+                    std::to_string(config.streams.total) + " x " + std::to_string(P) +
+                    "; raise algorithm.time_segments or run on fewer ranks");
+  if (config.streams.mode == StreamMode::strong && P == 1 && config.streams.total < nranks)
     throw DeckError(deck_path + ": " + ctx +
                     "streams.total: strong mode needs at least one stream per MPI rank: expected "
                     "an integer >= " +

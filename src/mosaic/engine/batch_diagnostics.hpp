@@ -403,7 +403,9 @@ BatchDiagnostics compute_diagnostics(const StreamBatch<Scalar, ExecSpace>& sb, D
       diag.breakdowns.push_back(BreakdownRecord{sb.stream_ids[b], bstep(b), status(b)});
     }
   }
-  if (!any_eig) diag.s_min_eig_min = diag.s_max_eig_max = diag.s_condition_max = 0;
+  // (No stream with finite eigenvalues: 0. A batch of no streams keeps the
+  // extremes' identities, so that a reduction over ranks ignores it.)
+  if (!any_eig && B > 0) diag.s_min_eig_min = diag.s_max_eig_max = diag.s_condition_max = 0;
   diag.unseen_coordinates = unseen;
   return diag;
 }

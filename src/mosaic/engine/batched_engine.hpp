@@ -128,7 +128,7 @@ class MosaicEngine {
 
   MosaicEngine(const MosaicParams& params, int batch, int d, int r) : params_(params), batch_(batch), d_(d), r_(r) {
     params_.validate(d, r);
-    if (batch < 1) throw std::invalid_argument("MosaicEngine: batch must be >= 1");
+    if (batch < 0) throw std::invalid_argument("MosaicEngine: batch must be >= 0");
     f_.d = d;
     f_.r = r;
     f_.nc = Tuning<ExecSpace>::reduction_chunks;
@@ -201,8 +201,8 @@ class MosaicEngine {
     const int conc = ExecSpace().concurrency();
     constexpr long long basis_entries_per_thread = 1LL << 20;
     if (is_host_space<ExecSpace>)
-      team_size_ =
-          int(std::max<long long>(1, std::min<long long>(conc / batch, (long long)d * r / basis_entries_per_thread)));
+      team_size_ = int(std::max<long long>(
+          1, std::min<long long>(conc / std::max(batch, 1), (long long)d * r / basis_entries_per_thread)));
     if constexpr (Tuning<ExecSpace>::vendor_gemm_over_streams)
       vendor_over_streams_allowed_ = batch >= conc && vendor_blas::host_calls_nest_single_threaded();
     vendor_over_streams_ = vendor_over_streams_allowed_;
@@ -248,10 +248,15 @@ class MosaicEngine {
   // re-whitening fall on the same steps as in the sequential kernel.
   int block_length(std::int64_t steps_done) const {
     std::int64_t n = block_size_;
-    const auto cut = [&](std::int64_t every) { n = std::min<std::int64_t>(n, every - steps_done % every); };
-    if (blocked() && f_.reorth_every > 0) cut(f_.reorth_every);
-    if (blocked() && masked_.diagonal) cut(masked_.rewhiten_every);
+    for (const std::int64_t every : block_periods()) n = std::min<std::int64_t>(n, every - steps_done % every);
     return int(n);
+  }
+  // The periods whose multiples end blocks (block_length).
+  std::vector<std::int64_t> block_periods() const {
+    std::vector<std::int64_t> every;
+    if (blocked() && f_.reorth_every > 0) every.push_back(f_.reorth_every);
+    if (blocked() && masked_.diagonal) every.push_back(masked_.rewhiten_every);
+    return every;
   }
 
   // Advances every healthy stream by the n = Xb.extent(1) samples of Xb

@@ -24,8 +24,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <Kokkos_Core.hpp>
@@ -149,8 +151,10 @@ struct StreamBatch {
   StreamBatch() = default;
   StreamBatch(int batch_, int d_, int r_, std::vector<std::uint64_t> ids, NoiseModel noise = NoiseModel::isotropic)
       : batch(batch_), d(d_), r(r_), stream_ids(std::move(ids)) {
-    if (batch < 1 || d < 1 || r < 1 || r > d)
-      throw std::invalid_argument("StreamBatch: need batch >= 1 and 1 <= r <= d, got batch=" + std::to_string(batch) +
+    // (A batch of no streams: a rank that holds only other ranks' streams'
+    // time segments, ALGORITHM.md section 9.)
+    if (batch < 0 || d < 1 || r < 1 || r > d)
+      throw std::invalid_argument("StreamBatch: need batch >= 0 and 1 <= r <= d, got batch=" + std::to_string(batch) +
                                   ", d=" + std::to_string(d) + ", r=" + std::to_string(r));
     if (int(stream_ids.size()) != batch)
       throw std::invalid_argument("StreamBatch: " + std::to_string(stream_ids.size()) + " stream ids for a batch of " +
@@ -279,42 +283,52 @@ struct StreamBatch {
     src.check_index(from);
     if (src.d != d || src.r != r || src.psi.extent(1) != psi.extent(1))
       throw std::invalid_argument("StreamBatch::copy_stream: batches of different shapes or noise models");
-    const auto one = [&](const auto& dv, const auto& sv) {
-      transfer::copy_within(Kokkos::subview(dv, to), Kokkos::subview(sv, from));
-    };
-    const auto two = [&](const auto& dv, const auto& sv) {
-      transfer::copy_within(Kokkos::subview(dv, to, Kokkos::ALL()), Kokkos::subview(sv, from, Kokkos::ALL()));
-    };
-    const auto three = [&](const auto& dv, const auto& sv) {
-      transfer::copy_within(Kokkos::subview(dv, to, Kokkos::ALL(), Kokkos::ALL()),
-                            Kokkos::subview(sv, from, Kokkos::ALL(), Kokkos::ALL()));
-    };
-    two(mu, src.mu);
-    three(U, src.U);
-    three(S, src.S);
-    one(s2, src.s2);
-    one(steps, src.steps);
-    one(clamped_steps, src.clamped_steps);
-    one(breakdown_step, src.breakdown_step);
-    one(reorthonormalizations, src.reorthonormalizations);
-    one(unresolved_residual_steps, src.unresolved_residual_steps);
-    one(residual_recomputations, src.residual_recomputations);
-    one(status, src.status);
-    two(prequential, src.prequential);
-    three(Rfac, src.Rfac);
-    one(factor_age, src.factor_age);
-    one(refactors, src.refactors);
-    one(solve_drift, src.solve_drift);
-    two(seen, src.seen);
-    one(skipped_steps, src.skipped_steps);
-    one(dropped_samples, src.dropped_samples);
-    one(missing_entries, src.missing_entries);
-    two(psi, src.psi);
-    two(leverage, src.leverage);
-    two(noise_residuals, src.noise_residuals);
-    two(noise_counts, src.noise_counts);
-    one(rewhitenings, src.rewhitenings);
+    for_each_stream_view(src, [&](const auto& dv, const auto& sv) {
+      transfer::copy_within(stream_slice(dv, to), stream_slice(sv, from));
+    });
     ++state_writes;
+  }
+
+  // Every per-stream view of stream b, bit for bit, in one host buffer (a
+  // state handed to another rank: ALGORITHM.md 9.5's restart from E_{q-1}
+  // when segment q - 1 lies on the rank before), and back: unpack_stream
+  // makes stream b what copy_stream from the packed stream would.
+  std::vector<char> pack_stream(int b) const {
+    check_index(b);
+    std::vector<char> out;
+    out.reserve(packed_stream_bytes());
+    for_each_stream_view(*this, [&](const auto& v, const auto&) {
+      const auto h = transfer::to_host(stream_slice(v, b));
+      const char* p = reinterpret_cast<const char*>(h.data());
+      out.insert(out.end(), p, p + h.span() * sizeof(typename decltype(h)::value_type));
+    });
+    return out;
+  }
+  void unpack_stream(int b, const std::vector<char>& in) {
+    check_index(b);
+    if (in.size() != packed_stream_bytes())
+      throw std::invalid_argument("StreamBatch::unpack_stream: " + std::to_string(in.size()) +
+                                  " bytes, a stream of this batch packs into " + std::to_string(packed_stream_bytes()));
+    std::size_t at = 0;
+    for_each_stream_view(*this, [&](const auto& v, const auto&) {
+      const auto slice = stream_slice(v, b);
+      const auto h = transfer::host_buffer(slice);
+      const std::size_t n = h.span() * sizeof(typename decltype(h)::value_type);
+      std::memcpy(reinterpret_cast<char*>(h.data()), in.data() + at, n);
+      at += n;
+      transfer::copy_from_host(slice, h);
+    });
+    ++state_writes;
+  }
+  // The size of pack_stream's buffer.
+  std::size_t packed_stream_bytes() const {
+    std::size_t n = 0;
+    for_each_stream_view(*this, [&](const auto& v, const auto&) {
+      std::size_t elements = 1;
+      for (int k = 1; k < int(std::decay_t<decltype(v)>::rank); ++k) elements *= v.extent(unsigned(k));
+      n += elements * sizeof(typename std::decay_t<decltype(v)>::non_const_value_type);
+    });
+    return n;
   }
 
   // Section 4's counters of stream b (clamped steps, re-orthonormalizations,
@@ -403,6 +417,44 @@ struct StreamBatch {
   }
 
  private:
+  // f(view of this batch, the same view of `other`) for every per-stream
+  // view (first extent: the stream): the one list copy_stream, pack_stream
+  // and unpack_stream walk.
+  template <class F>
+  void for_each_stream_view(const StreamBatch& other, F&& f) const {
+    f(mu, other.mu);
+    f(U, other.U);
+    f(S, other.S);
+    f(s2, other.s2);
+    f(steps, other.steps);
+    f(clamped_steps, other.clamped_steps);
+    f(breakdown_step, other.breakdown_step);
+    f(reorthonormalizations, other.reorthonormalizations);
+    f(unresolved_residual_steps, other.unresolved_residual_steps);
+    f(residual_recomputations, other.residual_recomputations);
+    f(status, other.status);
+    f(prequential, other.prequential);
+    f(Rfac, other.Rfac);
+    f(factor_age, other.factor_age);
+    f(refactors, other.refactors);
+    f(solve_drift, other.solve_drift);
+    f(seen, other.seen);
+    f(skipped_steps, other.skipped_steps);
+    f(dropped_samples, other.dropped_samples);
+    f(missing_entries, other.missing_entries);
+    f(psi, other.psi);
+    f(leverage, other.leverage);
+    f(noise_residuals, other.noise_residuals);
+    f(noise_counts, other.noise_counts);
+    f(rewhitenings, other.rewhitenings);
+  }
+  // Stream b of a per-stream view.
+  template <class V>
+  static auto stream_slice(const V& v, int b) {
+    if constexpr (V::rank == 1) return Kokkos::subview(v, b);
+    else if constexpr (V::rank == 2) return Kokkos::subview(v, b, Kokkos::ALL());
+    else return Kokkos::subview(v, b, Kokkos::ALL(), Kokkos::ALL());
+  }
   void write_noise_state(int b, const std::vector<Scalar>& p, const std::vector<Scalar>& lev,
                          const std::vector<double>& a, const std::vector<std::int64_t>& cnt, std::int64_t rewhitened) {
     row_from_host(psi, b, p);

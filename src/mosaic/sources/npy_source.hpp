@@ -142,7 +142,6 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   NpyStreamSource(const std::vector<std::string>& paths, std::vector<std::uint64_t> stream_ids, int d, int chunk_rows,
                   std::int64_t end_row = -1, bool nan_is_missing = false, bool unequal_lengths = false)
       : ids_(std::move(stream_ids)), d_(d), chunk_rows_(chunk_rows) {
-    if (ids_.empty()) throw std::invalid_argument("NpyStreamSource: no streams");
     if (paths.size() != ids_.size())
       throw std::invalid_argument("NpyStreamSource: " + std::to_string(paths.size()) + " files for " +
                                   std::to_string(ids_.size()) + " streams");
@@ -154,13 +153,18 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
       readers_.emplace_back(p, d);
       readers_.back().set_nan_is_missing(nan_is_missing);
     }
+    // (No files: a rank that holds only other ranks' streams' time segments.)
     const auto by_rows = [](const NpyStreamReader& a, const NpyStreamReader& b) { return a.rows() < b.rows(); };
-    const NpyStreamReader& shortest = *std::min_element(readers_.begin(), readers_.end(), by_rows);
-    const NpyStreamReader& longest = *std::max_element(readers_.begin(), readers_.end(), by_rows);
-    if (end_row < 0) end_row = unequal_lengths ? longest.rows() : shortest.rows();
-    if (end_row > shortest.rows() && !unequal_lengths)
-      throw NpyError(shortest.path() + ": has " + std::to_string(shortest.rows()) + " rows (samples), fewer than the " +
-                     std::to_string(end_row) + " the run consumes");
+    if (readers_.empty()) {
+      end_row = std::max<std::int64_t>(end_row, 0);
+    } else {
+      const NpyStreamReader& shortest = *std::min_element(readers_.begin(), readers_.end(), by_rows);
+      const NpyStreamReader& longest = *std::max_element(readers_.begin(), readers_.end(), by_rows);
+      if (end_row < 0) end_row = unequal_lengths ? longest.rows() : shortest.rows();
+      if (end_row > shortest.rows() && !unequal_lengths)
+        throw NpyError(shortest.path() + ": has " + std::to_string(shortest.rows()) +
+                       " rows (samples), fewer than the " + std::to_string(end_row) + " the run consumes");
+    }
     end_row_ = end_row;
     unequal_lengths_ = unequal_lengths;
     offsets_.assign(ids_.size(), 0);

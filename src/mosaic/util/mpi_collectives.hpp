@@ -1,9 +1,10 @@
 // The few MPI collectives the driver, its statistics and the checkpoints
 // use, typed: one scalar reduced over the ranks, a per-rank vector or
 // string gathered to rank 0, one rank's string sent to all, the ranks'
-// agreement on an error, and the two exclusive prefixes of parallel-in-time
-// segments' certificate and gauge. During a run only statistics built from these
-// cross ranks; stream states never do (app/run.hpp).
+// agreement on an error, and the exclusive prefix of parallel-in-time
+// segments' certificate. During a run only statistics built from these
+// cross ranks; stream states do only in time segments, point to point
+// (app/time_segments.hpp).
 #pragma once
 
 #include <mpi.h>
@@ -92,56 +93,6 @@ inline std::vector<int> exscan_and(const std::vector<int>& local, MPI_Comm comm)
   for (std::size_t i = 0; i < local.size(); ++i) in[i] = local[i] ? 1 : 0;
   MPI_Exscan(in.data(), out.data(), int(in.size()), MPI_INT, MPI_LAND, comm);
   if (rank == 0) std::fill(out.begin(), out.end(), 1);  // MPI_Exscan leaves rank 0's result undefined
-  return out;
-}
-
-namespace impl {
-// The user operation of exscan_reverse_product: inout <- inout * in for each
-// n x n row-major double matrix of the datatype (n from its size), `in`
-// holding the product of the lower ranks' matrices.
-inline void reverse_product_op(void* in, void* inout, int* len, MPI_Datatype* type) {
-  int bytes = 0;
-  MPI_Type_size(*type, &bytes);
-  int n = 0;
-  while (std::size_t(n + 1) * std::size_t(n + 1) * sizeof(double) <= std::size_t(bytes)) ++n;
-  const double* a = static_cast<const double*>(in);
-  double* b = static_cast<double*>(inout);
-  std::vector<double> c(std::size_t(n) * std::size_t(n));
-  for (int e = 0; e < *len; ++e, a += n * n, b += n * n) {
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) {
-        double v = 0;
-        for (int k = 0; k < n; ++k) v += b[i * n + k] * a[k * n + j];
-        c[std::size_t(i) * n + j] = v;
-      }
-    std::copy(c.begin(), c.end(), b);
-  }
-}
-}  // namespace impl
-
-// The exclusive prefix over the ranks of per-element matrix products taken
-// in reverse rank order: `local` holds `count` n x n row-major matrices M_k
-// of this rank k; on rank k, element e of the result is M_{k-1} ... M_0 of
-// element e (the identity on rank 0). ALGORITHM.md 9.6's gauge G_q = R_q
-// G_{q-1} across the ranks that hold consecutive segments: an MPI_Exscan
-// with a non-commutative user operation, one matrix per stream.
-inline std::vector<double> exscan_reverse_product(const std::vector<double>& local, int n, int count, MPI_Comm comm) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  std::vector<double> out(std::size_t(n) * std::size_t(n) * std::size_t(count), 0.0);
-  MPI_Datatype matrix;
-  MPI_Type_contiguous(n * n, MPI_DOUBLE, &matrix);
-  MPI_Type_commit(&matrix);
-  MPI_Op op;
-  MPI_Op_create(&impl::reverse_product_op, 0, &op);
-  MPI_Exscan(local.data(), out.data(), count, matrix, op, comm);
-  MPI_Op_free(&op);
-  MPI_Type_free(&matrix);
-  if (rank == 0) {
-    std::fill(out.begin(), out.end(), 0.0);
-    for (int e = 0; e < count; ++e)
-      for (int i = 0; i < n; ++i) out[(std::size_t(e) * n + i) * n + i] = 1.0;
-  }
   return out;
 }
 
