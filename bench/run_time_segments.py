@@ -194,7 +194,7 @@ def plot(rows, path, commit):
         return
     names = list(dict.fromkeys(r["case"] for r in rows))
     segments = sorted({int(r["P"]) for r in rows})
-    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    fig, ax = plt.subplots(1, 2, figsize=(11, 5.5))
     layout = lambda r: "%sx%s" % (r.get("ranks", 1), r.get("threads", "all"))  # (CSVs before layouts: one)
     layouts = list(dict.fromkeys(layout(r) for r in rows))
     for k, name in enumerate(names):
@@ -211,11 +211,13 @@ def plot(rows, path, commit):
                        label=f"{name} measured, {lay} (ranks x threads)")
     ax[0].plot(segments, segments, "k:", label="P")
     ax[0].set(xscale="log", yscale="log", xlabel="time segments P",
-              ylabel="speedup (solid: modelled, dashed: measured)")
+              ylabel="speedup (solid: modelled; dashed, dotted: measured)")
     ax[1].set(xscale="log", xlabel="time segments P", ylabel="passes to certify")
     for a in ax:
         a.set_xticks(segments, [str(s) for s in segments])
-        a.legend(fontsize=7)
+    # (Below the axes: the lines fill them.)
+    ax[0].legend(fontsize=6, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))
+    ax[1].legend(fontsize=7)
     fig.suptitle(f"one stream in time segments (ALGORITHM.md section 9), {commit}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
