@@ -219,9 +219,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
       throw std::invalid_argument("NpyStreamSource::read_init: X must be B x n x d = " + std::to_string(batch()) +
                                   " x " + std::to_string(n) + " x " + std::to_string(d_));
     check_order(first, n, "read_init");
-    wait_pending();
-    ready_.reset();  // a read of other rows: the one started below replaces it
-    ready_first_ = -1;
+    drop_read();  // a read of other rows: the one started below replaces it
     const auto h = transfer::host_buffer(X);
     const auto t0 = clock::now();
     for (int b = 0; b < batch(); ++b) readers_[b].read_rows(first, n, stream_block_data(h, b));
@@ -253,10 +251,8 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
                        " the run consumes (" + std::to_string(offsets[b]) + " more for its init)");
     }
     const bool reading = pending_.valid() || ready_first_ >= 0;
-    if (pending_.valid()) (void)pending_.get();  // dropped, not merged
-    ready_.reset();
+    drop_read();
     offsets_ = offsets;
-    ready_first_ = -1;
     cur_len_ = 0;
     if (reading && next_row_ < end_row_) launch(next_row_);
   }
@@ -298,9 +294,7 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
   // the ones met from here on. Starts the read of the chunk at `row`.
   void resume_at(std::int64_t row, SourcePosition earlier) override {
     const std::vector<unsigned char>& frozen = earlier.frozen;
-    wait_pending();
-    ready_.reset();  // a read ahead of some other position
-    ready_first_ = -1;
+    drop_read();  // a read ahead of some other position
     if (row < 0 || row > end_row_)
       throw std::out_of_range("NpyStreamSource::resume_at: row " + std::to_string(row) + " outside [0, " +
                               std::to_string(end_row_) + "]");
@@ -465,6 +459,15 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
     stats_.read_seconds += ready_->seconds;
   }
 
+  // Finishes a read in flight and drops it (its rows are of another
+  // position or other offsets): its seconds counted as any read's, its data
+  // errors never merged, its chunk no longer usable.
+  void drop_read() {
+    wait_pending();
+    ready_.reset();
+    ready_first_ = -1;
+  }
+
   // Makes the chunk starting at `step` current (on the device) and starts
   // reading the one after it.
   void advance_to(std::int64_t step) {
@@ -476,10 +479,8 @@ class NpyStreamSource final : public StreamSource<Scalar, ExecSpace> {
       merge(std::move(*ready_));
       ready_.reset();
     } else {
-      wait_pending();  // a read of some other range: finish and drop it
-      ready_.reset();
+      drop_read();  // a read of some other range; the spare buffer is refilled below
       len = chunk_len(step);
-      ready_first_ = -1;  // the spare buffer is refilled below
       const auto t0 = clock::now();
       ReadResult r = fill(1 - cur_, step, len);
       stats_.stall_seconds += seconds_since(t0);
