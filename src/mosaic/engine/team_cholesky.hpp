@@ -10,6 +10,15 @@
 // wide team and a host's one thread give the same bits, and the CPU suite
 // checks the team form against the plain loops (tests/engine/test_team_cholesky.cpp).
 //
+// Host spaces factor left-looking (host_cholesky_upper): each panel of
+// rows first receives all earlier pivots' updates in register tiles
+// instead of loading and storing every trailing entry once per pass (the
+// coefficient steps' time against the right-looking form:
+// docs/PERFORMANCE.md, "The coefficient steps in register tiles"); each
+// entry still receives its updates one by one in increasing pivot order,
+// so the bits are the plain loops'. One host thread solves without the
+// team loops (host_cholesky_solve), also with the plain loops' bits.
+//
 // No step is left to a single thread: every thread computes a pivot's
 // square root (or a solve's next value) from the same shared entry, and the
 // rows (or the solution entries) are spread over the team by team_span:
@@ -33,34 +42,114 @@ namespace mosaic::detail {
 // model's device chain counts the same passes).
 inline constexpr int team_cholesky_pivots_per_pass = 4;
 
+// Host spaces: rows per panel and columns per register tile of
+// host_cholesky_upper: 8 x 8 doubles are 8 AVX-512 registers of running values.
+inline constexpr int host_cholesky_panel_rows = 8;
+inline constexpr int host_cholesky_tile_cols = 8;
+
+// Pivots j0..j1-1 of a factorization: each pivot's row scaled, then its
+// updates of the panel's later rows (columns from the row's diagonal on).
+// False, on every thread, at a non-positive or non-finite pivot.
+template <class Member>
+KOKKOS_INLINE_FUNCTION bool team_cholesky_panel(const Member& m, double* A, long ld, int r, int j0, int j1) {
+  for (int j = j0; j < j1; ++j) {
+    double* const aj = A + j * ld;
+    const double piv = aj[j];
+    if (!(piv > 0.0) || !kmath::isfinite(piv)) return false;
+    const double rjj = kmath::sqrt(piv);
+    team_span(m, j + 1, r, [&](const int i) { aj[i] /= rjj; });
+    m.team_barrier();  // row j scaled; every thread has read aj[j]
+    if (m.team_rank() == 0) aj[j] = rjj;
+    for (int c = j + 1; c < j1; ++c) {
+      const double lc = aj[c];
+      double* const ac = A + c * ld;
+      team_span(m, c, r, [&](const int i) { ac[i] -= aj[i] * lc; });
+    }
+    m.team_barrier();
+  }
+  return true;
+}
+
+// team_cholesky_upper on host spaces, left-looking: before panel [c0, c1)
+// is factored, its rows receive the updates of every earlier pivot k < c0
+// in tiles of P rows x W columns, a tile's P x W running values kept in
+// registers while k runs (one load of row k's W entries serves P rows).
+// The tiles end at column r and go leftwards; the leftmost may start left
+// of the diagonal: it reads entries it does not need (never written, their
+// values do not matter) and stores only the upper triangle's. Tiles are
+// spread over the team's threads. A short last panel, and a tile that
+// would start before column 0, take plain chains.
+template <class Member>
+KOKKOS_INLINE_FUNCTION bool host_cholesky_upper(const Member& m, double* A, long ld, int r) {
+  constexpr int P = host_cholesky_panel_rows, W = host_cholesky_tile_cols;
+  const int ts = m.team_size();
+  m.team_barrier();
+  for (int c0 = 0; c0 < r; c0 += P) {
+    const int c1 = c0 + P < r ? c0 + P : r;
+    if (c0 > 0) {
+      const int tiles = (r - c0 + W - 1) / W;
+      for (int t = m.team_rank(); t < tiles; t += ts) {
+        const int i0 = r - (t + 1) * W;  // the tile's columns [i0, i0 + W)
+        if (i0 < 0 || c1 - c0 < P) {
+          for (int c = c0; c < c1; ++c)
+            for (int i = i0 > c ? i0 : c; i < i0 + W; ++i) {
+              double v = A[c * ld + i];
+              for (int k = 0; k < c0; ++k) v -= A[k * ld + i] * A[k * ld + c];
+              A[c * ld + i] = v;
+            }
+          continue;
+        }
+        double acc[P * W];
+        for (int p = 0; p < P; ++p)
+          for (int w = 0; w < W; ++w) acc[p * W + w] = A[(c0 + p) * ld + i0 + w];
+        for (int k = 0; k < c0; ++k) {
+          const double* const rk = A + k * ld;
+          for (int p = 0; p < P; ++p) {
+            const double l = rk[c0 + p];
+            MOSAIC_SIMD_LOOP
+            for (int w = 0; w < W; ++w) acc[p * W + w] -= rk[i0 + w] * l;
+          }
+        }
+        for (int p = 0; p < P; ++p)
+          for (int w = 0; w < W; ++w)
+            if (i0 + w >= c0 + p) A[(c0 + p) * ld + i0 + w] = acc[p * W + w];
+      }
+      m.team_barrier();
+    }
+    if (!team_cholesky_panel(m, A, ld, r, c0, c1)) return false;
+  }
+  return true;
+}
+
+template <class Member>
+KOKKOS_INLINE_FUNCTION bool device_cholesky_upper(const Member& m, double* A, long ld, int r);
+
 // In-place Cholesky of the symmetric r x r matrix whose upper triangle is in
 // A (row-major, leading dimension ld): afterwards the upper triangle is R
-// with R^T R = A (rows of R contiguous; the lower triangle is not read or
-// written). False, on every thread, at the first non-positive or non-finite
-// pivot (the rows before it are then already factored).
-// The trailing rows take CP pivots per pass (CP subtractions per load and
-// store of an entry), each entry still in increasing pivot order.
+// with R^T R = A (rows of R contiguous; the lower triangle is never
+// written, and its values do not matter). False, on every thread, at the
+// first non-positive or non-finite pivot (the rows before it are then
+// already factored).
 template <class Member>
 KOKKOS_INLINE_FUNCTION bool team_cholesky_upper(const Member& m, double* A, long ld, int r) {
+  using space = typename Member::execution_space;
+  if constexpr (Kokkos::SpaceAccessibility<space, Kokkos::HostSpace>::accessible) {
+    return host_cholesky_upper(m, A, ld, r);
+  } else {
+    return device_cholesky_upper(m, A, ld, r);
+  }
+}
+
+// team_cholesky_upper on devices: right-looking; the trailing rows take CP
+// pivots per pass (CP subtractions per load and store of an entry), each
+// entry still in increasing pivot order.
+template <class Member>
+KOKKOS_INLINE_FUNCTION bool device_cholesky_upper(const Member& m, double* A, long ld, int r) {
   constexpr int CP = team_cholesky_pivots_per_pass;
   m.team_barrier();
   for (int j0 = 0; j0 < r; j0 += CP) {
     const int j1 = j0 + CP < r ? j0 + CP : r;
-    for (int j = j0; j < j1; ++j) {  // the panel: pivot j, then its updates of the panel's later rows
-      double* const aj = A + j * ld;
-      const double piv = aj[j];
-      if (!(piv > 0.0) || !kmath::isfinite(piv)) return false;
-      const double rjj = kmath::sqrt(piv);
-      team_span(m, j + 1, r, [&](const int i) { aj[i] /= rjj; });
-      m.team_barrier();  // row j scaled; every thread has read aj[j]
-      if (m.team_rank() == 0) aj[j] = rjj;
-      for (int c = j + 1; c < j1; ++c) {
-        const double lc = aj[c];
-        double* const ac = A + c * ld;
-        team_span(m, c, r, [&](const int i) { ac[i] -= aj[i] * lc; });
-      }
-      m.team_barrier();
-    }
+    if (!team_cholesky_panel(m, A, ld, r, j0, j1)) return false;
     const int nj = j1 - j0;
     const double* const p0 = A + j0 * ld;
     for (int c = j1; c < r; ++c) {  // the trailing rows, CP pivots per pass
@@ -86,11 +175,49 @@ KOKKOS_INLINE_FUNCTION bool team_cholesky_upper(const Member& m, double* A, long
   return true;
 }
 
+// team_cholesky_solve on one host thread: R^T y = x by rows of R; then
+// R x = y in blocks of P rows from the bottom, a block's entries first
+// receiving the updates of every later (final) entry as P interleaved
+// chains along their unit-stride rows, then the block's own. Each entry
+// receives its updates in the column form's order (decreasing column),
+// without the column form's stride-ld reads.
+KOKKOS_INLINE_FUNCTION void host_cholesky_solve(const double* R, long ld, double* x, int r) {
+  for (int k = 0; k < r; ++k) {  // R^T y = x
+    x[k] /= R[k * ld + k];
+    const double yk = x[k];
+    const double* const Rk = R + k * ld;
+    for (int i = k + 1; i < r; ++i) x[i] -= Rk[i] * yk;
+  }
+  constexpr int P = host_cholesky_panel_rows;
+  for (int b1 = r; b1 > 0; b1 -= P) {  // R x = y, block [b0, b1)
+    const int b0 = b1 - P > 0 ? b1 - P : 0, nb = b1 - b0;
+    double acc[P];
+    for (int p = 0; p < nb; ++p) acc[p] = x[b0 + p];
+    for (int j = r - 1; j >= b1; --j) {
+      const double xj = x[j];
+      for (int p = 0; p < nb; ++p) acc[p] -= R[(b0 + p) * ld + j] * xj;
+    }
+    for (int j = b1 - 1; j >= b0; --j) {
+      const double xj = acc[j - b0] / R[j * ld + j];
+      x[j] = xj;
+      for (int p = 0; p < j - b0; ++p) acc[p] -= R[(b0 + p) * ld + j] * xj;
+    }
+  }
+}
+
 // x <- (R^T R)^{-1} x for the upper-triangular R of team_cholesky_upper
 // (row-major, leading dimension ld; x of length r, contiguous): R^T y = x
-// by rows of R, then R x = y by columns.
+// by rows of R, then R x = y by columns (on one host thread:
+// host_cholesky_solve, the same bits).
 template <class Member>
 KOKKOS_INLINE_FUNCTION void team_cholesky_solve(const Member& m, const double* R, long ld, double* x, int r) {
+  using space = typename Member::execution_space;
+  if constexpr (Kokkos::SpaceAccessibility<space, Kokkos::HostSpace>::accessible) {
+    if (m.team_size() == 1) {
+      host_cholesky_solve(R, ld, x, r);
+      return;
+    }
+  }
   m.team_barrier();
   double prev = 0;               // the last round's value: written once every thread has read it
   for (int k = 0; k < r; ++k) {  // R^T y = x

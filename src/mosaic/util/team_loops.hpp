@@ -6,6 +6,15 @@
 
 #include <Kokkos_Core.hpp>
 
+// Before a host loop whose iterations are independent: GCC 12 kept a
+// register tile's running values in registers and vectorized its update
+// only with this (host_cholesky_upper, BlockCoefficients::rows_times).
+#if defined(_OPENMP) && !defined(__CUDA_ARCH__)
+#define MOSAIC_SIMD_LOOP _Pragma("omp simd")
+#else
+#define MOSAIC_SIMD_LOOP
+#endif
+
 namespace mosaic::detail {
 
 // f(a, c) for every entry of a rows x cols matrix: rows over the team's
@@ -83,8 +92,14 @@ KOKKOS_INLINE_FUNCTION void team_span(const Member& m, int lo, int hi, const F& 
   if constexpr (Kokkos::SpaceAccessibility<space, Kokkos::HostSpace>::accessible) {
     // team_share's partition, computed in place: this runs once per row of
     // a factorization pass, where a team loop over the parts costs more
-    // than the row.
-    const int ts = m.team_size(), n = hi - lo, part = m.team_rank();
+    // than the row. A team of one thread (the host's usual team: a stream
+    // per thread) skips the partition's two divisions.
+    const int ts = m.team_size();
+    if (ts == 1) {
+      for (int i = lo; i < hi; ++i) f(i);
+      return;
+    }
+    const int n = hi - lo, part = m.team_rank();
     const int b = lo + int((long(n) * part) / ts), e = lo + int((long(n) * (part + 1)) / ts);
     for (int i = b; i < e; ++i) f(i);
   } else {

@@ -126,16 +126,33 @@ struct BlockCoefficients {
 
   // y(a) (+)= sum_{j < J} M(j, a) x(j) for a < n, row j of M at Mp + j * ldm
   // (unit stride): every y(a) is one running sum in increasing j, vectorized
-  // over a. Ends with a team barrier.
+  // over a. On host spaces the sums run in tiles of rows_tile entries kept
+  // in registers while j runs (y loaded and stored once, not once per j).
+  // Ends with a team barrier.
+  static constexpr int rows_tile = 32;
   KOKKOS_INLINE_FUNCTION static void rows_times(const member_type& m, int n, int J, const double* Mp, int ldm,
                                                 const double* x, double* y, bool accumulate) {
     team_share(m, n, [&](const int lo, const int hi) {
+      int a0 = lo;
+      if constexpr (is_host_space<execution_space>) {
+        for (; a0 + rows_tile <= hi; a0 += rows_tile) {
+          double acc[rows_tile];
+          for (int w = 0; w < rows_tile; ++w) acc[w] = accumulate ? y[a0 + w] : 0.0;
+          for (int j = 0; j < J; ++j) {
+            const double xj = x[j];
+            const double* const row = Mp + long(j) * ldm + a0;
+            MOSAIC_SIMD_LOOP
+            for (int w = 0; w < rows_tile; ++w) acc[w] += row[w] * xj;
+          }
+          for (int w = 0; w < rows_tile; ++w) y[a0 + w] = acc[w];
+        }
+      }
       if (!accumulate)
-        for (int a = lo; a < hi; ++a) y[a] = 0.0;
+        for (int a = a0; a < hi; ++a) y[a] = 0.0;
       for (int j = 0; j < J; ++j) {
         const double xj = x[j];
         const double* row = Mp + long(j) * ldm;
-        for (int a = lo; a < hi; ++a) y[a] += row[a] * xj;
+        for (int a = a0; a < hi; ++a) y[a] += row[a] * xj;
       }
     });
     m.team_barrier();
