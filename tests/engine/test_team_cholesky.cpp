@@ -105,7 +105,8 @@ void team_loops_on_one_team(const Mats& in, const Mats& out, int r, int team_siz
 }
 
 // An SPD r x r matrix X X^T / r + I (upper triangle stored, lower left as
-// garbage that must not be read) in a row of leading dimension ld.
+// NaN: never written, and its values must not reach the upper triangle;
+// the host's tiles read some of it) in a row of leading dimension ld.
 std::vector<double> spd(int r, int ld, std::mt19937_64& gen) {
   std::normal_distribution<double> n01;
   std::vector<double> X(std::size_t(r) * r), a(std::size_t(r) * ld, std::numeric_limits<double>::quiet_NaN());
@@ -172,7 +173,9 @@ bool same_bits(double a, double b) { return (std::isnan(a) && std::isnan(b)) || 
 
 TEST(TeamCholesky, EqualsThePlainLoopsAtEveryTeamSize) {
   std::mt19937_64 gen(20261204);
-  for (int r : {1, 2, 3, 4, 5, 8, 13, 37, 64}) {
+  // 9: a one-row panel after a full one; 17 and 41: the host's leftmost
+  // tile crossing the diagonal by 7 columns (37: by 3).
+  for (int r : {1, 2, 3, 4, 5, 8, 9, 13, 17, 37, 41, 64}) {
     const int ld = r + 3;  // rows not packed: the leading dimension is honoured
     std::vector<std::vector<double>> mats, rhs;
     std::normal_distribution<double> n01;
@@ -288,19 +291,22 @@ TEST(TeamLoops, SolveAndGramEqualThePlainLoopsAtEveryTeamSize) {
 
 TEST(TeamCholesky, AFailedPivotIsSeenByEveryThread) {
   std::mt19937_64 gen(7);
-  const int r = 13, ld = r;
+  const int r = 37, ld = r;
   // Matrix 0 is SPD; 1 loses positive definiteness at pivot 6 (a diagonal
   // below the sum of squares above it), 2 at pivot 0, 3 has a NaN pivot at
-  // 9, 4 an infinite one at 11.
-  std::vector<std::vector<double>> mats(5, spd(r, ld, gen));
+  // 9, 4 an infinite one at 11, 5 a negative one at 20 (on host after the
+  // tiles' updates of its panel) and 6 at 36 (the short last panel).
+  std::vector<std::vector<double>> mats(7, spd(r, ld, gen));
   mats[1][6 * ld + 6] = -1.0;
   mats[2][0] = 0.0;
   mats[3][9 * ld + 9] = std::numeric_limits<double>::quiet_NaN();
   mats[4][11 * ld + 11] = std::numeric_limits<double>::infinity();
-  const std::vector<std::vector<double>> rhs(5, std::vector<double>(r, 1.0));
+  mats[5][20 * ld + 20] = -1.0;
+  mats[6][36 * ld + 36] = -1.0;
+  const std::vector<std::vector<double>> rhs(7, std::vector<double>(r, 1.0));
   for (int ts : team_sizes()) {
     const TeamResult t = run(mats, rhs, r, ld, ts);
-    for (int b = 0; b < 5; ++b) {
+    for (int b = 0; b < 7; ++b) {
       std::vector<double> plain = mats[b];
       const int expected = plain_cholesky(plain, r, ld) ? 1 : 0;
       EXPECT_EQ(expected, b == 0 ? 1 : 0);

@@ -23,11 +23,12 @@
 // square root (or a solve's next value) from the same shared entry, and the
 // rows (or the solution entries) are spread over the team by team_span:
 // consecutive threads on consecutive entries on devices (coalesced),
-// contiguous shares on host (loops that vectorize). A value that every
-// thread reads is overwritten only after the barrier that follows the
-// reads: the pivot's diagonal, and a solve's previous entry, are written at
-// the start of the next round. The dependent chain per factorization is r
-// pivots (two barriers each) plus, per pass of CP pivots, the trailing rows
+// contiguous shares on host (loops that vectorize); the host's tiles are
+// spread over the team's threads. A value that every thread reads is
+// overwritten only after the barrier that follows the reads: the pivot's
+// diagonal, and a solve's previous entry, are written at the start of the
+// next round. On devices the dependent chain per factorization is r pivots
+// (two barriers each) plus, per pass of CP pivots, the trailing rows
 // (cost_model.hpp counts it).
 #pragma once
 
@@ -38,12 +39,13 @@
 
 namespace mosaic::detail {
 
-// Pivots per pass of team_cholesky_upper's trailing update (the cost
+// Pivots per pass of device_cholesky_upper's trailing update (the cost
 // model's device chain counts the same passes).
 inline constexpr int team_cholesky_pivots_per_pass = 4;
 
 // Host spaces: rows per panel and columns per register tile of
-// host_cholesky_upper: 8 x 8 doubles are 8 AVX-512 registers of running values.
+// host_cholesky_upper (each load of a pivot row's W entries serves P rows;
+// W <= P keeps every tile inside the rows, see there).
 inline constexpr int host_cholesky_panel_rows = 8;
 inline constexpr int host_cholesky_tile_cols = 8;
 
@@ -77,11 +79,13 @@ KOKKOS_INLINE_FUNCTION bool team_cholesky_panel(const Member& m, double* A, long
 // The tiles end at column r and go leftwards; the leftmost may start left
 // of the diagonal: it reads entries it does not need (never written, their
 // values do not matter) and stores only the upper triangle's. Tiles are
-// spread over the team's threads. A short last panel, and a tile that
-// would start before column 0, take plain chains.
+// spread over the team's threads. A short last panel takes plain chains.
+// A tile never starts before column 0: with tiles = ceil((r - c0) / W),
+// i0 = r - tiles W > c0 - W >= 0, as c0 >= P >= W.
 template <class Member>
 KOKKOS_INLINE_FUNCTION bool host_cholesky_upper(const Member& m, double* A, long ld, int r) {
   constexpr int P = host_cholesky_panel_rows, W = host_cholesky_tile_cols;
+  static_assert(W <= P, "the leftmost tile must start at or after column 0");
   const int ts = m.team_size();
   m.team_barrier();
   for (int c0 = 0; c0 < r; c0 += P) {
@@ -90,7 +94,7 @@ KOKKOS_INLINE_FUNCTION bool host_cholesky_upper(const Member& m, double* A, long
       const int tiles = (r - c0 + W - 1) / W;
       for (int t = m.team_rank(); t < tiles; t += ts) {
         const int i0 = r - (t + 1) * W;  // the tile's columns [i0, i0 + W)
-        if (i0 < 0 || c1 - c0 < P) {
+        if (c1 - c0 < P) {
           for (int c = c0; c < c1; ++c)
             for (int i = i0 > c ? i0 : c; i < i0 + W; ++i) {
               double v = A[c * ld + i];

@@ -6,9 +6,11 @@
 
 #include <Kokkos_Core.hpp>
 
-// Before a host loop whose iterations are independent: GCC 12 kept a
-// register tile's running values in registers and vectorized its update
-// only with this (host_cholesky_upper, BlockCoefficients::rows_times).
+// Before a host loop whose iterations are independent, such as the update
+// of a register tile's running values (host_cholesky_upper,
+// BlockCoefficients::rows_times): it lets the compiler vectorize the loop
+// across the tile's lanes without proving the independence itself. Only
+// OpenMP builds see it (-fopenmp); elsewhere it is empty.
 #if defined(_OPENMP) && !defined(__CUDA_ARCH__)
 #define MOSAIC_SIMD_LOOP _Pragma("omp simd")
 #else
