@@ -5,7 +5,9 @@
 // them), within rounding of the loops on devices (nvcc may fuse a product
 // and its subtraction into an FMA where the host build does not). Also:
 // R^T R = A and (R^T R) x = b to rounding, and a failed pivot seen by every
-// thread of the team. The posterior's other r x r routines
+// thread of the team. Each check runs the forms the engine calls (on host
+// the left-looking factorization and, at team size 1, the one-thread solve)
+// and the device's forms, which the CPU suite runs on host too. The posterior's other r x r routines
 // (team_loops.hpp: the triangular solve of r right-hand sides and
 // A + s Y^T Y) likewise against their plain loops.
 #include <gtest/gtest.h>
@@ -62,18 +64,27 @@ void plain_solve(const std::vector<double>& R, int r, int ld, std::vector<double
   }
 }
 
+// Which functions a run calls: the dispatchers, as the engine does (on host
+// spaces the host forms at team size 1 and the host factorization at every
+// size), or the device's forms themselves, so that the CPU suite also runs
+// what a GPU runs (device_cholesky_upper, cooperative_cholesky_solve).
+enum class Forms { dispatched, device };
+
 // The team forms on `count` matrices, one team of `team_size` threads each;
 // ok(b, t) is thread t's verdict; x(b) is solved where the factorization held.
-void on_teams(const Mats& A, const Vecs& x, const Flags& ok, int r, int team_size) {
+void on_teams(const Mats& A, const Vecs& x, const Flags& ok, int r, int team_size, Forms forms) {
   const long ld = long(A.extent(2));
   using policy = Kokkos::TeamPolicy<Exec>;
   Kokkos::parallel_for(
       "test::team_cholesky", policy(int(A.extent(0)), team_size), KOKKOS_LAMBDA(const policy::member_type& m) {
         const int b = m.league_rank();
         double* const a = &A(b, 0, 0);
-        const bool factored = mosaic::detail::team_cholesky_upper(m, a, ld, r);
+        const bool device = forms == Forms::device;
+        const bool factored = device ? mosaic::detail::device_cholesky_upper(m, a, ld, r)
+                                     : mosaic::detail::team_cholesky_upper(m, a, ld, r);
         ok(b, m.team_rank()) = factored ? 1 : 0;
-        if (factored) mosaic::detail::team_cholesky_solve(m, a, ld, &x(b, 0), r);
+        if (factored && device) mosaic::detail::cooperative_cholesky_solve(m, a, ld, &x(b, 0), r);
+        if (factored && !device) mosaic::detail::team_cholesky_solve(m, a, ld, &x(b, 0), r);
       });
   Kokkos::fence();
 }
@@ -134,7 +145,7 @@ struct TeamResult {
 };
 
 TeamResult run(const std::vector<std::vector<double>>& mats, const std::vector<std::vector<double>>& rhs, int r, int ld,
-               int team_size) {
+               int team_size, Forms forms) {
   const int count = int(mats.size());
   Mats A("A", count, r, ld);
   Vecs x("x", count, r);
@@ -148,7 +159,7 @@ TeamResult run(const std::vector<std::vector<double>>& mats, const std::vector<s
     }
   mosaic::transfer::copy_from_host(A, hA);
   mosaic::transfer::copy_from_host(x, hx);
-  on_teams(A, x, ok, r, team_size);
+  on_teams(A, x, ok, r, team_size, forms);
   hA = mosaic::transfer::to_host(A);
   hx = mosaic::transfer::to_host(x);
   const auto hok = mosaic::transfer::to_host(ok);
@@ -206,28 +217,29 @@ TEST(TeamCholesky, EqualsThePlainLoopsAtEveryTeamSize) {
       EXPECT_LT(err, 1e-13 * scale * r) << "r = " << r;
       EXPECT_LT(res, 1e-11 * bnorm * r) << "r = " << r;
     }
-    const TeamResult one = run(mats, rhs, r, ld, 1);
-    for (int ts : team_sizes()) {
-      const TeamResult t = ts == 1 ? one : run(mats, rhs, r, ld, ts);
-      for (int b = 0; b < 3; ++b) {
-        const std::string where =
-            "r = " + std::to_string(r) + ", team size " + std::to_string(ts) + ", matrix " + std::to_string(b);
-        for (int v : t.ok[b]) EXPECT_EQ(v, 1) << where;
-        for (std::size_t i = 0; i < t.R[b].size(); ++i) {
-          ASSERT_TRUE(same_bits(t.R[b][i], one.R[b][i])) << where << ", entry " << i;
-          if (on_host) {
-            ASSERT_TRUE(same_bits(t.R[b][i], plainR[b][i])) << where << ", entry " << i;
-          } else if (!std::isnan(plainR[b][i])) {
-            ASSERT_NEAR(t.R[b][i], plainR[b][i], 1e-12 * (1 + std::abs(plainR[b][i]))) << where << ", entry " << i;
+    const TeamResult one = run(mats, rhs, r, ld, 1, Forms::dispatched);
+    for (const Forms forms : {Forms::dispatched, Forms::device})
+      for (int ts : team_sizes()) {
+        const TeamResult t = ts == 1 && forms == Forms::dispatched ? one : run(mats, rhs, r, ld, ts, forms);
+        for (int b = 0; b < 3; ++b) {
+          const std::string where = "r = " + std::to_string(r) + ", team size " + std::to_string(ts) + ", matrix " +
+                                    std::to_string(b) + (forms == Forms::device ? ", device forms" : "");
+          for (int v : t.ok[b]) EXPECT_EQ(v, 1) << where;
+          for (std::size_t i = 0; i < t.R[b].size(); ++i) {
+            ASSERT_TRUE(same_bits(t.R[b][i], one.R[b][i])) << where << ", entry " << i;
+            if (on_host) {
+              ASSERT_TRUE(same_bits(t.R[b][i], plainR[b][i])) << where << ", entry " << i;
+            } else if (!std::isnan(plainR[b][i])) {
+              ASSERT_NEAR(t.R[b][i], plainR[b][i], 1e-12 * (1 + std::abs(plainR[b][i]))) << where << ", entry " << i;
+            }
+          }
+          for (int i = 0; i < r; ++i) {
+            ASSERT_TRUE(same_bits(t.x[b][i], one.x[b][i])) << where << ", x " << i;
+            if (on_host) ASSERT_TRUE(same_bits(t.x[b][i], plainx[b][i])) << where << ", x " << i;
+            else ASSERT_NEAR(t.x[b][i], plainx[b][i], 1e-10 * (1 + std::abs(plainx[b][i]))) << where << ", x " << i;
           }
         }
-        for (int i = 0; i < r; ++i) {
-          ASSERT_TRUE(same_bits(t.x[b][i], one.x[b][i])) << where << ", x " << i;
-          if (on_host) ASSERT_TRUE(same_bits(t.x[b][i], plainx[b][i])) << where << ", x " << i;
-          else ASSERT_NEAR(t.x[b][i], plainx[b][i], 1e-10 * (1 + std::abs(plainx[b][i]))) << where << ", x " << i;
-        }
       }
-    }
   }
 }
 
@@ -304,15 +316,16 @@ TEST(TeamCholesky, AFailedPivotIsSeenByEveryThread) {
   mats[5][20 * ld + 20] = -1.0;
   mats[6][36 * ld + 36] = -1.0;
   const std::vector<std::vector<double>> rhs(7, std::vector<double>(r, 1.0));
-  for (int ts : team_sizes()) {
-    const TeamResult t = run(mats, rhs, r, ld, ts);
-    for (int b = 0; b < 7; ++b) {
-      std::vector<double> plain = mats[b];
-      const int expected = plain_cholesky(plain, r, ld) ? 1 : 0;
-      EXPECT_EQ(expected, b == 0 ? 1 : 0);
-      for (int v : t.ok[b]) EXPECT_EQ(v, expected) << "team size " << ts << ", matrix " << b;
+  for (const Forms forms : {Forms::dispatched, Forms::device})
+    for (int ts : team_sizes()) {
+      const TeamResult t = run(mats, rhs, r, ld, ts, forms);
+      for (int b = 0; b < 7; ++b) {
+        std::vector<double> plain = mats[b];
+        const int expected = plain_cholesky(plain, r, ld) ? 1 : 0;
+        EXPECT_EQ(expected, b == 0 ? 1 : 0);
+        for (int v : t.ok[b]) EXPECT_EQ(v, expected) << "team size " << ts << ", matrix " << b;
+      }
     }
-  }
 }
 
 }  // namespace

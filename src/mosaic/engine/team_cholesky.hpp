@@ -209,10 +209,13 @@ KOKKOS_INLINE_FUNCTION void host_cholesky_solve(const double* R, long ld, double
   }
 }
 
+template <class Member>
+KOKKOS_INLINE_FUNCTION void cooperative_cholesky_solve(const Member& m, const double* R, long ld, double* x, int r);
+
 // x <- (R^T R)^{-1} x for the upper-triangular R of team_cholesky_upper
 // (row-major, leading dimension ld; x of length r, contiguous): R^T y = x
-// by rows of R, then R x = y by columns (on one host thread:
-// host_cholesky_solve, the same bits).
+// by rows of R, then R x = y by columns; on one host thread
+// host_cholesky_solve, elsewhere cooperative_cholesky_solve (the same bits).
 template <class Member>
 KOKKOS_INLINE_FUNCTION void team_cholesky_solve(const Member& m, const double* R, long ld, double* x, int r) {
   using space = typename Member::execution_space;
@@ -222,6 +225,13 @@ KOKKOS_INLINE_FUNCTION void team_cholesky_solve(const Member& m, const double* R
       return;
     }
   }
+  cooperative_cholesky_solve(m, R, ld, x, r);
+}
+
+// team_cholesky_solve on a team of any size (devices, and host teams of
+// several threads): the substitutions' updates spread by team_span.
+template <class Member>
+KOKKOS_INLINE_FUNCTION void cooperative_cholesky_solve(const Member& m, const double* R, long ld, double* x, int r) {
   m.team_barrier();
   double prev = 0;               // the last round's value: written once every thread has read it
   for (int k = 0; k < r; ++k) {  // R^T y = x
