@@ -89,11 +89,12 @@ void on_teams(const Mats& A, const Vecs& x, const Flags& ok, int r, int team_siz
   Kokkos::fence();
 }
 
-// lower_solve_columns and plus_gram on one team of `team_size` threads:
-// in holds L, L^T, X, Y, A; out gets L^-1 X (L read as lower), L^-1 X (L
-// read as the transpose of an upper factor) and A - Y^T Y / 2. A free
-// function: Cuda's extended lambdas may not sit in a test body.
-void team_loops_on_one_team(const Mats& in, const Mats& out, int r, int team_size) {
+// lower_solve_columns and plus_gram on one team of `team_size` threads
+// (the dispatchers, or the device's forms): in holds L, L^T, X, Y, A; out
+// gets L^-1 X (L read as lower), L^-1 X (L read as the transpose of an
+// upper factor) and A - Y^T Y / 2. A free function: Cuda's extended
+// lambdas may not sit in a test body.
+void team_loops_on_one_team(const Mats& in, const Mats& out, int r, int team_size, Forms forms) {
   using policy = Kokkos::TeamPolicy<Exec>;
   Kokkos::parallel_for(
       "test::team_loops", policy(1, team_size), KOKKOS_LAMBDA(const policy::member_type& m) {
@@ -104,13 +105,20 @@ void team_loops_on_one_team(const Mats& in, const Mats& out, int r, int team_siz
         m.team_barrier();
         auto X0 = Kokkos::subview(out, 0, Kokkos::ALL(), Kokkos::ALL());
         auto X1 = Kokkos::subview(out, 1, Kokkos::ALL(), Kokkos::ALL());
-        mosaic::detail::lower_solve_columns(
-            m, r, [&](const int i, const int k) { return in(0, i, k); }, X0);
-        mosaic::detail::lower_solve_columns(
-            m, r, [&](const int i, const int k) { return in(1, k, i); }, X1);
-        mosaic::detail::plus_gram(m, r, Kokkos::subview(in, 4, Kokkos::ALL(), Kokkos::ALL()), -0.5,
-                                  Kokkos::subview(in, 3, Kokkos::ALL(), Kokkos::ALL()),
-                                  Kokkos::subview(out, 2, Kokkos::ALL(), Kokkos::ALL()));
+        const auto lower = [&](const int i, const int k) { return in(0, i, k); };
+        const auto upper_transposed = [&](const int i, const int k) { return in(1, k, i); };
+        const auto A = Kokkos::subview(in, 4, Kokkos::ALL(), Kokkos::ALL());
+        const auto Y = Kokkos::subview(in, 3, Kokkos::ALL(), Kokkos::ALL());
+        const auto G = Kokkos::subview(out, 2, Kokkos::ALL(), Kokkos::ALL());
+        if (forms == Forms::device) {
+          mosaic::detail::device_lower_solve_columns(m, r, lower, X0);
+          mosaic::detail::device_lower_solve_columns(m, r, upper_transposed, X1);
+          mosaic::detail::device_plus_gram(m, r, A, -0.5, Y, G);
+        } else {
+          mosaic::detail::lower_solve_columns(m, r, lower, X0);
+          mosaic::detail::lower_solve_columns(m, r, upper_transposed, X1);
+          mosaic::detail::plus_gram(m, r, A, -0.5, Y, G);
+        }
       });
   Kokkos::fence();
 }
@@ -244,13 +252,15 @@ TEST(TeamCholesky, EqualsThePlainLoopsAtEveryTeamSize) {
 }
 
 // lower_solve_columns (L given as a lower factor and as the transpose of an
-// upper one) and plus_gram on teams of every size against the plain loops:
+// upper one) and plus_gram on teams of every size, in the dispatched and
+// the device's forms, against the plain loops (r = 8, 16, 64, 128: whole
+// host tiles; 13, 17, 37, 41: a short last tile of rows and columns):
 // X(i, c) = (X(i, c) - sum_{k < i} L(i, k) X(k, c)) / L(i, i), each sum in
 // increasing k; out = A + s sum_k Y(k, a) Y(k, c), from 0 in increasing k.
 TEST(TeamLoops, SolveAndGramEqualThePlainLoopsAtEveryTeamSize) {
   std::mt19937_64 gen(20261205);
   std::normal_distribution<double> n01;
-  for (int r : {1, 2, 3, 4, 5, 7, 8, 13, 37, 64}) {
+  for (int r : {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 37, 41, 64, 128}) {
     std::vector<double> L(std::size_t(r) * r), X(L.size()), Y(L.size()), A(L.size());
     for (int i = 0; i < r; ++i)
       for (int j = 0; j < r; ++j) {
@@ -273,31 +283,33 @@ TEST(TeamLoops, SolveAndGramEqualThePlainLoopsAtEveryTeamSize) {
         for (int k = 0; k < r; ++k) v += Y[k * r + a] * Y[k * r + c];
         gram[a * r + c] = A[a * r + c] - 0.5 * v;
       }
-    for (int ts : team_sizes()) {
-      Mats in("in", 5, r, r), out("out", 3, r, r);  // in: L, L^T, X, Y, A; out: L^-1 X twice, A - Y^T Y / 2
-      auto h = mosaic::transfer::to_host(in);
-      for (int i = 0; i < r; ++i)
-        for (int j = 0; j < r; ++j) {
-          h(0, i, j) = L[i * r + j];
-          h(1, j, i) = L[i * r + j];
-          h(2, i, j) = X[i * r + j];
-          h(3, i, j) = Y[i * r + j];
-          h(4, i, j) = A[i * r + j];
-        }
-      mosaic::transfer::copy_from_host(in, h);
-      team_loops_on_one_team(in, out, r, ts);
-      const auto ho = mosaic::transfer::to_host(out);
-      for (int i = 0; i < r; ++i)
-        for (int j = 0; j < r; ++j) {
-          const std::string where = "r = " + std::to_string(r) + ", team size " + std::to_string(ts) + ", entry (" +
-                                    std::to_string(i) + ", " + std::to_string(j) + ")";
-          const double want[3] = {solved[i * r + j], solved[i * r + j], gram[i * r + j]};
-          for (int q = 0; q < 3; ++q) {
-            if (on_host) ASSERT_TRUE(same_bits(ho(q, i, j), want[q])) << where << ", result " << q;
-            else ASSERT_NEAR(ho(q, i, j), want[q], 1e-10 * (1 + std::abs(want[q]))) << where << ", result " << q;
+    for (const Forms forms : {Forms::dispatched, Forms::device})
+      for (int ts : team_sizes()) {
+        Mats in("in", 5, r, r), out("out", 3, r, r);  // in: L, L^T, X, Y, A; out: L^-1 X twice, A - Y^T Y / 2
+        auto h = mosaic::transfer::to_host(in);
+        for (int i = 0; i < r; ++i)
+          for (int j = 0; j < r; ++j) {
+            h(0, i, j) = L[i * r + j];
+            h(1, j, i) = L[i * r + j];
+            h(2, i, j) = X[i * r + j];
+            h(3, i, j) = Y[i * r + j];
+            h(4, i, j) = A[i * r + j];
           }
-        }
-    }
+        mosaic::transfer::copy_from_host(in, h);
+        team_loops_on_one_team(in, out, r, ts, forms);
+        const auto ho = mosaic::transfer::to_host(out);
+        for (int i = 0; i < r; ++i)
+          for (int j = 0; j < r; ++j) {
+            const std::string where = "r = " + std::to_string(r) + ", team size " + std::to_string(ts) +
+                                      (forms == Forms::device ? ", device forms" : "") + ", entry (" +
+                                      std::to_string(i) + ", " + std::to_string(j) + ")";
+            const double want[3] = {solved[i * r + j], solved[i * r + j], gram[i * r + j]};
+            for (int q = 0; q < 3; ++q) {
+              if (on_host) ASSERT_TRUE(same_bits(ho(q, i, j), want[q])) << where << ", result " << q;
+              else ASSERT_NEAR(ho(q, i, j), want[q], 1e-10 * (1 + std::abs(want[q]))) << where << ", result " << q;
+            }
+          }
+      }
   }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <type_traits>
+#include <utility>
 
 #include <Kokkos_Core.hpp>
 
@@ -109,109 +110,167 @@ KOKKOS_INLINE_FUNCTION void team_span(const Member& m, int lo, int hi, const F& 
   }
 }
 
-// Rows of a right-looking pass taken at once by the host forms below: each
-// entry is loaded and stored once per KP subtractions (or additions),
-// which it still receives one by one in increasing order.
-inline constexpr int team_rows_per_pass = 4;
+// Rows and columns of the host forms' register tiles below (P x W running
+// values kept in registers while the sum's index runs: one load of a row's
+// W entries serves P rows). plus_gram's tiles are square (P = W), so that
+// the upper triangle's tiles mirror onto the lower one's.
+inline constexpr int host_tile_rows = 8;
+inline constexpr int host_tile_cols = 8;
 
-// X <- L^-1 X for each column of an r x r matrix X (in place), L lower
-// triangular given entry by entry as L(i, k) (a lower factor, or the
-// transpose of an upper one): forward substitution, each X(i, c) its
-// subtractions in increasing k, then its division (the same arithmetic in
-// both forms). Devices: one column per thread. Host spaces: right-looking
-// over whole rows (row k final, then subtracted from every later row, the
-// columns a unit-stride loop that vectorizes; measured as a strided column
-// loop, the posterior's r x r algebra cost 4x the rest of a blocked
-// coefficient step at r = 64). Ends with a team barrier.
+// The value type of a matrix accessed as M(i, j).
+template <class M>
+using entry_t = std::remove_cv_t<std::remove_reference_t<decltype(std::declval<const M&>()(0, 0))>>;
+
+// lower_solve_columns on devices (and the CPU suite's check of what a GPU
+// runs): one column per thread.
 template <class Member, class LowerEntry, class XM>
-KOKKOS_INLINE_FUNCTION void lower_solve_columns(const Member& m, int r, const LowerEntry& L, const XM& X) {
-  using space = typename Member::execution_space;
-  if constexpr (Kokkos::SpaceAccessibility<space, Kokkos::HostSpace>::accessible) {
-    constexpr int KP = team_rows_per_pass;
-    for (int k0 = 0; k0 < r; k0 += KP) {
-      const int k1 = k0 + KP < r ? k0 + KP : r;
-      for (int k = k0; k < k1; ++k) {  // the panel's rows final, one pivot at a time
-        const auto lkk = L(k, k);
-        team_span(m, 0, r, [&](const int c) { X(k, c) = X(k, c) / lkk; });
-        m.team_barrier();
-        team_span(m, k + 1, k1, [&](const int i) {
-          const auto lik = L(i, k);
-          for (int c = 0; c < r; ++c) X(i, c) -= lik * X(k, c);
-        });
-        m.team_barrier();
-      }
-      team_span(m, k1, r, [&](const int i) {  // the later rows, the panel's pivots in one pass
-        if (k1 - k0 == KP) {
-          std::remove_cv_t<std::remove_reference_t<decltype(L(i, k0))>> l[KP];
-          for (int j = 0; j < KP; ++j) l[j] = L(i, k0 + j);
-          for (int c = 0; c < r; ++c) {
-            auto v = X(i, c);
-            for (int j = 0; j < KP; ++j) v -= l[j] * X(k0 + j, c);
-            X(i, c) = v;
-          }
-        } else {
-          for (int k = k0; k < k1; ++k) {
-            const auto lik = L(i, k);
-            for (int c = 0; c < r; ++c) X(i, c) -= lik * X(k, c);
-          }
-        }
-      });
-      m.team_barrier();
+KOKKOS_INLINE_FUNCTION void device_lower_solve_columns(const Member& m, int r, const LowerEntry& L, const XM& X) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int c) {
+    for (int i = 0; i < r; ++i) {
+      auto v = X(i, c);
+      for (int k = 0; k < i; ++k) v -= L(i, k) * X(k, c);
+      X(i, c) = v / L(i, i);
     }
-  } else {
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int c) {
-      for (int i = 0; i < r; ++i) {
-        auto v = X(i, c);
-        for (int k = 0; k < i; ++k) v -= L(i, k) * X(k, c);
-        X(i, c) = v / L(i, i);
+  });
+  m.team_barrier();
+}
+
+// lower_solve_columns on host spaces: the columns in tiles of W, spread
+// over the team's threads (the columns are independent, so a thread solves
+// its tiles from the first row to the last without a barrier); a tile's
+// rows in panels of P, whose P x W running values take every earlier row's
+// subtraction in registers, then the panel's own rows in order. A short
+// last tile (r not a multiple of W, or of P) takes plain chains.
+template <class Member, class LowerEntry, class XM>
+KOKKOS_INLINE_FUNCTION void host_lower_solve_columns(const Member& m, int r, const LowerEntry& L, const XM& X) {
+  constexpr int P = host_tile_rows, W = host_tile_cols;
+  using V = entry_t<XM>;
+  const int ts = m.team_size(), tiles = (r + W - 1) / W;
+  for (int t = m.team_rank(); t < tiles; t += ts) {
+    const int c0 = t * W, nc = r - c0 < W ? r - c0 : W;
+    for (int i0 = 0; i0 < r; i0 += P) {
+      const int ni = r - i0 < P ? r - i0 : P;
+      if (ni < P || nc < W) {
+        for (int c = c0; c < c0 + nc; ++c)
+          for (int i = i0; i < i0 + ni; ++i) {
+            V v = X(i, c);
+            for (int k = 0; k < i; ++k) v -= L(i, k) * X(k, c);
+            X(i, c) = v / L(i, i);
+          }
+        continue;
       }
-    });
+      V acc[P * W];
+      for (int p = 0; p < P; ++p)
+        for (int w = 0; w < W; ++w) acc[p * W + w] = X(i0 + p, c0 + w);
+      for (int k = 0; k < i0; ++k)
+        for (int p = 0; p < P; ++p) {
+          const auto l = L(i0 + p, k);
+          MOSAIC_SIMD_LOOP
+          for (int w = 0; w < W; ++w) acc[p * W + w] -= l * X(k, c0 + w);
+        }
+      for (int p = 0; p < P; ++p) {  // the panel's rows: row q < p final before row p's subtraction
+        for (int q = 0; q < p; ++q) {
+          const auto l = L(i0 + p, i0 + q);
+          MOSAIC_SIMD_LOOP
+          for (int w = 0; w < W; ++w) acc[p * W + w] -= l * acc[q * W + w];
+        }
+        const auto lpp = L(i0 + p, i0 + p);
+        MOSAIC_SIMD_LOOP
+        for (int w = 0; w < W; ++w) acc[p * W + w] = acc[p * W + w] / lpp;
+      }
+      for (int p = 0; p < P; ++p)
+        for (int w = 0; w < W; ++w) X(i0 + p, c0 + w) = acc[p * W + w];
+    }
   }
   m.team_barrier();
 }
 
-// out = A + s (Y^T Y) for r x r matrices with A symmetric (the callers' N
-// and Delta), each sum over k in increasing order (the same arithmetic in
-// both forms, and out(a, c) and out(c, a) the same number). Devices: one
-// entry per thread. Host spaces: each thread its rows a of out, all r
-// columns a unit-stride loop, in passes of team_rows_per_pass k (the lower
-// triangle alone, then mirrored, does half the multiply-adds, but its rows
-// of varying length vectorize worse; docs/PERFORMANCE.md). out is exactly
-// symmetric and needs no symmetrize; it must not alias A or Y. Ends with a
-// team barrier.
+// X <- L^-1 X for each column of an r x r matrix X (in place), L lower
+// triangular given entry by entry as L(i, k) (a lower factor, or the
+// transpose of an upper one): forward substitution, each X(i, c) its
+// subtractions in increasing k, then its division, in every form (so the
+// bits do not depend on the form or the team size). Devices: one column
+// per thread (device_lower_solve_columns); host spaces: register tiles
+// (host_lower_solve_columns; docs/PERFORMANCE.md, "The posterior's r x r
+// algebra in register tiles"). Ends with a team barrier.
+template <class Member, class LowerEntry, class XM>
+KOKKOS_INLINE_FUNCTION void lower_solve_columns(const Member& m, int r, const LowerEntry& L, const XM& X) {
+  using space = typename Member::execution_space;
+  if constexpr (Kokkos::SpaceAccessibility<space, Kokkos::HostSpace>::accessible) {
+    host_lower_solve_columns(m, r, L, X);
+  } else {
+    device_lower_solve_columns(m, r, L, X);
+  }
+}
+
+// plus_gram on devices (and the CPU suite's check of what a GPU runs): one
+// entry per thread.
+template <class Member, class AM, class T, class YM, class OM>
+KOKKOS_INLINE_FUNCTION void device_plus_gram(const Member& m, int r, const AM& A, T s, const YM& Y, const OM& out) {
+  for_each_entry(m, r, r, [&](const int a, const int c) {
+    T v = 0;
+    for (int k = 0; k < r; ++k) v += Y(k, a) * Y(k, c);
+    out(a, c) = A(a, c) + s * v;
+  });
+  m.team_barrier();
+}
+
+// plus_gram on host spaces: square tiles of B x B entries on and above the
+// diagonal, spread over the team's threads; a tile's running sums stay in
+// registers while k runs, and each sum serves out(a, c) and out(c, a) (the
+// same products: half the multiply-adds of the whole matrix). Short edge
+// tiles take plain sums.
+template <class Member, class AM, class T, class YM, class OM>
+KOKKOS_INLINE_FUNCTION void host_plus_gram(const Member& m, int r, const AM& A, T s, const YM& Y, const OM& out) {
+  constexpr int B = host_tile_rows;
+  static_assert(host_tile_cols == host_tile_rows, "plus_gram's tiles mirror across the diagonal");
+  const int ts = m.team_size(), tiles = (r + B - 1) / B;
+  int t = -1;
+  for (int ta = 0; ta < tiles; ++ta)
+    for (int tc = ta; tc < tiles; ++tc) {
+      if (++t % ts != m.team_rank()) continue;
+      const int a0 = ta * B, c0 = tc * B;
+      const int na = r - a0 < B ? r - a0 : B, nc = r - c0 < B ? r - c0 : B;
+      T acc[B * B];
+      if (na == B && nc == B) {
+        for (int e = 0; e < B * B; ++e) acc[e] = T(0);
+        for (int k = 0; k < r; ++k)
+          for (int p = 0; p < B; ++p) {
+            const T y = Y(k, a0 + p);
+            MOSAIC_SIMD_LOOP
+            for (int w = 0; w < B; ++w) acc[p * B + w] += y * Y(k, c0 + w);
+          }
+      } else {
+        for (int p = 0; p < na; ++p)
+          for (int w = 0; w < nc; ++w) {
+            T v = 0;
+            for (int k = 0; k < r; ++k) v += Y(k, a0 + p) * Y(k, c0 + w);
+            acc[p * B + w] = v;
+          }
+      }
+      for (int p = 0; p < na; ++p)
+        for (int w = 0; w < nc; ++w) {
+          out(a0 + p, c0 + w) = A(a0 + p, c0 + w) + s * acc[p * B + w];
+          out(c0 + w, a0 + p) = A(c0 + w, a0 + p) + s * acc[p * B + w];
+        }
+    }
+  m.team_barrier();
+}
+
+// out = A + s (Y^T Y) for r x r matrices, each sum over k in increasing
+// order from 0, in every form (so the bits do not depend on the form or
+// the team size; with A symmetric, the callers' N and Delta, out(a, c) and
+// out(c, a) are the same number and out needs no symmetrize). Devices: one
+// entry per thread (device_plus_gram); host spaces: register tiles
+// (host_plus_gram). out must not alias A or Y. Ends with a team barrier.
 template <class Member, class AM, class T, class YM, class OM>
 KOKKOS_INLINE_FUNCTION void plus_gram(const Member& m, int r, const AM& A, T s, const YM& Y, const OM& out) {
   using space = typename Member::execution_space;
   if constexpr (Kokkos::SpaceAccessibility<space, Kokkos::HostSpace>::accessible) {
-    constexpr int KP = team_rows_per_pass;
-    team_share(m, r, [&](const int lo, const int hi) {
-      for (int a = lo; a < hi; ++a) {
-        for (int c = 0; c < r; ++c) out(a, c) = T(0);
-        int k = 0;
-        for (; k + KP <= r; k += KP) {
-          T y[KP];
-          for (int j = 0; j < KP; ++j) y[j] = Y(k + j, a);
-          for (int c = 0; c < r; ++c) {
-            auto v = out(a, c);
-            for (int j = 0; j < KP; ++j) v += y[j] * Y(k + j, c);
-            out(a, c) = v;
-          }
-        }
-        for (; k < r; ++k) {
-          const T yka = Y(k, a);
-          for (int c = 0; c < r; ++c) out(a, c) += yka * Y(k, c);
-        }
-        for (int c = 0; c < r; ++c) out(a, c) = A(a, c) + s * out(a, c);
-      }
-    });
+    host_plus_gram(m, r, A, s, Y, out);
   } else {
-    for_each_entry(m, r, r, [&](const int a, const int c) {
-      T v = 0;
-      for (int k = 0; k < r; ++k) v += Y(k, a) * Y(k, c);
-      out(a, c) = A(a, c) + s * v;
-    });
+    device_plus_gram(m, r, A, s, Y, out);
   }
-  m.team_barrier();
 }
 
 }  // namespace mosaic::detail
