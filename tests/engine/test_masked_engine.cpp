@@ -51,7 +51,10 @@ struct Case {
   // that blocks hold runs of complete samples; else 15% MCAR on top.
   bool sparse = false;
   bool outage_only = false;  // only the outage: one mask for 300 steps
-  bool gram_reuse = true;    // 7.8's reuse of the Gram while the mask is unchanged
+  // Stream 1's coordinate d - 1 missing in every sample, init included: a
+  // channel dead since the start, never seen (7.6).
+  bool dead_channel = false;
+  bool gram_reuse = true;  // 7.8's reuse of the Gram while the mask is unchanged
   BlockGemm gemm = BlockGemm::automatic;
   // noise: diagonal (section 8) on heterogeneous noise, re-whitened every
   // 50 steps; `complete`: no missing entries at all.
@@ -68,9 +71,9 @@ std::string name(const Case& c) {
   return std::string(to_string(c.mode)) + "/" + to_string(c.rotation) + "/" + to_string(c.update) +
          "/gamma=" + std::to_string(c.gamma) + "/reorth=" + std::to_string(c.reorth) +
          "/k=" + std::to_string(c.block_size) + (c.sparse ? "/sparse" : "") + (c.outage_only ? "/outage" : "") +
-         (c.gram_reuse ? "" : "/no-reuse") + "/gemm=" + to_string(c.gemm) + (c.diagonal ? "/diagonal" : "") +
-         (c.complete ? "/complete" : "") + (c.cond_max > 0 ? "/cond_max=" + std::to_string(c.cond_max) : "") +
-         (c.wide_spectrum ? "/wide" : "");
+         (c.dead_channel ? "/dead-channel" : "") + (c.gram_reuse ? "" : "/no-reuse") + "/gemm=" + to_string(c.gemm) +
+         (c.diagonal ? "/diagonal" : "") + (c.complete ? "/complete" : "") +
+         (c.cond_max > 0 ? "/cond_max=" + std::to_string(c.cond_max) : "") + (c.wide_spectrum ? "/wide" : "");
 }
 
 // B streams of the synthetic drifting stream with MCAR, an outage and
@@ -127,6 +130,7 @@ double run_masked(const Case& c, int d, int r, int steps, const std::string& wha
   auto sample = [&](int b, std::uint64_t t, T* x) {
     synthetic_sample(spec, truths[std::size_t(b)], ids[std::size_t(b)], t, x);
     apply_synthetic_missing(miss, spec.seed, ids[std::size_t(b)], t, x, d);
+    if (c.dead_channel && b == 1) x[d - 1] = std::numeric_limits<T>::quiet_NaN();
   };
   StreamBatch<T, Exec> sb(B, d, r, ids, p.noise);
   MosaicEngine<T, Exec> eng(p, B, d, r);
@@ -177,6 +181,11 @@ double run_masked(const Case& c, int d, int r, int steps, const std::string& wha
     const bool shared_form = c.mode == MissingMode::posterior;
     if (shared_form && (c.sparse || c.outage_only)) EXPECT_GT(rc.shared_samples, std::int64_t(B) * 250) << what;
     if (!shared_form) EXPECT_EQ(rc.shared_samples, 0) << what;
+    // The dead channel is an outage of stream 1 from its start: its
+    // samples outside the outage share one mask too (but the first of
+    // each run, and those cut off at block ends).
+    if (shared_form && c.dead_channel)
+      EXPECT_GT(rc.shared_samples, std::int64_t(B) * 250 + (steps - 300) * 3 / 4) << what;
     if (cuts) *cuts = rc;
     if (std::getenv("MOSAIC_TEST_GAPS"))
       std::printf(
@@ -199,6 +208,7 @@ double run_masked(const Case& c, int d, int r, int steps, const std::string& wha
       EXPECT_EQ(recomputed(b), unresolved(b)) << what;
     }
   }
+  if (c.dead_channel) EXPECT_EQ(ref[1].unseen(), 1) << what;  // still never seen
   double worst = 0;
   for (int b = 0; b < B; ++b) {
     EXPECT_EQ(status(b), 0) << what << " stream " << b;
@@ -466,9 +476,9 @@ TEST(MaskedEngine, BlockPlanCutsSharedMaskRuns) {
 // 7.7.2 on an outage (one mask for 300 steps): the runs that share the mask
 // by the blocked form with the masked coefficient steps, with each GEMM
 // kernel, the option variants, a Cholesky-QR every 50 steps (put back after
-// the missing rows), float (a Cholesky-QR at every block end) and the
-// Serial backend: the reference's sequential states up to rounding, its
-// counters exactly.
+// the missing rows), float (a Cholesky-QR at every block end), the Serial
+// backend and a channel dead since the start (never seen, 7.6): the
+// reference's sequential states up to rounding, its counters exactly.
 TEST(MaskedEngine, SharedMaskRunsMatchTheReference) {
   using Exec = Kokkos::DefaultExecutionSpace;
   Case c;
@@ -495,6 +505,12 @@ TEST(MaskedEngine, SharedMaskRunsMatchTheReference) {
     c.rotation = rotation;
     c.block_size = 16;
     c.sparse = true;  // outage, tiles and MCAR: every kind of run, streams gathered
+    cases.push_back(c);
+    c = Case{};
+    c.rotation = rotation;
+    c.outage_only = true;
+    c.dead_channel = true;
+    c.block_size = 16;
     cases.push_back(c);
     c = Case{};
     c.outage_only = true;

@@ -2,7 +2,8 @@
 // the maximal runs of complete samples (every entry finite, every
 // coordinate already seen) take the exact blocked form of section 6, the
 // maximal runs of two or more samples that miss the same coordinates (a
-// channel outage) 7.7.2's shared-mask blocked form, the other samples the
+// channel outage, also one that has lasted since the stream's start, its
+// coordinates not yet seen) 7.7.2's shared-mask blocked form, the other samples the
 // masked sequential step (7.3, impl/masked_step.hpp). The results are the
 // sequential masked steps' up to rounding, as section 6's.
 //
@@ -101,11 +102,14 @@ KOKKOS_INLINE_FUNCTION int count_sample_entries(const Member& m, int d, long xs,
 // What sample j of stream b's block is (SampleKinds), a set of flags:
 // sample_complete when every entry is finite and every coordinate of the
 // stream has been seen (7.6); sample_shareable when it has missing (NaN)
-// entries but no infinite one, every coordinate has been seen and at least
-// r + 1 are observed (7.5); sample_same_mask when it misses exactly the
-// coordinates sample j - 1 misses (j >= 1). A coordinate not yet seen makes
-// every sample of the block masked: the masked step's seen rule then
-// applies as in the sequential kernel.
+// entries but no infinite one and at least r + 1 observed (7.5);
+// sample_same_mask when it misses exactly the coordinates sample j - 1
+// misses (j >= 1). A coordinate not yet seen is missing (7.6) and stays
+// unseen while every sample misses it, so samples up to the first that
+// has an entry in an unseen coordinate keep their kinds (a channel dead
+// since the stream's start is an outage like any other: its runs take the
+// shared-mask form); from that sample on, the block's samples are masked,
+// and the masked step's seen rule applies as in the sequential kernel.
 enum SampleKind : std::uint8_t { sample_complete = 1, sample_shareable = 2, sample_same_mask = 4 };
 
 template <class Scalar, class ExecSpace>
@@ -123,12 +127,17 @@ struct SampleKinds {
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(m, d), [&](const int i, int& u) { u += seen(b, i) == 0 ? 1 : 0; }, unseen);
     m.team_barrier();  // the counts below reduce again (team reductions share one buffer)
+    const long xs = long(Xb.stride(2));
+    bool revealed = false;  // some sample so far has an entry in an unseen coordinate
     for (int j = 0; j < n; ++j) {
+      const Scalar* const x = Xb.data() + sample_row_offset(Xb, b, j);
+      if (unseen > 0 && !revealed)
+        revealed = count_sample_entries<ExecSpace>(m, d, xs, [&](const int i, const long ix) {
+                     return int(seen(b, i) == 0 && !kmath::isnan(x[ix]));
+                   }) > 0;
       // entries that are NaN, infinite, and NaN where sample j - 1's are not (or the reverse)
       int nan = 0, inf = 0, changed = 0;
-      if (unseen == 0) {
-        const long xs = long(Xb.stride(2));
-        const Scalar* const x = Xb.data() + sample_row_offset(Xb, b, j);
+      if (!revealed) {
         nan = count_sample_entries<ExecSpace>(m, d, xs, [&](int, const long ix) { return int(kmath::isnan(x[ix])); });
         inf = count_sample_entries<ExecSpace>(m, d, xs, [&](int, const long ix) { return int(kmath::isinf(x[ix])); });
         if (j > 0) {
@@ -139,9 +148,9 @@ struct SampleKinds {
       }
       Kokkos::single(Kokkos::PerTeam(m), [&]() {
         int k = 0;
-        if (unseen == 0 && nan == 0 && inf == 0) k |= sample_complete;
-        if (unseen == 0 && nan > 0 && inf == 0 && d - nan >= r + 1) k |= sample_shareable;
-        if (unseen == 0 && j > 0 && changed == 0) k |= sample_same_mask;
+        if (!revealed && unseen == 0 && nan == 0 && inf == 0) k |= sample_complete;
+        if (!revealed && nan > 0 && inf == 0 && d - nan >= r + 1) k |= sample_shareable;
+        if (!revealed && j > 0 && changed == 0) k |= sample_same_mask;
         kind(b, j) = std::uint8_t(k);
       });
     }
