@@ -34,6 +34,7 @@
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/stream_batch.hpp"
 #include "mosaic/util/kokkos_compat.hpp"
+#include "mosaic/util/team_loops.hpp"
 
 namespace mosaic {
 namespace detail {
@@ -287,38 +288,57 @@ struct SharedMaskRunEnd {
     // increasing q, of the entries already rounded to Scalar and written,
     // then its division).
     if constexpr (is_host_space<ExecSpace>) {
-      // Right-looking, the row's running values in thread scratch: entry q
-      // final, then subtracted from the later entries along row q of R
-      // (contiguous; a loop that vectorizes, where a running sum per entry
-      // was a chain of dependent additions). The A_M product likewise.
-      scratch_row x(m.thread_scratch(0), r);
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count), [&](const int k) {
-        const int i = rows(b, k);
+      // Right-looking, on tiles of T rows in thread scratch, entry c of the
+      // tile's row p at x(c T + p): entry q final, then subtracted from the
+      // later entries along row q of R (contiguous), each step a loop over
+      // the tile's rows that vectorizes; the rows' independent chains
+      // overlap the divisions' latency, which one row at a time waited on
+      // at every entry. Each entry's arithmetic is the one-row form's; rows
+      // past the end of the last tile are zeros, computed and not stored.
+      // The A_M product likewise.
+      constexpr int T = tile_rows;
+      scratch_row x(m.thread_scratch(0), r * T);
+      const int tiles = (count + T - 1) / T;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, tiles), [&](const int t) {
+        const int k0 = t * T, nk = count - k0 < T ? count - k0 : T;
         if (!geodesic && !rotated) {
-          for (int c = 0; c < r; ++c) U(b, i, c) = saved(b, k, c);
+          for (int p = 0; p < nk; ++p)
+            for (int c = 0; c < r; ++c) U(b, rows(b, k0 + p), c) = saved(b, k0 + p, c);
           return;
         }
+        double v[T];  // one entry of each of the tile's rows
         if (geodesic) {
-          for (int c = 0; c < r; ++c) x(c) = 0.0;
+          for (int e = 0; e < r * T; ++e) x(e) = 0.0;
           for (int q = 0; q < r; ++q) {
-            const double sq = double(saved(b, k, q));
+            for (int p = 0; p < T; ++p) v[p] = p < nk ? double(saved(b, k0 + p, q)) : 0.0;
             const double* const aq = &dM(b, am_index, q, 0);
-            for (int c = 0; c < r; ++c) x(c) += sq * aq[c];
+            for (int c = 0; c < r; ++c) {
+              const double a = aq[c];
+              MOSAIC_SIMD_LOOP
+              for (int p = 0; p < T; ++p) x(c * T + p) += v[p] * a;
+            }
           }
-          for (int c = 0; c < r; ++c) x(c) = double(Scalar(x(c)));
+          for (int e = 0; e < r * T; ++e) x(e) = double(Scalar(x(e)));
         } else {
-          for (int c = 0; c < r; ++c) x(c) = double(saved(b, k, c));
+          for (int c = 0; c < r; ++c)
+            for (int p = 0; p < T; ++p) x(c * T + p) = p < nk ? double(saved(b, k0 + p, c)) : 0.0;
         }
         if (!rotated) {
-          for (int c = 0; c < r; ++c) U(b, i, c) = Scalar(x(c));
+          for (int p = 0; p < nk; ++p)
+            for (int c = 0; c < r; ++c) U(b, rows(b, k0 + p), c) = Scalar(x(c * T + p));
           return;
         }
         for (int q = 0; q < r; ++q) {
-          const Scalar u = Scalar(x(q) / dM(b, r_index, q, q));
-          U(b, i, q) = u;
-          const double uq = double(u);
+          const double rqq = dM(b, r_index, q, q);
+          MOSAIC_SIMD_LOOP
+          for (int p = 0; p < T; ++p) v[p] = double(Scalar(x(q * T + p) / rqq));
+          for (int p = 0; p < nk; ++p) U(b, rows(b, k0 + p), q) = Scalar(v[p]);
           const double* const rq = &dM(b, r_index, q, 0);
-          for (int c = q + 1; c < r; ++c) x(c) -= uq * rq[c];
+          for (int c = q + 1; c < r; ++c) {
+            const double rqc = rq[c];
+            MOSAIC_SIMD_LOOP
+            for (int p = 0; p < T; ++p) x(c * T + p) -= v[p] * rqc;
+          }
         }
       });
     } else {
@@ -343,14 +363,16 @@ struct SharedMaskRunEnd {
     m.team_barrier();
   }
 
+  // Rows per tile of the host form.
+  static constexpr int tile_rows = 8;
   using scratch_row =
       Kokkos::View<double*, Kokkos::LayoutRight, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
-  // The launch: one team per stream, on host spaces r doubles of thread
-  // scratch (the device form needs none).
+  // The launch: one team per stream, on host spaces a tile's r x tile_rows
+  // doubles of thread scratch (the device form needs none).
   template <class Policy>
   static Policy policy(Policy p, int r) {
     if constexpr (is_host_space<ExecSpace>) {
-      return p.set_scratch_size(0, Kokkos::PerThread(scratch_row::shmem_size(r)));
+      return p.set_scratch_size(0, Kokkos::PerThread(scratch_row::shmem_size(r * tile_rows)));
     } else {
       (void)r;
       return p;
