@@ -135,51 +135,71 @@ KOKKOS_INLINE_FUNCTION void device_lower_solve_columns(const Member& m, int r, c
   m.team_barrier();
 }
 
-// lower_solve_columns on host spaces: the columns in tiles of W, spread
-// over the team's threads (the columns are independent, so a thread solves
-// its tiles from the first row to the last without a barrier); a tile's
-// rows in panels of P, whose P x W running values take every earlier row's
-// subtraction in registers, then the panel's own rows in order. A short
-// last tile (r not a multiple of W, or of P) takes plain chains.
+// Columns c0..c0 + W - 1 of host_lower_solve_columns: rows in panels of
+// P, whose P x W running values take every earlier row's subtraction in
+// registers, then the panel's own rows in order (each row's division waits
+// on the row before it: the W columns are W / 8 independent chains of
+// vector divisions on AVX-512, which is why W is 16 where it can be). A
+// short last panel takes plain chains.
+template <int P, int W, class LowerEntry, class XM>
+KOKKOS_INLINE_FUNCTION void host_lower_solve_tile(int r, int c0, const LowerEntry& L, const XM& X) {
+  using V = entry_t<XM>;
+  for (int i0 = 0; i0 < r; i0 += P) {
+    if (r - i0 < P) {
+      for (int c = c0; c < c0 + W; ++c)
+        for (int i = i0; i < r; ++i) {
+          V v = X(i, c);
+          for (int k = 0; k < i; ++k) v -= L(i, k) * X(k, c);
+          X(i, c) = v / L(i, i);
+        }
+      continue;
+    }
+    V acc[P * W];
+    for (int p = 0; p < P; ++p)
+      for (int w = 0; w < W; ++w) acc[p * W + w] = X(i0 + p, c0 + w);
+    for (int k = 0; k < i0; ++k)
+      for (int p = 0; p < P; ++p) {
+        const auto l = L(i0 + p, k);
+        MOSAIC_SIMD_LOOP
+        for (int w = 0; w < W; ++w) acc[p * W + w] -= l * X(k, c0 + w);
+      }
+    for (int p = 0; p < P; ++p) {  // the panel's rows: row q < p final before row p's subtraction
+      for (int q = 0; q < p; ++q) {
+        const auto l = L(i0 + p, i0 + q);
+        MOSAIC_SIMD_LOOP
+        for (int w = 0; w < W; ++w) acc[p * W + w] -= l * acc[q * W + w];
+      }
+      const auto lpp = L(i0 + p, i0 + p);
+      MOSAIC_SIMD_LOOP
+      for (int w = 0; w < W; ++w) acc[p * W + w] = acc[p * W + w] / lpp;
+    }
+    for (int p = 0; p < P; ++p)
+      for (int w = 0; w < W; ++w) X(i0 + p, c0 + w) = acc[p * W + w];
+  }
+}
+
+// lower_solve_columns on host spaces: the columns in tiles of 2W (W where
+// fewer are left, plain chains for the last fewer than W), spread over the
+// team's threads; the columns are independent, so a thread solves its
+// tiles from the first row to the last without a barrier.
 template <class Member, class LowerEntry, class XM>
 KOKKOS_INLINE_FUNCTION void host_lower_solve_columns(const Member& m, int r, const LowerEntry& L, const XM& X) {
   constexpr int P = host_tile_rows, W = host_tile_cols;
   using V = entry_t<XM>;
-  const int ts = m.team_size(), tiles = (r + W - 1) / W;
-  for (int t = m.team_rank(); t < tiles; t += ts) {
-    const int c0 = t * W, nc = r - c0 < W ? r - c0 : W;
-    for (int i0 = 0; i0 < r; i0 += P) {
-      const int ni = r - i0 < P ? r - i0 : P;
-      if (ni < P || nc < W) {
-        for (int c = c0; c < c0 + nc; ++c)
-          for (int i = i0; i < i0 + ni; ++i) {
-            V v = X(i, c);
-            for (int k = 0; k < i; ++k) v -= L(i, k) * X(k, c);
-            X(i, c) = v / L(i, i);
-          }
-        continue;
-      }
-      V acc[P * W];
-      for (int p = 0; p < P; ++p)
-        for (int w = 0; w < W; ++w) acc[p * W + w] = X(i0 + p, c0 + w);
-      for (int k = 0; k < i0; ++k)
-        for (int p = 0; p < P; ++p) {
-          const auto l = L(i0 + p, k);
-          MOSAIC_SIMD_LOOP
-          for (int w = 0; w < W; ++w) acc[p * W + w] -= l * X(k, c0 + w);
+  const int ts = m.team_size(), wide = r / (2 * W), narrow = (r - wide * 2 * W) / W;
+  const int c_plain = wide * 2 * W + narrow * W;
+  for (int t = m.team_rank(); t < wide + narrow + (c_plain < r ? 1 : 0); t += ts) {
+    if (t < wide) {
+      host_lower_solve_tile<P, 2 * W>(r, t * 2 * W, L, X);
+    } else if (t < wide + narrow) {
+      host_lower_solve_tile<P, W>(r, wide * 2 * W + (t - wide) * W, L, X);
+    } else {
+      for (int c = c_plain; c < r; ++c)
+        for (int i = 0; i < r; ++i) {
+          V v = X(i, c);
+          for (int k = 0; k < i; ++k) v -= L(i, k) * X(k, c);
+          X(i, c) = v / L(i, i);
         }
-      for (int p = 0; p < P; ++p) {  // the panel's rows: row q < p final before row p's subtraction
-        for (int q = 0; q < p; ++q) {
-          const auto l = L(i0 + p, i0 + q);
-          MOSAIC_SIMD_LOOP
-          for (int w = 0; w < W; ++w) acc[p * W + w] -= l * acc[q * W + w];
-        }
-        const auto lpp = L(i0 + p, i0 + p);
-        MOSAIC_SIMD_LOOP
-        for (int w = 0; w < W; ++w) acc[p * W + w] = acc[p * W + w] / lpp;
-      }
-      for (int p = 0; p < P; ++p)
-        for (int w = 0; w < W; ++w) X(i0 + p, c0 + w) = acc[p * W + w];
     }
   }
   m.team_barrier();
