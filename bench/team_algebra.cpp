@@ -1,0 +1,126 @@
+// mosaic_team_algebra: the coefficient steps' r x r routines on one host
+// thread, each host form beside the device form it must equal bitwise
+// (team_cholesky.hpp, util/team_loops.hpp; the CPU suite checks the bits,
+// tests/engine/test_team_cholesky.cpp): the Cholesky factorization, the
+// triangular solve of r right-hand sides (Y = R^-T Delta) and A + s Y^T Y,
+// the posterior's two r^3 products of ALGORITHM.md 7.3 part 2. Not a test:
+// it times, on one thread of a one-thread team, in cache (each matrix of
+// r = 64 is 32 KiB), and prints us per call and the ratio of the forms.
+//
+//   OMP_NUM_THREADS=1 mosaic_team_algebra [--r 32,64,128] [--reps N]
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <Kokkos_Core.hpp>
+
+#include "mosaic/engine/team_cholesky.hpp"
+#include "mosaic/util/team_loops.hpp"
+
+namespace {
+
+using Exec = Kokkos::DefaultHostExecutionSpace;
+using Matrix = Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace>;
+using Member = Kokkos::TeamPolicy<Exec>::member_type;
+
+// The three routines in one form, `reps` times each on the same inputs;
+// us per call of each, and a checksum of the results (the forms' must be
+// equal: the same bits).
+struct Timings {
+  double cholesky = 0, lower_solve = 0, plus_gram = 0, checksum = 0;
+};
+
+Timings time_forms(int r, int reps, bool device_forms) {
+  Matrix S("S", r, r), Delta("Delta", r, r), F("F", r, r), Y("Y", r, r), P("P", r, r);
+  for (int i = 0; i < r; ++i)
+    for (int j = 0; j < r; ++j) {
+      S(i, j) = (i == j ? double(r) : 0.0) + 1.0 / (1 + i + j);
+      Delta(i, j) = 0.1 / (1 + i + j) + (i == j ? 1.0 : 0.0);
+    }
+  Timings t;
+  Kokkos::parallel_for(Kokkos::TeamPolicy<Exec>(1, 1), [&](const Member& m) {
+    const auto lower = [&](const int i, const int k) { return F(k, i); };  // R^T of the upper factor
+    Kokkos::Timer clock;
+    for (int rep = 0; rep < reps; ++rep) {
+      for (int i = 0; i < r; ++i)
+        for (int j = 0; j < r; ++j) F(i, j) = S(i, j) + Delta(i, j);
+      if (device_forms) mosaic::detail::device_cholesky_upper(m, F.data(), r, r);
+      else mosaic::detail::team_cholesky_upper(m, F.data(), r, r);
+    }
+    t.cholesky = clock.seconds();
+    clock.reset();
+    for (int rep = 0; rep < reps; ++rep) {
+      for (int i = 0; i < r; ++i)
+        for (int j = 0; j < r; ++j) Y(i, j) = Delta(i, j);
+      if (device_forms) mosaic::detail::device_lower_solve_columns(m, r, lower, Y);
+      else mosaic::detail::lower_solve_columns(m, r, lower, Y);
+    }
+    t.lower_solve = clock.seconds();
+    clock.reset();
+    for (int rep = 0; rep < reps; ++rep) {
+      if (device_forms) mosaic::detail::device_plus_gram(m, r, Delta, -1.0, Y, P);
+      else mosaic::detail::plus_gram(m, r, Delta, -1.0, Y, P);
+    }
+    t.plus_gram = clock.seconds();
+  });
+  for (int i = 0; i < r; ++i)
+    for (int j = 0; j < r; ++j) t.checksum += P(i, j) * (1 + i) + Y(i, j) * (1 + j) + (j >= i ? F(i, j) : 0.0);
+  const double per_call = 1e6 / reps;
+  t.cholesky *= per_call;
+  t.lower_solve *= per_call;
+  t.plus_gram *= per_call;
+  return t;
+}
+
+std::vector<int> parse_list(const char* s) {
+  std::vector<int> out;
+  for (const char* p = s; *p;) {
+    out.push_back(std::atoi(p));
+    while (*p && *p != ',') ++p;
+    if (*p == ',') ++p;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Kokkos::initialize(argc, argv);
+  int rc = 0;
+  {
+    std::vector<int> rs = {32, 64, 128};
+    int reps = 2000;
+    for (int i = 1; i < argc; ++i) {
+      if (!std::strcmp(argv[i], "--r") && i + 1 < argc) rs = parse_list(argv[++i]);
+      else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+    }
+    std::printf(
+        "# the coefficient steps' r x r routines on one host thread (%s), us per call (the Cholesky includes\n"
+        "# the copy of its r x r input); host forms (the engine's on host) against the device forms run on host\n",
+        Exec::name());
+    std::printf("| r | routine | device form (us) | host form (us) | device / host | host GFLOP/s (model flops) |\n");
+    std::printf("|---|---|---|---|---|---|\n");
+    for (const int r : rs) {
+      const Timings dev = time_forms(r, reps, true), host = time_forms(r, reps, false);
+      const double r3 = double(r) * r * r;
+      const struct {
+        const char* name;
+        double dev, host, flops;
+      } rows[] = {{"cholesky_upper", dev.cholesky, host.cholesky, r3 / 3},
+                  {"lower_solve_columns", dev.lower_solve, host.lower_solve, r3},
+                  {"plus_gram", dev.plus_gram, host.plus_gram, 2 * r3}};
+      for (const auto& row : rows)
+        std::printf("| %d | %s | %.2f | %.2f | %.2fx | %.1f |\n", r, row.name, row.dev, row.host, row.dev / row.host,
+                    row.flops / row.host / 1e3);
+      if (dev.checksum != host.checksum) {
+        std::printf("# r = %d: the forms' results differ (checksums %.17g and %.17g)\n", r, dev.checksum,
+                    host.checksum);
+        rc = 1;
+      }
+    }
+  }
+  Kokkos::finalize();
+  return rc;
+}
