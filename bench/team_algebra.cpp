@@ -5,13 +5,13 @@
 // triangular solve of r right-hand sides (Y = R^-T Delta) and A + s Y^T Y,
 // the posterior's two r^3 products of ALGORITHM.md 7.3 part 2. Not a test:
 // it times, on one thread of a one-thread team, in cache (each matrix of
-// r = 64 is 32 KiB), and prints us per call and the ratio of the forms.
+// r = 64 is 32 KiB), and prints us per call and the ratio of the forms; it
+// exits 1 if the forms' results differ in any entry.
 //
-//   OMP_NUM_THREADS=1 mosaic_team_algebra [--r 32,64,128] [--reps N]
+//   OMP_NUM_THREADS=1 mosaic_team_algebra [--reps N] [r ...]   (default r: 32 64 128)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <vector>
 
 #include <Kokkos_Core.hpp>
@@ -25,11 +25,12 @@ using Exec = Kokkos::DefaultHostExecutionSpace;
 using Matrix = Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace>;
 using Member = Kokkos::TeamPolicy<Exec>::member_type;
 
-// The three routines in one form, `reps` times each on the same inputs;
-// us per call of each, and a checksum of the results (the forms' must be
-// equal: the same bits).
+// The three routines in one form, `reps` times each on the same inputs:
+// us per call of each (the Cholesky's and the solve's with the copy of
+// their r x r input), and the results (the forms' must be the same bits).
 struct Timings {
-  double cholesky = 0, lower_solve = 0, plus_gram = 0, checksum = 0;
+  double cholesky = 0, lower_solve = 0, plus_gram = 0;
+  std::vector<double> results;  // R's upper triangle, Y, then P
 };
 
 Timings time_forms(int r, int reps, bool device_forms) {
@@ -66,22 +67,15 @@ Timings time_forms(int r, int reps, bool device_forms) {
     t.plus_gram = clock.seconds();
   });
   for (int i = 0; i < r; ++i)
-    for (int j = 0; j < r; ++j) t.checksum += P(i, j) * (1 + i) + Y(i, j) * (1 + j) + (j >= i ? F(i, j) : 0.0);
+    for (int j = i; j < r; ++j) t.results.push_back(F(i, j));
+  for (const Matrix& M : {Y, P})
+    for (int i = 0; i < r; ++i)
+      for (int j = 0; j < r; ++j) t.results.push_back(M(i, j));
   const double per_call = 1e6 / reps;
   t.cholesky *= per_call;
   t.lower_solve *= per_call;
   t.plus_gram *= per_call;
   return t;
-}
-
-std::vector<int> parse_list(const char* s) {
-  std::vector<int> out;
-  for (const char* p = s; *p;) {
-    out.push_back(std::atoi(p));
-    while (*p && *p != ',') ++p;
-    if (*p == ',') ++p;
-  }
-  return out;
 }
 
 }  // namespace
@@ -90,34 +84,45 @@ int main(int argc, char** argv) {
   Kokkos::initialize(argc, argv);
   int rc = 0;
   {
-    std::vector<int> rs = {32, 64, 128};
+    std::vector<int> rs;
     int reps = 2000;
     for (int i = 1; i < argc; ++i) {
-      if (!std::strcmp(argv[i], "--r") && i + 1 < argc) rs = parse_list(argv[++i]);
-      else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+      if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+      else rs.push_back(std::atoi(argv[i]));
     }
-    std::printf(
-        "# the coefficient steps' r x r routines on one host thread (%s), us per call (the Cholesky includes\n"
-        "# the copy of its r x r input); host forms (the engine's on host) against the device forms run on host\n",
-        Exec::name());
-    std::printf("| r | routine | device form (us) | host form (us) | device / host | host GFLOP/s (model flops) |\n");
-    std::printf("|---|---|---|---|---|---|\n");
-    for (const int r : rs) {
-      const Timings dev = time_forms(r, reps, true), host = time_forms(r, reps, false);
-      const double r3 = double(r) * r * r;
-      const struct {
-        const char* name;
-        double dev, host, flops;
-      } rows[] = {{"cholesky_upper", dev.cholesky, host.cholesky, r3 / 3},
-                  {"lower_solve_columns", dev.lower_solve, host.lower_solve, r3},
-                  {"plus_gram", dev.plus_gram, host.plus_gram, 2 * r3}};
-      for (const auto& row : rows)
-        std::printf("| %d | %s | %.2f | %.2f | %.2fx | %.1f |\n", r, row.name, row.dev, row.host, row.dev / row.host,
-                    row.flops / row.host / 1e3);
-      if (dev.checksum != host.checksum) {
-        std::printf("# r = %d: the forms' results differ (checksums %.17g and %.17g)\n", r, dev.checksum,
-                    host.checksum);
-        rc = 1;
+    if (rs.empty()) rs = {32, 64, 128};
+    for (const int r : rs)
+      if (r < 1 || reps < 1) {
+        std::fprintf(stderr, "mosaic_team_algebra: r and --reps must be positive (got r = %d, reps = %d)\n", r, reps);
+        rc = 2;
+      }
+    if (rc == 0) {
+      std::printf(
+          "# the coefficient steps' r x r routines on one host thread (%s), us per call (the Cholesky and the\n"
+          "# solve with the copy of their r x r input); host forms (the engine's on host) against the device\n"
+          "# forms run on host\n",
+          Exec::name());
+      std::printf("| r | routine | device form (us) | host form (us) | device / host | host GFLOP/s (model flops) |\n");
+      std::printf("|---|---|---|---|---|---|\n");
+      for (const int r : rs) {
+        const Timings dev = time_forms(r, reps, true), host = time_forms(r, reps, false);
+        const double r3 = double(r) * r * r;
+        const struct {
+          const char* name;
+          double dev, host, flops;
+        } rows[] = {{"cholesky_upper", dev.cholesky, host.cholesky, r3 / 3},
+                    {"lower_solve_columns", dev.lower_solve, host.lower_solve, r3},
+                    {"plus_gram", dev.plus_gram, host.plus_gram, 2 * r3}};
+        for (const auto& row : rows)
+          std::printf("| %d | %s | %.2f | %.2f | %.2fx | %.1f |\n", r, row.name, row.dev, row.host, row.dev / row.host,
+                      row.flops / row.host / 1e3);
+        for (std::size_t e = 0; e < dev.results.size(); ++e)
+          if (dev.results[e] != host.results[e]) {
+            std::printf("# r = %d: the forms' results differ (entry %zu of R, Y, P: %.17g and %.17g)\n", r, e,
+                        dev.results[e], host.results[e]);
+            rc = 1;
+            break;
+          }
       }
     }
   }

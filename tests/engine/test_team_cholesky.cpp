@@ -269,7 +269,7 @@ TEST(TeamLoops, SolveAndGramEqualThePlainLoopsAtEveryTeamSize) {
         Y[i * r + j] = n01(gen);
       }
     for (int i = 0; i < r; ++i)
-      for (int j = 0; j <= i; ++j) A[i * r + j] = A[j * r + i] = n01(gen);
+      for (int j = 0; j < r; ++j) A[i * r + j] = n01(gen);  // not symmetric: each entry its own A(a, c)
     std::vector<double> solved = X, gram(L.size());
     for (int c = 0; c < r; ++c)
       for (int i = 0; i < r; ++i) {

@@ -121,40 +121,41 @@ inline constexpr int host_tile_cols = 8;
 template <class M>
 using entry_t = std::remove_cv_t<std::remove_reference_t<decltype(std::declval<const M&>()(0, 0))>>;
 
+// Rows i0..i1 - 1 of column c of lower_solve_columns as plain chains (the
+// rows before i0 final): each X(i, c) its subtractions in increasing k,
+// then its division, the arithmetic of every form.
+template <class LowerEntry, class XM>
+KOKKOS_INLINE_FUNCTION void forward_substitute_rows(int c, int i0, int i1, const LowerEntry& L, const XM& X) {
+  for (int i = i0; i < i1; ++i) {
+    entry_t<XM> v = X(i, c);
+    for (int k = 0; k < i; ++k) v -= L(i, k) * X(k, c);
+    X(i, c) = v / L(i, i);
+  }
+}
+
 // lower_solve_columns on devices (and the CPU suite's check of what a GPU
 // runs): one column per thread.
 template <class Member, class LowerEntry, class XM>
 KOKKOS_INLINE_FUNCTION void device_lower_solve_columns(const Member& m, int r, const LowerEntry& L, const XM& X) {
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int c) {
-    for (int i = 0; i < r; ++i) {
-      auto v = X(i, c);
-      for (int k = 0; k < i; ++k) v -= L(i, k) * X(k, c);
-      X(i, c) = v / L(i, i);
-    }
-  });
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int c) { forward_substitute_rows(c, 0, r, L, X); });
   m.team_barrier();
 }
 
 // Columns c0..c0 + W - 1 of host_lower_solve_columns: rows in panels of
 // P, whose P x W running values take every earlier row's subtraction in
 // registers, then the panel's own rows in order (each row's division waits
-// on the row before it: the W columns are W / 8 independent chains of
-// vector divisions on AVX-512, which is why W is 16 where it can be). A
-// short last panel takes plain chains.
+// on the row before it: W columns of doubles are W / 8 independent chains
+// of vector divisions on AVX-512, W / 16 in float, which is why the tiles
+// are 2 host_tile_cols wide where they fit). A short last panel takes
+// plain chains.
 template <int P, int W, class LowerEntry, class XM>
 KOKKOS_INLINE_FUNCTION void host_lower_solve_tile(int r, int c0, const LowerEntry& L, const XM& X) {
-  using V = entry_t<XM>;
   for (int i0 = 0; i0 < r; i0 += P) {
     if (r - i0 < P) {
-      for (int c = c0; c < c0 + W; ++c)
-        for (int i = i0; i < r; ++i) {
-          V v = X(i, c);
-          for (int k = 0; k < i; ++k) v -= L(i, k) * X(k, c);
-          X(i, c) = v / L(i, i);
-        }
+      for (int c = c0; c < c0 + W; ++c) forward_substitute_rows(c, i0, r, L, X);
       continue;
     }
-    V acc[P * W];
+    entry_t<XM> acc[P * W];
     for (int p = 0; p < P; ++p)
       for (int w = 0; w < W; ++w) acc[p * W + w] = X(i0 + p, c0 + w);
     for (int k = 0; k < i0; ++k)
@@ -185,7 +186,6 @@ KOKKOS_INLINE_FUNCTION void host_lower_solve_tile(int r, int c0, const LowerEntr
 template <class Member, class LowerEntry, class XM>
 KOKKOS_INLINE_FUNCTION void host_lower_solve_columns(const Member& m, int r, const LowerEntry& L, const XM& X) {
   constexpr int P = host_tile_rows, W = host_tile_cols;
-  using V = entry_t<XM>;
   const int ts = m.team_size(), wide = r / (2 * W), narrow = (r - wide * 2 * W) / W;
   const int c_plain = wide * 2 * W + narrow * W;
   for (int t = m.team_rank(); t < wide + narrow + (c_plain < r ? 1 : 0); t += ts) {
@@ -194,12 +194,7 @@ KOKKOS_INLINE_FUNCTION void host_lower_solve_columns(const Member& m, int r, con
     } else if (t < wide + narrow) {
       host_lower_solve_tile<P, W>(r, wide * 2 * W + (t - wide) * W, L, X);
     } else {
-      for (int c = c_plain; c < r; ++c)
-        for (int i = 0; i < r; ++i) {
-          V v = X(i, c);
-          for (int k = 0; k < i; ++k) v -= L(i, k) * X(k, c);
-          X(i, c) = v / L(i, i);
-        }
+      for (int c = c_plain; c < r; ++c) forward_substitute_rows(c, 0, r, L, X);
     }
   }
   m.team_barrier();
@@ -256,7 +251,7 @@ KOKKOS_INLINE_FUNCTION void host_plus_gram(const Member& m, int r, const AM& A, 
         for (int e = 0; e < B * B; ++e) acc[e] = T(0);
         for (int k = 0; k < r; ++k)
           for (int p = 0; p < B; ++p) {
-            const T y = Y(k, a0 + p);
+            const auto y = Y(k, a0 + p);  // the product in Y's type, as the other forms
             MOSAIC_SIMD_LOOP
             for (int w = 0; w < B; ++w) acc[p * B + w] += y * Y(k, c0 + w);
           }

@@ -278,89 +278,109 @@ struct SharedMaskRunEnd {
   int r = 0, r_index = 0, am_index = 0;                                  // bm_F2, bm_AM
   bool geodesic = false;
 
+  // The rows' put-back in two forms, chosen by tag: the host's on host
+  // spaces, the device's elsewhere; each stored entry is the same number in
+  // both (the CPU suite runs both on host and compares their bits,
+  // tests/engine/test_masked_engine.cpp).
+  struct HostForm {};
+  struct DeviceForm {};
+
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& m) const {
+    if constexpr (is_host_space<ExecSpace>) {
+      put_back(m, HostForm{});
+    } else {
+      put_back(m, DeviceForm{});
+    }
+  }
+
+  // Each row: y = saved row (times A_M, each entry a running sum in double
+  // in increasing q, rounded to Scalar), then x <- y R^-1 (x R = y:
+  // forward in the columns, each entry's subtractions in double in
+  // increasing q, of the entries already rounded to Scalar and written,
+  // then its division).
+  template <class Form>
+  KOKKOS_INLINE_FUNCTION void put_back(const member_type& m, Form form) const {
     const int b = m.league_rank(), count = missing(b);
     if (count == 0) return;
     const bool rotated = reorths(b) > reorths0(b);
-    // Each row: y = saved row (times A_M, each entry a running sum in
-    // double in increasing q, rounded to Scalar), then x <- y R^-1 (x R =
-    // y: forward in the columns, each entry's subtractions in double in
-    // increasing q, of the entries already rounded to Scalar and written,
-    // then its division).
-    if constexpr (is_host_space<ExecSpace>) {
-      // Right-looking, on tiles of T rows in thread scratch, entry c of the
-      // tile's row p at x(c T + p): entry q final, then subtracted from the
-      // later entries along row q of R (contiguous), each step a loop over
-      // the tile's rows that vectorizes; the rows' independent chains
-      // overlap the divisions' latency, which one row at a time waited on
-      // at every entry. Each entry's arithmetic is the one-row form's; rows
-      // past the end of the last tile are zeros, computed and not stored.
-      // The A_M product likewise.
-      constexpr int T = tile_rows;
-      scratch_row x(m.thread_scratch(0), r * T);
-      const int tiles = (count + T - 1) / T;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, tiles), [&](const int t) {
-        const int k0 = t * T, nk = count - k0 < T ? count - k0 : T;
-        if (!geodesic && !rotated) {
-          for (int p = 0; p < nk; ++p)
-            for (int c = 0; c < r; ++c) U(b, rows(b, k0 + p), c) = saved(b, k0 + p, c);
-          return;
-        }
-        double v[T];  // one entry of each of the tile's rows
-        if (geodesic) {
-          for (int e = 0; e < r * T; ++e) x(e) = 0.0;
-          for (int q = 0; q < r; ++q) {
-            for (int p = 0; p < T; ++p) v[p] = p < nk ? double(saved(b, k0 + p, q)) : 0.0;
-            const double* const aq = &dM(b, am_index, q, 0);
-            for (int c = 0; c < r; ++c) {
-              const double a = aq[c];
-              MOSAIC_SIMD_LOOP
-              for (int p = 0; p < T; ++p) x(c * T + p) += v[p] * a;
-            }
-          }
-          for (int e = 0; e < r * T; ++e) x(e) = double(Scalar(x(e)));
-        } else {
-          for (int c = 0; c < r; ++c)
-            for (int p = 0; p < T; ++p) x(c * T + p) = p < nk ? double(saved(b, k0 + p, c)) : 0.0;
-        }
-        if (!rotated) {
-          for (int p = 0; p < nk; ++p)
-            for (int c = 0; c < r; ++c) U(b, rows(b, k0 + p), c) = Scalar(x(c * T + p));
-          return;
-        }
-        for (int q = 0; q < r; ++q) {
-          const double rqq = dM(b, r_index, q, q);
-          MOSAIC_SIMD_LOOP
-          for (int p = 0; p < T; ++p) v[p] = double(Scalar(x(q * T + p) / rqq));
-          for (int p = 0; p < nk; ++p) U(b, rows(b, k0 + p), q) = Scalar(v[p]);
-          const double* const rq = &dM(b, r_index, q, 0);
-          for (int c = q + 1; c < r; ++c) {
-            const double rqc = rq[c];
-            MOSAIC_SIMD_LOOP
-            for (int p = 0; p < T; ++p) x(c * T + p) -= v[p] * rqc;
-          }
-        }
-      });
-    } else {
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count), [&](const int k) {
-        const int i = rows(b, k);
-        if (geodesic)
-          for (int c = 0; c < r; ++c) {
-            double y = 0.0;
-            for (int q = 0; q < r; ++q) y += double(saved(b, k, q)) * dM(b, am_index, q, c);
-            U(b, i, c) = Scalar(y);
-          }
-        for (int c = 0; c < r; ++c) {
-          double x = double(geodesic ? U(b, i, c) : saved(b, k, c));
-          if (rotated) {
-            for (int q = 0; q < c; ++q) x -= double(U(b, i, q)) * dM(b, r_index, q, c);
-            x /= dM(b, r_index, c, c);
-          }
-          U(b, i, c) = Scalar(x);
-        }
-      });
-    }
+    put_back_rows(m, b, count, rotated, form);
     m.team_barrier();
+  }
+
+  // Right-looking, on tiles of tile_rows rows in thread scratch, entry c of
+  // the tile's row p at x(c tile_rows + p): entry q final, then subtracted
+  // from the later entries along row q of R (contiguous), each step a loop
+  // over the tile's rows that vectorizes; the rows' independent chains
+  // overlap the divisions' latency, which one row at a time waited on at
+  // every entry. Rows past the end of the last tile are zeros, computed
+  // and not stored. The A_M product likewise.
+  KOKKOS_INLINE_FUNCTION void put_back_rows(const member_type& m, int b, int count, bool rotated, HostForm) const {
+    constexpr int nt = tile_rows;
+    scratch_row x(m.thread_scratch(0), r * nt);
+    const int tiles = (count + nt - 1) / nt;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, tiles), [&](const int t) {
+      const int k0 = t * nt, nk = count - k0 < nt ? count - k0 : nt;
+      if (!geodesic && !rotated) {
+        for (int p = 0; p < nk; ++p)
+          for (int c = 0; c < r; ++c) U(b, rows(b, k0 + p), c) = saved(b, k0 + p, c);
+        return;
+      }
+      double v[nt];  // one entry of each of the tile's rows
+      if (geodesic) {
+        for (int e = 0; e < r * nt; ++e) x(e) = 0.0;
+        for (int q = 0; q < r; ++q) {
+          for (int p = 0; p < nt; ++p) v[p] = p < nk ? double(saved(b, k0 + p, q)) : 0.0;
+          const double* const aq = &dM(b, am_index, q, 0);
+          for (int c = 0; c < r; ++c) {
+            const double a = aq[c];
+            MOSAIC_SIMD_LOOP
+            for (int p = 0; p < nt; ++p) x(c * nt + p) += v[p] * a;
+          }
+        }
+        for (int e = 0; e < r * nt; ++e) x(e) = double(Scalar(x(e)));
+      } else {
+        for (int c = 0; c < r; ++c)
+          for (int p = 0; p < nt; ++p) x(c * nt + p) = p < nk ? double(saved(b, k0 + p, c)) : 0.0;
+      }
+      if (!rotated) {
+        for (int p = 0; p < nk; ++p)
+          for (int c = 0; c < r; ++c) U(b, rows(b, k0 + p), c) = Scalar(x(c * nt + p));
+        return;
+      }
+      for (int q = 0; q < r; ++q) {
+        const double rqq = dM(b, r_index, q, q);
+        MOSAIC_SIMD_LOOP
+        for (int p = 0; p < nt; ++p) v[p] = double(Scalar(x(q * nt + p) / rqq));
+        for (int p = 0; p < nk; ++p) U(b, rows(b, k0 + p), q) = Scalar(v[p]);
+        const double* const rq = &dM(b, r_index, q, 0);
+        for (int c = q + 1; c < r; ++c) {
+          const double rqc = rq[c];
+          MOSAIC_SIMD_LOOP
+          for (int p = 0; p < nt; ++p) x(c * nt + p) -= v[p] * rqc;
+        }
+      }
+    });
+  }
+
+  // One row per thread, each entry its own running sum.
+  KOKKOS_INLINE_FUNCTION void put_back_rows(const member_type& m, int b, int count, bool rotated, DeviceForm) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, count), [&](const int k) {
+      const int i = rows(b, k);
+      if (geodesic)
+        for (int c = 0; c < r; ++c) {
+          double y = 0.0;
+          for (int q = 0; q < r; ++q) y += double(saved(b, k, q)) * dM(b, am_index, q, c);
+          U(b, i, c) = Scalar(y);
+        }
+      for (int c = 0; c < r; ++c) {
+        double x = double(geodesic ? U(b, i, c) : saved(b, k, c));
+        if (rotated) {
+          for (int q = 0; q < c; ++q) x -= double(U(b, i, q)) * dM(b, r_index, q, c);
+          x /= dM(b, r_index, c, c);
+        }
+        U(b, i, c) = Scalar(x);
+      }
+    });
   }
 
   // Rows per tile of the host form.
