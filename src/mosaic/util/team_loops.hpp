@@ -218,15 +218,20 @@ KOKKOS_INLINE_FUNCTION void lower_solve_columns(const Member& m, int r, const Lo
   }
 }
 
+// Entry (a, c) of plus_gram's Y^T Y as a plain sum: from 0, over k in
+// increasing order, the arithmetic of every form.
+template <class T, class YM>
+KOKKOS_INLINE_FUNCTION T gram_entry(int r, const YM& Y, int a, int c) {
+  T v = 0;
+  for (int k = 0; k < r; ++k) v += Y(k, a) * Y(k, c);
+  return v;
+}
+
 // plus_gram on devices (and the CPU suite's check of what a GPU runs): one
 // entry per thread.
 template <class Member, class AM, class T, class YM, class OM>
 KOKKOS_INLINE_FUNCTION void device_plus_gram(const Member& m, int r, const AM& A, T s, const YM& Y, const OM& out) {
-  for_each_entry(m, r, r, [&](const int a, const int c) {
-    T v = 0;
-    for (int k = 0; k < r; ++k) v += Y(k, a) * Y(k, c);
-    out(a, c) = A(a, c) + s * v;
-  });
+  for_each_entry(m, r, r, [&](const int a, const int c) { out(a, c) = A(a, c) + s * gram_entry<T>(r, Y, a, c); });
   m.team_barrier();
 }
 
@@ -257,11 +262,7 @@ KOKKOS_INLINE_FUNCTION void host_plus_gram(const Member& m, int r, const AM& A, 
           }
       } else {
         for (int p = 0; p < na; ++p)
-          for (int w = 0; w < nc; ++w) {
-            T v = 0;
-            for (int k = 0; k < r; ++k) v += Y(k, a0 + p) * Y(k, c0 + w);
-            acc[p * B + w] = v;
-          }
+          for (int w = 0; w < nc; ++w) acc[p * B + w] = gram_entry<T>(r, Y, a0 + p, c0 + w);
       }
       for (int p = 0; p < na; ++p)
         for (int w = 0; w < nc; ++w) {
