@@ -26,7 +26,11 @@ import sys
 import textwrap
 from collections import OrderedDict
 
-SCHEMA_VERSION = 1
+# The schema_version docs/result.schema.json describes, and the versions
+# load_records reads (docs/RESULT-FORMAT.md): version 1 files lack the
+# memory peak fields (Record.peak_allocated_* None) and are not validated.
+SCHEMA_VERSION = 2
+SUPPORTED_SCHEMA_VERSIONS = (1, 2)
 GPU_SPACES = ("Cuda", "HIP", "SYCL", "OpenMPTarget")
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA_PATH = os.path.join(REPO_ROOT, "docs", "result.schema.json")
@@ -454,15 +458,25 @@ class Record:
             check_series_entry(entry, "%s.diagnostics.series[%d]" % (w, i))
 
         # runs[].memory (docs/result.schema.json): the bytes of one stream's
-        # state, the device bytes in use (max over the ranks; null on a host
-        # backend) and each rank's peak resident memory (VmHWM since the
-        # process started: in a sweep, it includes the points run before).
+        # state; each rank's peak of the bytes allocated through Kokkos in
+        # the execution space's memory space, named by peak_allocated_space
+        # ("Host", "Cuda"; the point's own peak, exact: no CUDA context or
+        # other process), peak_allocated_bytes_max its max over the ranks,
+        # both None in schema_version 1 files (their device_bytes_in_use_max,
+        # cudaMemGetInfo at the end of the run, was not a peak and is not
+        # read here: docs/RESULT-FORMAT.md); and each rank's peak resident
+        # memory (VmHWM since the process started: in a sweep, it includes
+        # the points run before).
         wm = w + ".memory"
         memory = field(run, "memory", ("object", "null"), w, None) or {}
         state = field(memory, "state_bytes_per_stream", ("integer", "null"), wm, None)
         self.state_bytes_per_stream = None if state is None else int(state)
-        device = field(memory, "device_bytes_in_use_max", ("integer", "null"), wm, None)
-        self.device_bytes_in_use_max = None if device is None else int(device)
+        self.peak_allocated_bytes_per_rank = [
+            int(expect(v, "integer", "%s.peak_allocated_bytes_per_rank[%d]" % (wm, i)))
+            for i, v in enumerate(field(memory, "peak_allocated_bytes_per_rank", ("array", "null"), wm, None) or [])]
+        self.peak_allocated_bytes_max = (max(self.peak_allocated_bytes_per_rank)
+                                         if self.peak_allocated_bytes_per_rank else None)
+        self.peak_allocated_space = field(memory, "peak_allocated_space", ("string", "null"), wm, None)
         self.peak_rss_bytes_per_rank = [
             int(expect(v, "integer", "%s.peak_rss_bytes_per_rank[%d]" % (wm, i)))
             for i, v in enumerate(field(memory, "peak_rss_bytes_per_rank", ("array", "null"), wm, None) or [])]
@@ -584,8 +598,18 @@ def load_schema(path=SCHEMA_PATH):
 
 
 def validate_document(doc, path):
-    """Validates against docs/result.schema.json when the jsonschema module is
-    available; returns False when it is not (nothing checked)."""
+    """Validates against docs/result.schema.json (schema_version
+    SCHEMA_VERSION) when the jsonschema module is available; returns False
+    when it is not (nothing checked). An older supported version cannot be
+    validated against the current schema: a warning on stderr names the
+    file and its version, and False is returned (nothing checked; the file
+    is still read, as without --validate: docs/RESULT-FORMAT.md)."""
+    version = doc.get("schema_version") if isinstance(doc, dict) else None
+    if version != SCHEMA_VERSION and version in SUPPORTED_SCHEMA_VERSIONS:
+        print("warning: %s: schema_version %d: not validated: docs/result.schema.json describes schema_version %d "
+              "(docs/RESULT-FORMAT.md); the file is read without that check" % (path, version, SCHEMA_VERSION),
+              file=sys.stderr)
+        return False
     try:
         import jsonschema
     except ImportError:
@@ -617,9 +641,10 @@ def load_records(paths, validate=False, skipped=None):
                     skipped.append(path)
                 continue
             raise AnalysisError("%s: not a mosaic_miniapp result file (no \"program\": \"mosaic_miniapp\")" % path)
-        if doc.get("schema_version") != SCHEMA_VERSION:
-            raise AnalysisError("%s: schema_version %r is not supported (expected %d)" % (
-                path, doc.get("schema_version"), SCHEMA_VERSION))
+        version = doc.get("schema_version")
+        if isinstance(version, bool) or version not in SUPPORTED_SCHEMA_VERSIONS:
+            raise AnalysisError("%s: schema_version %r is not supported (expected %s)" % (
+                path, version, " or ".join(str(v) for v in SUPPORTED_SCHEMA_VERSIONS)))
         if validate:
             validate_document(doc, path)
         runs = doc.get("runs")
@@ -1266,8 +1291,9 @@ def add_common_arguments(parser, out=True):
         parser.add_argument("--out", metavar="DIR", default="analysis_out",
                             help="directory for the PNG figures (default: %(default)s)")
     parser.add_argument("--validate", action="store_true",
-                        help="validate every file against docs/result.schema.json "
-                             "(needs the python3-jsonschema module)")
+                        help="validate every file against docs/result.schema.json (schema_version %d; a file "
+                             "of an older version is read unvalidated, with a warning; needs the "
+                             "python3-jsonschema module)" % SCHEMA_VERSION)
 
 
 def tables_and_figures_main(argv, prog, description, analyse, epilog=None):

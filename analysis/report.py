@@ -459,46 +459,87 @@ def stability_table(rec):
     return ["#### Numerical stability (final diagnostics)", "", field_table(rows), ""]
 
 
+def per_rank_text(values, where, space=ABSENT):
+    """'max B (rank k)[ in SPACE]; per rank: ...' of a per-rank array of
+    bytes (the per-rank list only for several ranks); NOT_RECORDED for none."""
+    if values is ABSENT or not values:
+        return NOT_RECORDED
+    values = [C.expect(v, "integer", "%s[%d]" % (where, i)) for i, v in enumerate(values)]
+    top = max(range(len(values)), key=lambda i: values[i])
+    text = "max %s (rank %d)" % (fmt_bytes(values[top]), top)
+    if space is not ABSENT:
+        text += " in %s" % space
+    if len(values) > 1:
+        text += "; per rank: " + ", ".join(fmt_bytes(v) for v in values)
+    return text
+
+
+def the_file_says(definition):
+    return "" if definition is ABSENT else "; the file says: " + definition
+
+
 def memory(rec):
+    """runs[].memory: the states' bytes, the peak allocated through Kokkos
+    (schema_version 2), the device's used memory by phase (2), each rank's
+    peak RSS and rank 0's estimate; a version 1 file's
+    device_bytes_in_use_max, labelled as what it was (docs/RESULT-FORMAT.md)."""
     run, w = rec.run, "runs[%d]" % rec.run_index
     mem = get(run, "memory", "object", w)
     wm = w + ".memory"
-    dev = get(mem, "device_bytes_in_use_max", ("integer", "null"), wm)
-    if dev is ABSENT:
-        dev_text = NOT_RECORDED
-    elif dev is None:
-        dev_text = "null: a host backend, no device memory"
-    elif dev < 0:
-        dev_text = "%d: no device (a host build; older files wrote -1 where newer ones write null)" % dev
+    peak = get(mem, "peak_allocated_bytes_per_rank", "array", wm)
+    space = get(mem, "peak_allocated_space", "string", wm)
+    peak_text = per_rank_text(peak, wm + ".peak_allocated_bytes_per_rank", space)
+    ratio = get(mem, "estimate_over_peak_allocated", ("number", "null"), wm)
+    phases = get(mem, "device_used_bytes_at_phase", ("array", "null"), wm)
+    if phases is ABSENT:
+        phases_text = NOT_RECORDED
+    elif phases is None:
+        phases_text = "null: a host backend"
     else:
-        dev_text = fmt_bytes(dev)
-    rss = get(mem, "peak_rss_bytes_per_rank", "array", wm)
-    if rss is ABSENT or not rss:
-        rss_text = NOT_RECORDED
-    else:
-        rss = [C.expect(v, "integer", "%s.peak_rss_bytes_per_rank[%d]" % (wm, i)) for i, v in enumerate(rss)]
-        top = max(range(len(rss)), key=lambda i: rss[i])
-        rss_text = "max %s (rank %d)" % (fmt_bytes(rss[top]), top)
-        if len(rss) > 1:
-            rss_text += "; per rank: " + ", ".join(fmt_bytes(v) for v in rss)
-    definition = get(mem, "peak_rss_definition", "string", wm)
+        items = []
+        for i, entry in enumerate(phases):
+            wp = "%s.device_used_bytes_at_phase[%d]" % (wm, i)
+            entry = C.expect(entry, "object", wp)
+            items.append("%s %s" % (show(get(entry, "phase", "string", wp)),
+                                    show(get(entry, "bytes", "integer", wp), fmt_bytes)))
+        phases_text = "; ".join(items) if items else "none"
     rows = [
         ("state of one stream: mu, U, S, s2 (d + d r + r^2 + 1 scalars of the dtype)",
          show(get(mem, "state_bytes_per_stream", "integer", wm), fmt_bytes), wm + ".state_bytes_per_stream"),
         ("states of all streams (state of one stream x streams in all)",
          show(get(mem, "state_bytes_total", "integer", wm), fmt_bytes), wm + ".state_bytes_total"),
-        ("device memory in use, max over ranks (cudaMemGetInfo total - free: the whole device, other processes "
-         "included)", dev_text, wm + ".device_bytes_in_use_max"),
-        ("peak resident memory of each rank (VmHWM: the process's high-water mark since it started)"
-         + ("" if definition is ABSENT else "; the file says: " + definition), rss_text,
-         wm + ".peak_rss_bytes_per_rank"),
+        ("peak allocated through Kokkos in the execution space's memory space, each rank's high-water mark during "
+         "this point (exact: no CUDA context, no other process)"
+         + the_file_says(get(mem, "peak_allocated_definition", "string", wm)), peak_text,
+         wm + ".peak_allocated_bytes_per_rank"),
+        ("memory space of the peak allocated (Kokkos' name)", show(space), wm + ".peak_allocated_space"),
+        ("device's used memory as each phase ended, max over ranks (cudaMemGetInfo total - free: the CUDA context "
+         "and every other process included)" + the_file_says(get(mem, "device_used_definition", "string", wm)),
+         phases_text, wm + ".device_used_bytes_at_phase"),
     ]
+    dev = get(mem, "device_bytes_in_use_max", ("integer", "null"), wm)
+    if dev is not ABSENT:
+        if dev is None:
+            dev_text = "null: a host backend, no device memory"
+        elif dev < 0:
+            dev_text = "%d: no device (a host build; older files wrote -1 where newer ones write null)" % dev
+        else:
+            dev_text = fmt_bytes(dev)
+        rows.append(("device memory in use at the end of the run, cudaMemGetInfo, not a peak (schema_version 1)",
+                     dev_text, wm + ".device_bytes_in_use_max"))
+    rows.append(("peak resident memory of each rank (VmHWM: the process's high-water mark since it started)"
+                 + the_file_says(get(mem, "peak_rss_definition", "string", wm)),
+                 per_rank_text(get(mem, "peak_rss_bytes_per_rank", "array", wm), wm + ".peak_rss_bytes_per_rank"),
+                 wm + ".peak_rss_bytes_per_rank"))
     est = get(mem, "estimate_rank0", "object", wm)
     if est is not ABSENT:
         we = wm + ".estimate_rank0"
         rows.append(("rank 0's estimate before the run: execution-space / host-only memory", "%s / %s" % (
             show(get(est, "execution_space_bytes", "integer", we), fmt_bytes),
             show(get(est, "host_only_bytes", "integer", we), fmt_bytes)), we))
+    rows.append(("rank 0's estimate over its peak allocated (execution-space estimate / "
+                 "peak_allocated_bytes_per_rank[0])", show(ratio, "{:.3f}".format, null="null: a peak of 0"),
+                 wm + ".estimate_over_peak_allocated"))
     return ["#### Memory", "", field_table(rows), ""]
 
 

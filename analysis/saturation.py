@@ -23,10 +23,15 @@ curve, a Markdown table (stdout):
                      resident memory since it started)
     peak RSS per stream      that over the streams per rank (it holds the
                      process's fixed memory too, shared by its streams)
-    device memory in use per stream   runs[].memory.device_bytes_in_use_max
-                     (max over the ranks, cudaMemGetInfo total - free, which
-                     counts other processes too) over the streams per rank;
-                     the column is there only when a run recorded it (GPU)
+    peak allocated per stream   the largest of runs[].memory.
+                     peak_allocated_bytes_per_rank (each rank's high-water
+                     mark of the bytes allocated through Kokkos in the
+                     memory space runs[].memory.peak_allocated_space names,
+                     the point's own: no CUDA context, no other process)
+                     over the streams per rank; the column is there when a
+                     run recorded it (schema_version 2 files, host backends
+                     too; version 1 files' device_bytes_in_use_max, read at
+                     the end of the run, was not a peak and is not used)
 
 and the SATURATION POINT: the smallest streams per rank whose FOM reaches
 90% of the largest FOM measured on the curve (common.SATURATION_FRACTION).
@@ -62,8 +67,17 @@ MEMORY_NOTE = (
     "(each rank's VmHWM: peak resident memory since the process started) and *peak RSS per stream* that over "
     "the streams per rank (it includes the process's fixed memory, shared by its streams); a value marked <= is "
     "an upper bound (an earlier point of the same file had reached it, and VmHWM never decreases).")
-DEVICE_NOTE = ("*device memory in use per stream* is runs[].memory.device_bytes_in_use_max (max over the ranks; "
-               "cudaMemGetInfo total - free, other processes included) over the streams per rank.")
+PEAK_NOTE = ("*peak allocated per stream* is the largest of runs[].memory.peak_allocated_bytes_per_rank (each "
+             "rank's high-water mark of the bytes allocated through Kokkos, Views and kokkos_malloc, in the memory "
+             "space runs[].memory.peak_allocated_space names (here: %s), during the point: its own peak, without "
+             "the CUDA context or other processes) over the streams per rank; n/a for a run that did not record it "
+             "(schema_version 1 files).")
+
+
+def peak_note(sats):
+    """PEAK_NOTE with the memory spaces of the curves' runs."""
+    spaces = sorted({r.peak_allocated_space for s in sats for r in s.records if r.peak_allocated_space is not None})
+    return PEAK_NOTE % (", ".join(spaces) or "not recorded")
 
 
 def saturation_curves(records):
@@ -111,8 +125,8 @@ class Point:
         self.rss_stream = C.median([_rss_max(r) / r.streams_per_rank for r in records
                                     if _rss_max(r) is not None and r.streams_per_rank > 0])
         self.rss_upper_bound = any((r.path, r.run_index) in bounds for r in records)
-        self.device_stream = C.median([r.device_bytes_in_use_max / r.streams_per_rank for r in records
-                                       if r.device_bytes_in_use_max is not None and r.streams_per_rank > 0])
+        self.peak_allocated_stream = C.median([r.peak_allocated_bytes_max / r.streams_per_rank for r in records
+                                               if r.peak_allocated_bytes_max is not None and r.streams_per_rank > 0])
 
 
 class Saturation:
@@ -125,7 +139,7 @@ class Saturation:
         self.points = [Point(x, f, rs, self.top, bounds) for x, f, rs in curve.points]
         self.x = C.saturation_point(curve)
         self.best_x = next((p.x for p in self.points if p.fom == self.top), None)
-        self.has_device = any(p.device_stream is not None for p in self.points)
+        self.has_peak_allocated = any(p.peak_allocated_stream is not None for p in self.points)
         # The seed's 8 streams on one GB10, where the curve's 8-stream point is in its configuration.
         self.seed_point = next((p for p in self.points if p.streams_total == S.STREAMS), None)
         self.seed = S.seed_figure_for(self.seed_point.records[0]) if self.seed_point is not None else None
@@ -146,7 +160,7 @@ def table(sat):
                ["total streams", "runs", "FOM (update samples/s)", "FOM per stream (update samples/s)",
                 "FOM / best FOM", "state per stream [MiB]", "peak RSS, largest rank [MiB]",
                 "peak RSS per stream [MiB]"] +
-               (["device memory in use per stream [MiB]"] if sat.has_device else []) + ["verification"])
+               (["peak allocated per stream [MiB]"] if sat.has_peak_allocated else []) + ["verification"])
     rows = []
     for p in sat.points:
         bound = "<= " if p.rss_upper_bound else ""
@@ -155,7 +169,8 @@ def table(sat):
             "n/a" if C.isnan(p.fraction) else "%.3f" % p.fraction, C.fmt_mib(p.state),
             bound + C.fmt_mib(p.rss_rank) if p.rss_rank is not None else "n/a",
             bound + C.fmt_mib(p.rss_stream) if p.rss_stream is not None else "n/a"] +
-            ([C.fmt_mib(p.device_stream)] if sat.has_device else []) + [C.verification_summary(p.records)])
+            ([C.fmt_mib(p.peak_allocated_stream)] if sat.has_peak_allocated else []) +
+            [C.verification_summary(p.records)])
     return C.md_table(headers, rows)
 
 
@@ -280,7 +295,7 @@ def analyse(records, out_dir, plots=True, level=1, figure_text=figure_lines):
             path = plot(sat, os.path.join(out_dir, name + ".png"), C.key_text(sat.key, skip=subtitle_skip))
             figures.append(path)
             lines += figure_text(path, sat)
-    lines += [MEMORY_NOTE + (" " + DEVICE_NOTE if any(s.has_device for s in sats) else ""), ""]
+    lines += [MEMORY_NOTE + (" " + peak_note(sats) if any(s.has_peak_allocated for s in sats) else ""), ""]
     on_curves = {id(r) for s in sats for r in s.records}
     left = [r for r in records if id(r) not in on_curves]
     if left:

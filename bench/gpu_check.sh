@@ -233,9 +233,11 @@ fi
 
 start_monitor() {
   ((gpu == 1)) || return 0
-  # Sampled every 500 ms for the benchmark steps: the peak is taken from
-  # this file (the mini-app's own device_bytes_in_use_max is read once, at
-  # the end of each run). The index column tells GPUs apart on shared nodes.
+  # Sampled every 500 ms for the benchmark steps: the device's peak is
+  # taken from this file (the mini-app's own device_used_bytes_at_phase is
+  # read as each phase ends; its peak_allocated_bytes_per_rank counts only
+  # what it allocated through Kokkos). The index column tells GPUs apart on
+  # shared nodes.
   nvidia-smi --query-gpu=timestamp,index,memory.used,memory.total,utilization.gpu \
     --format=csv -lms 500 >"$out/nvidia-smi-monitor.csv" 2>&1 &
   monitor_pid=$!
@@ -265,6 +267,22 @@ step_rc_of() {
   for i in "${!step_names[@]}"; do [[ "${step_names[$i]}" != "$1" ]] || echo "${step_rcs[$i]}"; done
 }
 json_field() { grep -m1 -E "\"$2\":" "$out/$1" 2>/dev/null | sed -E 's/.*": *"?([^",]*)"?,?$/\1/' || true; }
+# The integers of the first array named FIELD in a result (the mini-app
+# writes one value a line), one a line; of an array of objects, their
+# member SUBFIELD's; "null" where FIELD is null, nothing where it is absent.
+json_numbers() {  # FILE FIELD [SUBFIELD]
+  awk -v key="\"$2\":" -v member="${3:+\"$3\":}" '
+    !on && index($0, key) {
+      if ($0 ~ /: *null,?$/) { print "null"; exit }
+      if ($0 !~ /\[ *$/) exit
+      on = 1; depth = 1; next }
+    on {
+      v = $0; gsub(/[ ,]/, "", v)
+      if (member == "" && v ~ /^-?[0-9]+$/) print v
+      if (member != "" && index($0, member)) { sub(/.*:/, "", v); print v }
+      depth += gsub(/\[/, "[") - gsub(/\]/, "]")
+      if (depth <= 0) exit }' "$out/$1" 2>/dev/null || true
+}
 
 # The class of a failed step, from its exit status and log, and the log
 # line that shows it: "driver" (the binaries could not run kernels on this
@@ -385,16 +403,18 @@ write_summary() {
     echo "From each run's end-of-run summary (its log) and result JSON (results/); the dry-run"
     echo "memory estimate is the mini-app's own (--dry-run, per rank)."
     echo
-    echo "| run | kernel | verification | checks | update samples/s (figure of merit) | end-to-end samples/s | device_bytes_in_use_max | dry-run estimate | result |"
-    echo "|---|---|---|---|---|---|---|---|---|"
+    echo "| run | kernel | verification | checks | update samples/s (figure of merit) | end-to-end samples/s | peak allocated, largest rank (bytes) | device used at loop end (bytes) | dry-run estimate | result |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
     for m in "${mini_runs[@]+"${mini_runs[@]}"}"; do
-      local log="miniapp_$m.log" js="results/$m.json" ver fom e2e dev est kern
+      local log="miniapp_$m.log" js="results/$m.json" ver fom e2e peak dev est kern
       kern="$(mini_field "$log" kernel)"
       ver="$(mini_field "$log" verification)"
       fom="$(mini_field "$log" "FIGURE OF MERIT" | awk '{print $1}')"
       e2e="$(mini_field "$log" end-to-end | awk '{print $1}')"
-      dev="$(json_field "$js" device_bytes_in_use_max)"
-      [[ "$dev" != -1 ]] || dev="-1 (not a device build)"
+      peak="$(json_numbers "$js" peak_allocated_bytes_per_rank | sort -n | tail -n 1)"
+      [[ -z "$peak" ]] || peak="$peak in $(json_field "$js" peak_allocated_space)"
+      dev="$(json_numbers "$js" device_used_bytes_at_phase bytes | tail -n 1)"
+      [[ "$dev" != null ]] || dev="null (not a device build)"
       est="$(grep -m1 '^# memory:' "$out/miniapp_$m.dry-run.log" 2>/dev/null | sed -E 's/^# memory: about ([^ ]+ MiB).*/\1/' || true)"
       [[ -f "$out/$log" ]] || ver="not run"
       # A run stopped by its time limit still prints a summary and writes a
@@ -403,7 +423,7 @@ write_summary() {
       rc="$(step_rc_of "miniapp $m")"
       st="$(grep -m1 -E '^  "status":' "$out/$js" 2>/dev/null | sed -E 's/.*: *"([^"]*)".*/\1/' || true)"
       if [[ -n "$rc" && "$rc" != 0 && "$rc" != - ]]; then ver="${ver:-no verdict} (run exit $rc${st:+, result status $st})"; fi
-      echo "| $m | ${kern:--} | ${ver:-no verdict (see log)} | $(checks_of "$js") | ${fom:--} | ${e2e:--} | ${dev:--} | ${est:--} | $([[ -f "$out/$js" ]] && echo "$js" || echo none) |"
+      echo "| $m | ${kern:--} | ${ver:-no verdict (see log)} | $(checks_of "$js") | ${fom:--} | ${e2e:--} | ${peak:--} | ${dev:--} | ${est:--} | $([[ -f "$out/$js" ]] && echo "$js" || echo none) |"
     done
     echo
     echo "## Bench ladder (mosaic_bench, float, r=$r, block sizes $kblocks, --seconds $bench_seconds)"
@@ -449,8 +469,13 @@ write_summary() {
       echo "No device memory measured: $([[ $gpu == 1 ]] && echo 'the monitor wrote nothing' || echo 'no GPU: not a GPU check (no nvidia-smi)')."
     fi
     echo
-    echo "The mini-app's runs[].memory.device_bytes_in_use_max (table above) is cudaMemGetInfo's"
-    echo "total - free at the end of each run: the whole device, -1 on a non-device build."
+    echo "The mini-app's own figures (table above; a sweep's first point): *peak allocated* is the"
+    echo "largest of runs[].memory.peak_allocated_bytes_per_rank, each rank's high-water mark of the"
+    echo "bytes it allocated through Kokkos in peak_allocated_space during the run (exact: without the"
+    echo "CUDA context or other processes); *device used at loop end* is the last entry of"
+    echo "runs[].memory.device_used_bytes_at_phase, cudaMemGetInfo's total - free as the loop ended"
+    echo "(max over the ranks; the whole device, context and other processes included; null on a"
+    echo "non-device build). Neither is the nvidia-smi peak above: see docs/RESULT-FORMAT.md."
     echo
     echo "## What to send"
     echo

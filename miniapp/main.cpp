@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -35,7 +36,10 @@
 
 namespace {
 
-constexpr int kResultSchemaVersion = 1;
+// 2 since the result's memory gained peak_allocated_bytes_per_rank and
+// device_used_bytes_at_phase in place of device_bytes_in_use_max
+// (docs/RESULT-FORMAT.md).
+constexpr int kResultSchemaVersion = 2;
 
 #if defined(KOKKOS_ENABLE_OPENMP)
 constexpr bool kOpenMPBackend = true;
@@ -209,6 +213,18 @@ void print_summary(const nlohmann::json& run) {
   }
   if (run.contains("state_files"))
     std::printf("  final states        %s/\n", run["state_files"]["directory"].get<std::string>().c_str());
+  const auto& mem = run["memory"];
+  auto largest_mib = [](const nlohmann::json& per_rank) {
+    double m = 0;
+    for (const auto& v : per_rank) m = std::max(m, v.get<double>());
+    return m / 1048576.0;
+  };
+  std::printf(
+      "  memory              allocated at its peak %.4g MiB in %s (largest rank), estimated %.4g MiB (rank 0: "
+      "estimate / peak %.3f); peak RSS %.4g MiB (largest rank)\n",
+      largest_mib(mem["peak_allocated_bytes_per_rank"]), mem["peak_allocated_space"].get<std::string>().c_str(),
+      mem["estimate_rank0"]["execution_space_bytes"].get<double>() / 1048576.0,
+      value(mem["estimate_over_peak_allocated"]), largest_mib(mem["peak_rss_bytes_per_rank"]));
   const auto& ver = run["verification"];
   for (const auto& c : ver["checks"])
     std::printf("  check %-30s %-9s %.3e %s %.3g  %s\n", c["name"].get<std::string>().c_str(),

@@ -21,6 +21,20 @@ FIXTURES = os.path.join(HERE, "fixtures")
 COMMIT_GPU = "5e7a1c0de5e7a1c0de5e7a1c0de5e7a1c0de0001"
 COMMIT_CPU = "5e7a1c0de5e7a1c0de5e7a1c0de5e7a1c0de0002"
 
+# runs[].memory.peak_allocated_space of each environment: Kokkos' name of the
+# default execution space's memory space.
+SPACES = {"cpu": "Host", "gpu1": "Cuda", "gpu2": "Cuda"}
+# The mini-app's definitions (src/mosaic/app/run_output.hpp).
+PEAK_ALLOCATED_DEFINITION = (
+    "each rank's high-water mark of the bytes allocated through Kokkos (Views, kokkos_malloc) in the execution "
+    "space's memory space during this point, from Kokkos Tools' allocate/deallocate events "
+    "(util/allocation_tracker.hpp): exact, without the CUDA context or other processes")
+DEVICE_USED_DEFINITION = (
+    "the device's used memory (cudaMemGetInfo total - free: the CUDA context and every other process on the "
+    "device included) as each phase ended, max over the ranks; null on a host backend")
+CUDA_CONTEXT = 512 * 2 ** 20  # the synthetic device's used memory before the run allocates
+OUTSIDE_KOKKOS = 2 * 2 ** 20  # what the vendor GEMM allocates outside Kokkos at its first call
+
 
 def environment(kind):
     base = {
@@ -88,15 +102,49 @@ def default_series(steps, scale=1.0):
             diag(4 * q, 4e-12 * scale, 23.0, 0.01 * scale, 2)]
 
 
+def memory(state, ranks, total_streams, space):
+    """runs[].memory (schema_version 2): rank i holds n_i streams (the
+    first total % ranks ranks one more) and allocates through Kokkos 3 x the
+    state per stream plus (i + 1) x 4 KiB, so the last rank's peak is the
+    largest; rank 0's estimate is the 3 x the state part (estimate / peak
+    below 1, as measured); on Cuda the device's used memory is the context,
+    the largest peak and, after the first GEMM, the vendor's workspace."""
+    streams = [total_streams // ranks + (1 if i < total_streams % ranks else 0) for i in range(ranks)]
+    peaks = [3 * state * n + 4096 * (i + 1) for i, n in enumerate(streams)]
+    estimate = 3 * state * streams[0]
+    used = None
+    if space != "Host":
+        top = CUDA_CONTEXT + max(peaks)
+        used = [{"phase": "setup", "bytes": CUDA_CONTEXT + 2 * state * max(streams) + 4096 * ranks},
+                {"phase": "start", "bytes": top}, {"phase": "warmup", "bytes": top + OUTSIDE_KOKKOS},
+                {"phase": "timed_loop", "bytes": top + OUTSIDE_KOKKOS},
+                {"phase": "loop_end", "bytes": top + OUTSIDE_KOKKOS}]
+    return {
+        "state_bytes_per_stream": state, "state_bytes_total": state * total_streams,
+        "peak_allocated_bytes_per_rank": peaks, "peak_allocated_space": space,
+        "peak_allocated_definition": PEAK_ALLOCATED_DEFINITION,
+        "estimate_over_peak_allocated": estimate / peaks[0],
+        "device_used_bytes_at_phase": used, "device_used_definition": DEVICE_USED_DEFINITION,
+        "peak_rss_bytes_per_rank": [104857600] * ranks,
+        "estimate_rank0": {"execution_space_bytes": estimate, "host_only_bytes": state * streams[0],
+                           "streams": streams[0],
+                           "items": {"engine work": 2 * state * streams[0], "state copies (host)": state * streams[0],
+                                     "stream states": state * streams[0]}},
+    }
+
+
 def run_entry(*, deck, overrides, d, r, dtype, mode, ranks, per_rank=1, total=None, steps=1000, fom, e2e=None,
               series=None, checksums=None, passed=True, sweep_point=None, sweep_index=0, sweep_count=1,
-              result="mosaic_result.json", timers=None, kernel=None):
+              result="mosaic_result.json", timers=None, kernel=None, space="Cuda"):
     """timers: None for the six phases every file has (as before issue 15:
     no setup, verify, checkpoint, output, total, no timer_coverage), or
     {phase: mean seconds} with "total": every phase, written as a 2-rank run
     writes them (max 1.25 x, min 0.75 x the mean; the total, synchronized at
     the end, 1.1 x and 0.9 x), with timer_coverage; the update max must give
-    the FOM. kernel: the runs[].kernel object (None: not recorded)."""
+    the FOM. kernel: the runs[].kernel object (None: not recorded). space:
+    runs[].memory.peak_allocated_space, SPACES of the document's environment
+    (document() checks it; "Host": no device, device_used_bytes_at_phase
+    null)."""
     total_streams = per_rank * ranks if mode == "weak" else total
     spr_min, spr_max = total_streams // ranks, -(-total_streams // ranks)
     series = series if series is not None else default_series(steps)
@@ -160,8 +208,7 @@ def run_entry(*, deck, overrides, d, r, dtype, mode, ranks, per_rank=1, total=No
                        "per_rank_update_samples_per_second_max": 1.02 * fom / ranks,
                        "communication_seconds_max": 0.0005},
         "diagnostics": {"final": final, "series": series},
-        "memory": {"state_bytes_per_stream": state, "state_bytes_total": state * total_streams,
-                   "device_bytes_in_use_max": 3 * state * spr_max, "peak_rss_bytes_per_rank": [104857600] * ranks},
+        "memory": memory(state, ranks, total_streams, space),
         "counts": {"clamped_steps": final["clamped_steps"], "breakdown_streams": 0, "breakdowns": []},
         "verification": {"passed": passed, "checks": checks,
                          "per_stream_checksums": [{"stream_id": s, "checksum": c} for s, c in enumerate(checksums)]},
@@ -170,8 +217,10 @@ def run_entry(*, deck, overrides, d, r, dtype, mode, ranks, per_rank=1, total=No
 
 
 def document(name, env, deck, overrides, ranks, runs):
+    for run in runs:
+        assert run["memory"]["peak_allocated_space"] == SPACES[env], (name, env)
     return {
-        "schema_version": 1,
+        "schema_version": 2,
         "program": "mosaic_miniapp",
         "command_line": ["mosaic_miniapp", deck] + [a for o in overrides for a in ("--set", o)],
         "deck_path": deck,
@@ -181,6 +230,29 @@ def document(name, env, deck, overrides, ranks, runs):
         "status": "completed",
         "runs": runs,
     }
+
+
+# The runs[].memory fields schema_version 2 added (docs/RESULT-FORMAT.md).
+VERSION2_MEMORY = ("peak_allocated_bytes_per_rank", "peak_allocated_space", "peak_allocated_definition",
+                   "estimate_over_peak_allocated", "device_used_bytes_at_phase", "device_used_definition")
+
+
+def version1(doc):
+    """The document as schema_version 1 wrote it, in place (for the tests of
+    older files; no fixture is written so): runs[].memory without the
+    fields of version 2 and with device_bytes_in_use_max (null on a host
+    backend, else the device's used memory at loop_end)."""
+    doc["schema_version"] = 1
+    for run in doc["runs"]:
+        mem = run["memory"]
+        used = mem["device_used_bytes_at_phase"]
+        device = None if used is None else used[-1]["bytes"]
+        for key in VERSION2_MEMORY:
+            del mem[key]
+        run["memory"] = dict([("state_bytes_per_stream", mem.pop("state_bytes_per_stream")),
+                              ("state_bytes_total", mem.pop("state_bytes_total")),
+                              ("device_bytes_in_use_max", device)] + list(mem.items()))
+    return doc
 
 
 def fixtures():
@@ -258,13 +330,13 @@ def fixtures():
             series[2]["s_max_eig_max"] = 1.0
         out[name] = document(name, "cpu", "inputs/accuracy_drift.yaml", ["output.result=" + name], n, [run_entry(
             deck="inputs/accuracy_drift.yaml", overrides=["output.result=" + name], d=256, r=8, dtype="double",
-            mode="weak", ranks=n, per_rank=1, steps=6000, fom=fom, series=series, result=name)])
+            mode="weak", ranks=n, per_rank=1, steps=6000, fom=fom, series=series, result=name, space="Host")])
 
     # A failed verification (orthonormality error 1e-6 > 1e-8 in double) on the CPU host.
     series = [diag(500, 1e-7, 30.0, 0.2, 0), diag(1000, 1e-6, 31.0, 0.1, 0)]
     out["synthetic_failed.json"] = document("synthetic_failed.json", "cpu", "inputs/smoke_cpu.yaml", [], 1, [run_entry(
         deck="inputs/smoke_cpu.yaml", overrides=[], d=64, r=4, dtype="double", mode="weak", ranks=1, per_rank=2,
-        steps=1000, fom=12345.678, e2e=9876.5, series=series, passed=False)])
+        steps=1000, fom=12345.678, e2e=9876.5, series=series, passed=False, space="Host")])
 
     # Every timer (as the mini-app writes them since issue 15) and the kernel
     # object: a d sweep on the CPU host, 2 ranks, 2 streams each, 2000 steps
@@ -284,7 +356,7 @@ def fixtures():
         runs.append(run_entry(deck="inputs/smoke_cpu.yaml", overrides=ov, d=d, r=8, dtype="double", mode="weak",
                               ranks=2, per_rank=2, steps=2000, fom=fom, e2e=e2e, sweep_point={"problem.d": d},
                               sweep_index=k, sweep_count=2, result="synthetic_breakdown.json", timers=times,
-                              kernel=blocked))
+                              kernel=blocked, space="Host"))
     out["synthetic_breakdown.json"] = document("synthetic_breakdown.json", "cpu", "inputs/smoke_cpu.yaml", ov, 2,
                                                runs)
     return out

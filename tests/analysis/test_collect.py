@@ -1,11 +1,14 @@
 """analysis.collect: the Markdown and CSV tables hold the right values."""
 
+import contextlib
 import csv
 import importlib.util
+import io
 import os
 import unittest
 
 import analysis_test_support as S
+import make_synthetic_fixtures as M
 from analysis import collect
 from analysis import common as C
 
@@ -119,10 +122,48 @@ class CollectTest(S.TempDirTest):
         self.assertEqual(rc, 0, err)
         self.assertIn("other.json: not a mosaic_miniapp result file, skipped", err)
         self.assertEqual(len(rows), 1)
-        bad = self.variant("synthetic_weak_np1.json", "v2.json", lambda d: d.update(schema_version=2))
-        rc, _out, err, _rows = self.run_collect([bad])
+        for version in (3, 0, True, "2"):
+            bad = self.variant("synthetic_weak_np1.json", "v3.json", lambda d: d.update(schema_version=version))
+            rc, _out, err, _rows = self.run_collect([bad])
+            self.assertOneLineError(rc, err, "analysis.collect", "%s: schema_version %r is not supported (expected 1 "
+                                    "or 2)" % (bad, version))
+
+    def test_schema_version_1_is_read_and_not_validated(self):
+        # docs/RESULT-FORMAT.md: a version 1 file is read (its peak fields None); --validate checks against the
+        # version 2 schema only, so a version 1 file is left unvalidated with a warning naming it, not refused.
+        v1 = self.variant("synthetic_weak_np2.json", "v1.json", M.version1)
+        v2 = S.fixture("synthetic_weak_np2.json")[0]
+        rc, out, err, rows = self.run_collect([v1, v2])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(err, "")
+        self.assertEqual([float(r["fom_update_samples_per_s"]) for r in rows], [1900.0, 1900.0])
+        recs = C.load_records([v1, v2])
+        state = (512 + 512 * 16 + 16 * 16 + 1) * 8  # d=512, r=16, double; 4 streams per rank, 2 ranks
+        self.assertEqual([(r.peak_allocated_bytes_per_rank, r.peak_allocated_bytes_max, r.peak_allocated_space)
+                          for r in recs], [([], None, None), ([3 * state * 4 + 4096, 3 * state * 4 + 8192],
+                                                              3 * state * 4 + 8192, "Cuda")])
+        if importlib.util.find_spec("jsonschema") is None:
+            self.skipTest("python3-jsonschema not installed")
+        rc, out, err, rows = self.run_collect([v1, v2], "--validate")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(rows), 2)
+        self.assertEqual(err.splitlines(), [
+            "warning: %s: schema_version 1: not validated: docs/result.schema.json describes schema_version 2 "
+            "(docs/RESULT-FORMAT.md); the file is read without that check" % v1])
+        # The version 2 schema refuses a version 1 file: that is why it is not validated.
+        import jsonschema
+        doc = M.version1(S.load_fixture("synthetic_weak_np1.json"))
+        self.assertTrue(list(jsonschema.Draft202012Validator(C.load_schema()).iter_errors(doc)))
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertFalse(C.validate_document(doc, "v1.json"))
+        self.assertIn("warning: v1.json: schema_version 1: not validated", err.getvalue())
+        # A version 2 file without a field version 2 requires is refused.
+        bad = self.variant("synthetic_weak_np2.json", "nopeak.json",
+                           lambda d: d["runs"][0]["memory"].pop("peak_allocated_bytes_per_rank"))
+        rc, _out, err, _rows = self.run_collect([bad], "--validate")
         self.assertEqual(rc, 2)
-        self.assertIn("schema_version 2 is not supported", err)
+        self.assertIn("'peak_allocated_bytes_per_rank' is a required property", err)
 
     def test_a_number_where_an_object_belongs_is_one_line(self):
         # Issue 32: runs[0].timer_coverage as a number was an AttributeError traceback, exit 1.

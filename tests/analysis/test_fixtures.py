@@ -48,6 +48,45 @@ class FixtureTest(unittest.TestCase):
         doc["runs"][0]["decomposition"]["mode"] = "diagonal"
         with self.assertRaisesRegex(C.AnalysisError, "decomposition/mode"):
             C.validate_document(doc, "x.json")
+        # schema_version 2's memory fields (docs/RESULT-FORMAT.md).
+        for edit, where in ((lambda m: m.pop("device_used_bytes_at_phase"), r"runs/0/memory: "
+                             r"'device_used_bytes_at_phase' is a required property"),
+                            (lambda m: m["device_used_bytes_at_phase"][0].update(phase="compute"),
+                             "runs/0/memory/device_used_bytes_at_phase/0/phase"),
+                            (lambda m: m.update(peak_allocated_bytes_per_rank=[]),
+                             "runs/0/memory/peak_allocated_bytes_per_rank"),
+                            (lambda m: m.update(estimate_over_peak_allocated="1.0"),
+                             "runs/0/memory/estimate_over_peak_allocated"),
+                            (lambda m: m.update(device_bytes_in_use_max=None), None)):
+            doc = S.load_fixture("synthetic_weak_np1.json")
+            edit(doc["runs"][0]["memory"])
+            if where is None:  # a field the schema does not name is allowed, as before
+                self.assertTrue(C.validate_document(doc, "x.json"))
+                continue
+            with self.assertRaisesRegex(C.AnalysisError, where):
+                C.validate_document(doc, "x.json")
+
+    def test_memory_follows_the_definitions(self):
+        # estimate_over_peak_allocated is rank 0's estimate over its peak; the space is the environment's;
+        # a device's used memory is by phase in execution order, null on a host backend.
+        for f in FILES:
+            doc = S.load_fixture(os.path.basename(f))
+            gpu = doc["environment"]["kokkos_default_execution_space"] in C.GPU_SPACES
+            self.assertEqual(doc["schema_version"], C.SCHEMA_VERSION)
+            for run in doc["runs"]:
+                mem = run["memory"]
+                peak = mem["peak_allocated_bytes_per_rank"]
+                self.assertEqual(len(peak), run["decomposition"]["ranks"], f)
+                self.assertEqual(mem["estimate_over_peak_allocated"],
+                                 mem["estimate_rank0"]["execution_space_bytes"] / peak[0], f)
+                self.assertEqual(mem["peak_allocated_space"], "Cuda" if gpu else "Host", f)
+                if gpu:
+                    self.assertEqual([p["phase"] for p in mem["device_used_bytes_at_phase"]],
+                                     ["setup", "start", "warmup", "timed_loop", "loop_end"])
+                    self.assertGreater(mem["device_used_bytes_at_phase"][-1]["bytes"],
+                                       max(peak))
+                else:
+                    self.assertIsNone(mem["device_used_bytes_at_phase"], f)
 
     def test_record_fields(self):
         recs = C.load_records(S.fixture("synthetic_strong_mismatch_np4.json", "synthetic_sweep_d.json"))
@@ -62,6 +101,12 @@ class FixtureTest(unittest.TestCase):
         self.assertEqual(r.git_commit, M.COMMIT_GPU)
         self.assertEqual(recs[2].sweep_label, "problem.d=512")
         self.assertEqual(recs[2].label(), "synthetic_sweep_d.json #1")
+        # runs[].memory: each rank's peak (2 streams of 18,436 B, x 3, and (rank + 1) x 4 KiB), its max, the space.
+        self.assertEqual(r.peak_allocated_bytes_per_rank, [114712, 118808, 122904, 127000])
+        self.assertEqual((r.peak_allocated_bytes_max, r.peak_allocated_space), (127000, "Cuda"))
+        host = C.load_records(S.fixture("synthetic_breakdown.json"))[1]  # d=256, r=8, double: 18,952 B a stream
+        self.assertEqual((host.peak_allocated_bytes_per_rank, host.peak_allocated_bytes_max, host.peak_allocated_space),
+                         ([3 * 2 * 18952 + 4096, 3 * 2 * 18952 + 8192], 3 * 2 * 18952 + 8192, "Host"))
 
     def test_machine_label_cpu_for_host_backend_even_with_gpus(self):
         env = S.load_fixture("synthetic_weak_np1.json")["environment"]

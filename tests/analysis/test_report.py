@@ -95,6 +95,14 @@ def row(text, quantity):
     return S.md_row_starting(text, quantity)[1:]
 
 
+def by_field(text, field):
+    """(quantity, value) of the one table row whose field cell is `field`."""
+    found = [r[:2] for r in S.md_rows(text) if r[-1] == "`%s`" % field]
+    if len(found) != 1:
+        raise AssertionError("expected one row of field %s, found %d in:\n%s" % (field, len(found), text))
+    return found[0]
+
+
 def same_commit(a, b):
     return a.startswith(b) or b.startswith(a)
 
@@ -286,8 +294,27 @@ class ReportOnCpuResults(unittest.TestCase):
         mem = run["memory"]
         self.assertTrue(row(sec, "state of one stream: mu, U, S, s2 (d + d r + r^2 + 1 scalars of the dtype)")[0]
                         .startswith("{:,} B".format(mem["state_bytes_per_stream"])))
-        if mem.get("device_bytes_in_use_max", -1) is None:
-            self.assertIn("null: a host backend", sec)
+        # The committed CPU files may be of schema_version 1 or 2 (docs/RESULT-FORMAT.md).
+        if "device_bytes_in_use_max" in mem:
+            self.assertEqual(doc["schema_version"], 1)
+            quantity, value = by_field(sec, "runs[0].memory.device_bytes_in_use_max")
+            self.assertEqual(quantity, "device memory in use at the end of the run, cudaMemGetInfo, not a peak "
+                                       "(schema_version 1)")
+            if mem["device_bytes_in_use_max"] is None:
+                self.assertEqual(value, "null: a host backend, no device memory")
+        for field in ("peak_allocated_bytes_per_rank", "peak_allocated_space", "device_used_bytes_at_phase",
+                      "estimate_over_peak_allocated"):
+            value = by_field(sec, "runs[0].memory." + field)[1]
+            if field not in mem:
+                self.assertEqual(value, "not recorded", field)
+        if "peak_allocated_bytes_per_rank" in mem:
+            peak = mem["peak_allocated_bytes_per_rank"]
+            self.assertTrue(by_field(sec, "runs[0].memory.peak_allocated_bytes_per_rank")[1].startswith(
+                "max {:,} B".format(max(peak))))
+            self.assertEqual(by_field(sec, "runs[0].memory.peak_allocated_space")[1], mem["peak_allocated_space"])
+            if mem["device_used_bytes_at_phase"] is None:
+                self.assertEqual(by_field(sec, "runs[0].memory.device_used_bytes_at_phase")[1],
+                                 "null: a host backend")
         self.assertIn("max {:,} B".format(max(mem["peak_rss_bytes_per_rank"])), sec)
         self.assertEqual(row(sec, "accuracy judged")[0], expected_accuracy_judged(run))
         if fin.get("accuracy"):
@@ -510,8 +537,11 @@ class ReportTest(S.TempDirTest):
         self.assertTrue(row(run, "update kernel")[0].startswith(
             "not recorded (inferred from the deck: blocked, block size 64"))
         self.assertEqual(row(run, "verdict as the mini-app words it")[0], "not recorded")
-        self.assertTrue(row(run, "device memory in use, max over ranks (cudaMemGetInfo total - free: the whole "
-                                 "device, other processes included)")[0].startswith("-1: no device"))
+        self.assertTrue(row(run, "device memory in use at the end of the run, cudaMemGetInfo, not a peak "
+                                 "(schema_version 1)")[0].startswith("-1: no device"))
+        for field in ("peak_allocated_bytes_per_rank", "peak_allocated_space", "device_used_bytes_at_phase",
+                      "estimate_over_peak_allocated"):
+            self.assertEqual(by_field(run, "runs[0].memory." + field)[1], "not recorded", field)
         self.assertIn("Warnings (`runs[0].warnings`): not recorded.", run)
         self.assertIn("(`environment.git_dirty` absent: older files) for 1 file(s)", page)
 
@@ -541,6 +571,51 @@ class ReportTest(S.TempDirTest):
         self.assertEqual(row(failed, "verification")[0], "**FAILED**")
         check = S.md_row_starting(failed, "not recorded", "orthonormality_error_max")  # no group in the fixture
         self.assertTrue(check[2].endswith(": **FAILED**"), check)
+
+    def test_memory_of_schema_version_2(self):
+        names = ["synthetic_strong_mismatch_np4.json", "synthetic_failed.json"]
+        rc, page, err, _out = self.make(S.fixture(*names), "--no-plots")
+        self.assertEqual(rc, 0, err)
+        # A GPU run on 4 ranks (make_synthetic_fixtures.memory): 2 streams of 18,436 B each per rank, so
+        # 3 x 36,872 B + (rank + 1) x 4 KiB: the largest peak is rank 3's; estimate / peak = 110,616 / 114,712.
+        gpu = run_section(page, names[0])
+        m = "runs[0].memory."
+        quantity, value = by_field(gpu, m + "peak_allocated_bytes_per_rank")
+        self.assertTrue(quantity.startswith("peak allocated through Kokkos in the execution space's memory space"))
+        self.assertIn("; the file says: each rank's high-water mark of the bytes allocated through Kokkos", quantity)
+        self.assertEqual(value, "max 127,000 B (124.02 KiB) (rank 3) in Cuda; per rank: 114,712 B (112.02 KiB), "
+                                "118,808 B (116.02 KiB), 122,904 B (120.02 KiB), 127,000 B (124.02 KiB)")
+        self.assertEqual(by_field(gpu, m + "peak_allocated_space")[1], "Cuda")
+        self.assertEqual(by_field(gpu, m + "estimate_over_peak_allocated")[1], "%.3f" % (110616 / 114712))
+        self.assertEqual(by_field(gpu, m + "estimate_rank0")[1], "110,616 B (108.02 KiB) / 36,872 B (36.01 KiB)")
+        quantity, value = by_field(gpu, m + "device_used_bytes_at_phase")
+        self.assertIn("cudaMemGetInfo total - free: the CUDA context and every other process included", quantity)
+        base = M.CUDA_CONTEXT + 127000
+        self.assertEqual(value, "; ".join("%s %s" % (p, report.fmt_bytes(b)) for p, b in (
+            ("setup", M.CUDA_CONTEXT + 2 * 36872 + 4 * 4096), ("start", base),
+            ("warmup", base + M.OUTSIDE_KOKKOS), ("timed_loop", base + M.OUTSIDE_KOKKOS),
+            ("loop_end", base + M.OUTSIDE_KOKKOS))))
+        self.assertTrue(value.startswith("setup 536,961,040 B (512.09 MiB); start "), value)
+        self.assertNotIn("device_bytes_in_use_max", gpu)
+        # A host run on 1 rank: its peak (3 x 2 streams x 2,696 B + 4 KiB) in Host, no device.
+        host = run_section(page, names[1])
+        self.assertEqual(by_field(host, m + "peak_allocated_bytes_per_rank")[1],
+                         "max 20,272 B (19.80 KiB) (rank 0) in Host")
+        self.assertEqual(by_field(host, m + "peak_allocated_space")[1], "Host")
+        self.assertEqual(by_field(host, m + "device_used_bytes_at_phase")[1], "null: a host backend")
+        # A peak of 0 (null ratio) and a phase list with a mistyped entry.
+        doc = S.load_fixture(names[1])
+        doc["runs"][0]["memory"].update(peak_allocated_bytes_per_rank=[0], estimate_over_peak_allocated=None)
+        rc, page, err, _out = self.make([self.write_doc("zero.json", doc)], "--no-plots")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(by_field(run_section(page, "zero.json"), m + "estimate_over_peak_allocated")[1],
+                         "null: a peak of 0")
+        doc = S.load_fixture(names[0])
+        doc["runs"][0]["memory"]["device_used_bytes_at_phase"][1]["bytes"] = "many"
+        path = self.write_doc("bad_phase.json", doc)
+        rc, page, err, _out = self.make([path], "--no-plots")
+        self.assertOneLineError(rc, err, "analysis.report", "%s: runs[0].memory.device_used_bytes_at_phase[1].bytes: "
+                                "expected an integer, found a string (\"many\")" % path)
 
 
 WRAPPER = """

@@ -26,18 +26,26 @@ def state_bytes(d, r, dtype="float"):
     return (d + d * r + r * r + 1) * (4 if dtype == "float" else 8)
 
 
+def peak_allocated(state, p, factor=1):
+    """make_synthetic_fixtures' peak_allocated_bytes_per_rank[0] of one
+    rank with p streams (3 x the state of each, and 4 KiB), x factor."""
+    return factor * (3 * state * p + 4096)
+
+
 def saturation_doc(d=1024, r=16, dtype="float", foms=FOMS, streams=STREAMS, rss_mib=RSS_MIB, env="gpu1",
-                   deck="inputs/saturation.yaml", device=True):
+                   deck="inputs/saturation.yaml", peak_factor=1, version=2):
+    """version 1: the file as schema_version 1 wrote it (no peak allocated)."""
     runs = []
     for k, (p, fom) in enumerate(zip(streams, foms)):
         run = M.run_entry(deck=deck, overrides=[], d=d, r=r, dtype=dtype, mode="weak", ranks=1, per_rank=p,
                           fom=fom, sweep_point={"streams.per_rank": p}, sweep_index=k, sweep_count=len(streams),
-                          result="saturation.json")
+                          result="saturation.json", space=M.SPACES[env])
         run["memory"]["peak_rss_bytes_per_rank"] = [rss_mib[k] * MIB]
-        if not device:
-            run["memory"]["device_bytes_in_use_max"] = None
+        run["memory"]["peak_allocated_bytes_per_rank"] = [peak_factor * v
+                                                          for v in run["memory"]["peak_allocated_bytes_per_rank"]]
         runs.append(run)
-    return M.document("saturation.json", env, deck, [], 1, runs)
+    doc = M.document("saturation.json", env, deck, [], 1, runs)
+    return M.version1(doc) if version == 1 else doc
 
 
 class SaturationTest(S.TempDirTest):
@@ -67,7 +75,7 @@ class SaturationTest(S.TempDirTest):
         self.assertEqual(header, ["streams/rank", "total streams", "runs", "FOM (update samples/s)",
                                   "FOM per stream (update samples/s)", "FOM / best FOM", "state per stream [MiB]",
                                   "peak RSS, largest rank [MiB]", "peak RSS per stream [MiB]",
-                                  "device memory in use per stream [MiB]", "verification"])
+                                  "peak allocated per stream [MiB]", "verification"])
         col = {h: k for k, h in enumerate(header)}
         state = state_bytes(1024, 16)
         for p, fom, rss in zip(STREAMS, FOMS, RSS_MIB):
@@ -79,8 +87,8 @@ class SaturationTest(S.TempDirTest):
             bound = "<= " if p == 8 else ""
             self.assertEqual(row[col["peak RSS, largest rank [MiB]"]], bound + "%.3g" % rss)
             self.assertEqual(row[col["peak RSS per stream [MiB]"]], bound + "%.3g" % (rss / p))
-            # run_entry's device bytes in use: 3 x the state x the streams per rank.
-            self.assertEqual(row[col["device memory in use per stream [MiB]"]], "%.3g" % (3 * state / MIB))
+            # run_entry's peak allocated: 3 x the state x the streams per rank, and 4 KiB.
+            self.assertEqual(row[col["peak allocated per stream [MiB]"]], "%.3g" % (peak_allocated(state, p) / p / MIB))
         self.assertEqual(S.md_row_starting(out, "16"), [
             "16", "16", "1", "800", "50", "0.976", "0.0674", "160", "10", "0.202", "PASSED"])
         self.assertIn("Saturation point: the smallest streams per rank whose FOM (update samples/s, all ranks; "
@@ -89,22 +97,49 @@ class SaturationTest(S.TempDirTest):
                       "streams per rank.", out)
         self.assertNotIn("may still rise", out)
         self.assertIn("VmHWM", out)
+        self.assertIn("*peak allocated per stream* is the largest of runs[].memory.peak_allocated_bytes_per_rank", out)
+        self.assertIn("in the memory space runs[].memory.peak_allocated_space names (here: Cuda)", out)
+        # 1 stream: 3 x 70,660 B + 4 KiB = 216,076 B = 0.206 MiB; 32 streams: 0.203 MiB.
+        self.assertEqual(S.md_row_starting(out, "1")[-2], "0.206")
+        self.assertEqual(S.md_row_starting(out, "32")[-2], "0.202")
 
-    def test_no_device_column_without_device_memory(self):
-        path = self.write_doc("sat_cpu.json", saturation_doc(env="cpu", device=False))
+    def test_peak_allocated_column_on_host_and_only_where_recorded(self):
+        # A host backend (schema_version 2) records the peak too, in its Host space.
+        path = self.write_doc("sat_cpu.json", saturation_doc(env="cpu"))
         out = self.run_ok([path, "--no-plots"])
-        self.assertNotIn("device memory in use per stream", out)
+        header = S.md_rows(out)[0]
+        self.assertEqual(header[-2:], ["peak allocated per stream [MiB]", "verification"])
+        state = state_bytes(1024, 16)
+        self.assertEqual(S.md_row_starting(out, "16")[-2], "%.3g" % (peak_allocated(state, 16) / 16 / MIB))
+        self.assertIn("(here: Host)", out)
+        # Version 1 files have no peak: no column, no note (their device_bytes_in_use_max is not used).
+        path = self.write_doc("sat_v1.json", saturation_doc(version=1))
+        out = self.run_ok([path, "--no-plots"])
+        self.assertNotIn("peak allocated", out)
+        self.assertNotIn("device memory in use", out)
         self.assertEqual(len(S.md_row_starting(out, "16")), 10)
+        # A version 1 and a version 2 file as repeats: the column from the run that recorded it.
+        v2 = self.write_doc("sat_v2.json", saturation_doc(peak_factor=2))
+        out = self.run_ok([path, v2, "--no-plots"])
+        row = S.md_row_starting(out, "16")
+        self.assertEqual(row[2], "2")
+        self.assertEqual(row[-2], "%.3g" % (peak_allocated(state, 16, 2) / 16 / MIB))
 
     def test_repeats_are_a_median_and_files_do_not_share_a_high_water_mark(self):
         a = self.write_doc("a.json", saturation_doc())
-        b = self.write_doc("b.json", saturation_doc(foms=[2 * f for f in FOMS], rss_mib=[2 * m for m in RSS_MIB]))
-        c = self.write_doc("c.json", saturation_doc(foms=[3 * f for f in FOMS], rss_mib=[3 * m for m in RSS_MIB]))
+        b = self.write_doc("b.json", saturation_doc(foms=[2 * f for f in FOMS], rss_mib=[2 * m for m in RSS_MIB],
+                                                     peak_factor=2))
+        c = self.write_doc("c.json", saturation_doc(foms=[3 * f for f in FOMS], rss_mib=[3 * m for m in RSS_MIB],
+                                                     peak_factor=9))
         out = self.run_ok([a, b, c, "--no-plots"])
         row = S.md_row_starting(out, "16")
         self.assertEqual(row[2:5], ["3", "1,600", "100"])
         self.assertEqual(row[7:9], ["320", "20"])
+        # The peak allocated: the median of x1, x2 and x9 (the mean would be x4); its own peak, never "<=".
+        state = state_bytes(1024, 16)
+        self.assertEqual(row[9], "%.3g" % (peak_allocated(state, 16, 2) / 16 / MIB))
         self.assertEqual(S.md_row_starting(out, "8")[7], "<= 220")
+        self.assertEqual(S.md_row_starting(out, "8")[9], "%.3g" % (peak_allocated(state, 8, 2) / 8 / MIB))
 
     def test_several_d_are_several_curves_and_figures(self):
         doc = saturation_doc(d=1024)
@@ -180,6 +215,15 @@ class SaturationTest(S.TempDirTest):
         rc, out, err = S.run_main(saturation, [path, "--no-plots"])
         self.assertOneLineError(rc, err, "analysis.saturation", "%s: runs[2].memory.peak_rss_bytes_per_rank[0]: "
                                 "expected an integer, found a number (1.5)" % path)
+        for value, found in ((["1"], 'a string ("1")'), (7, "a number (7)")):
+            doc = saturation_doc()
+            doc["runs"][3]["memory"]["peak_allocated_bytes_per_rank"] = value
+            path = self.write_doc("bad_peak.json", doc)
+            rc, out, err = S.run_main(saturation, [path, "--no-plots"])
+            where = "peak_allocated_bytes_per_rank" + ("[0]: expected an integer" if value == ["1"] else
+                                                       ": expected an array or null")
+            self.assertOneLineError(rc, err, "analysis.saturation", "%s: runs[3].memory.%s, found %s" % (
+                path, where, found))
 
     def test_out_that_is_a_file_is_refused_before_any_output(self):
         path = self.write_doc("sat.json", saturation_doc())

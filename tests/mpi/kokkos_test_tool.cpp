@@ -27,6 +27,7 @@ struct SpaceBytes {
   std::uint64_t now = 0, peak = 0;
 };
 std::map<std::string, SpaceBytes> allocated;  // by memory space name
+std::map<const void*, std::uint64_t> live;    // the size of each live allocation, by address
 struct RegionCounts {
   std::uint64_t entries = 0, launches = 0, fences = 0, deep_copies = 0;
 };
@@ -51,16 +52,24 @@ struct SpaceHandle {
   char name[64];
 };
 
-extern "C" void kokkosp_allocate_data(SpaceHandle space, const char*, const void*, std::uint64_t size) {
+extern "C" void kokkosp_allocate_data(SpaceHandle space, const char*, const void* ptr, std::uint64_t size) {
   const std::lock_guard<std::mutex> guard(lock);
+  live[ptr] = size;
   SpaceBytes& b = allocated[space.name];
   b.now += size;
   b.peak = std::max(b.peak, b.now);
 }
 
-extern "C" void kokkosp_deallocate_data(SpaceHandle space, const char*, const void*, std::uint64_t size) {
+// Kokkos 3.4 reports some of its own unlabeled host buffers freed with a
+// size other than the one allocated, or freed without an allocation event
+// (made before the tool was loaded): the size subtracted is the one added
+// for that address, and a free never seen allocated is not subtracted.
+extern "C" void kokkosp_deallocate_data(SpaceHandle space, const char*, const void* ptr, std::uint64_t) {
   const std::lock_guard<std::mutex> guard(lock);
-  allocated[space.name].now -= size;
+  const auto it = live.find(ptr);
+  if (it == live.end()) return;
+  allocated[space.name].now -= it->second;
+  live.erase(it);
 }
 
 extern "C" void kokkosp_init_library(int, std::uint64_t, std::uint32_t, void*) {

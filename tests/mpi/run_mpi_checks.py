@@ -1617,10 +1617,13 @@ def check_verification(args):
         fail(f"summary timer order {order}")
     if not proc.stdout.startswith("[mosaic] start: deck"):
         fail("no start banner before the run: " + proc.stdout[:200])
-    device_peak = run["memory"]["device_bytes_in_use_max"]
-    if on_host(doc) != (device_peak is None) or not (device_peak is None or device_peak > 0):
-        fail(f"device_bytes_in_use_max {device_peak} on {doc['environment']['kokkos_default_execution_space']}: "
-             "expected null on a host backend, a positive byte count on a device")
+    device_used = run["memory"]["device_used_bytes_at_phase"]
+    phases = ["setup", "start", "warmup", "timed_loop", "loop_end"]
+    if on_host(doc) != (device_used is None) or not (
+            device_used is None or ([p["phase"] for p in device_used] == phases
+                                    and all(p["bytes"] > 0 for p in device_used))):
+        fail(f"device_used_bytes_at_phase {device_used} on {doc['environment']['kokkos_default_execution_space']}: "
+             f"expected null on a host backend, a positive byte count for each of {phases} on a device")
     if not any("timed update lasted" in w for w in run["warnings"]):
         fail(f"no warning about a timed update under 10 s: {run['warnings']}")
 
@@ -1971,9 +1974,18 @@ def check_launch_budget(args):
 def check_memory_estimate(args):
     """The memory estimate (memory_estimate.hpp) follows what the run
     allocates, and a run that cannot fit is refused before anything starts.
-    - Kokkos' allocations, seen by the test tool, are within 10% of the
+    - The run's own high-water mark of the execution space's allocations
+      (memory.peak_allocated_bytes_per_rank, AllocationTracker) is the
+      test tool's, counted from the same Kokkos events since Kokkos
+      started (equal on a host backend; on a device at most the tool's:
+      Kokkos' own device buffers from its initialization count there
+      only), and the estimate_over_peak_allocated the result reports is
+      the estimate over it;
+    - that peak is within 10% of the
       estimate's execution-space peak for the sequential and the blocked
       kernel (isotropic and noise: diagonal), double and float, init data and random, synthetic and npy;
+    - in a sweep, a point's peak is its own: a smaller point after a larger
+      one reports its own smaller peak, still within 10% of its estimate;
       the peak RSS (VmHWM) is at most the estimate plus 512 MiB for the
       process itself (MPI, Kokkos, the BLAS). (Not at least the Kokkos
       bytes: pages of buffers allocated without initialization that are
@@ -2006,10 +2018,18 @@ def check_memory_estimate(args):
         # On a device the estimate's execution-space bytes are the device's
         # (Kokkos' "Cuda" space); host mirrors and pinned staging are host
         # memory, bounded below through the RSS.
-        measured = sum(peaks.values()) if host else sum(b for sp, b in peaks.items() if sp in ("Cuda", "CudaUVM"))
+        space = mem["peak_allocated_space"]
+        measured = mem["peak_allocated_bytes_per_rank"][0]
+        tool = peaks.get(space, 0)
+        if (host and measured != tool) or not 0 < measured <= tool:
+            fail(f"{name}: the run's peak_allocated_bytes_per_rank {measured} in {space}, the test tool's "
+                 f"{tool} (expected {'equal' if host else 'at most the tool'}'s)")
         ratio = est["execution_space_bytes"] / measured
-        print(f"{name}: Kokkos peak {measured / 2**20:.1f} MiB, estimate {est['execution_space_bytes'] / 2**20:.1f}"
-              f" MiB (ratio {ratio:.3f}), VmHWM {mem['peak_rss_bytes_per_rank'][0] / 2**20:.1f} MiB")
+        if abs(mem["estimate_over_peak_allocated"] - ratio) > 1e-12 * ratio:
+            fail(f"{name}: estimate_over_peak_allocated {mem['estimate_over_peak_allocated']}, expected {ratio}")
+        print(f"{name}: peak allocated {measured / 2**20:.1f} MiB in {space} (test tool {tool / 2**20:.1f} MiB), "
+              f"estimate {est['execution_space_bytes'] / 2**20:.1f} MiB (ratio {ratio:.3f}), "
+              f"VmHWM {mem['peak_rss_bytes_per_rank'][0] / 2**20:.1f} MiB")
         if not 0.9 <= ratio <= 1.1:
             fail(f"{name}: the estimate {est} is {ratio:.3f} x the {measured} bytes Kokkos allocated at its peak")
         rss = mem["peak_rss_bytes_per_rank"][0]
@@ -2017,6 +2037,15 @@ def check_memory_estimate(args):
         allowance = (512 if host else 1536) * 2**20
         if rss > (est["execution_space_bytes"] if host else 0) + est["host_only_bytes"] + allowance:
             fail(f"{name}: peak RSS {rss} above the estimate's host bytes + {allowance >> 20} MiB")
+    # A sweep: the second, smaller point's peak is its own.
+    doc, _ = run_ok(args, 1, big + ["--set", "sweep.problem.d=[4096,1024]"], "memory_sweep.json")
+    first, second = (r["memory"] for r in doc["runs"])
+    peak1, peak2 = first["peak_allocated_bytes_per_rank"][0], second["peak_allocated_bytes_per_rank"][0]
+    print(f"sweep d=4096 then d=1024: peak allocated {peak1 / 2**20:.2f} then {peak2 / 2**20:.2f} MiB, "
+          f"estimate / peak {first['estimate_over_peak_allocated']:.3f}, {second['estimate_over_peak_allocated']:.3f}")
+    if not peak2 < 0.5 * peak1 or not 0.9 <= second["estimate_over_peak_allocated"] <= 1.1:
+        fail(f"the sweep's second point reports a peak of {peak2} bytes after the first's {peak1} "
+             f"(estimate / peak {second['estimate_over_peak_allocated']}): not its own")
     # The issue's oversized run: refused up front.
     huge = ["--set", "problem.d=10000000", "--set", "problem.rank=1000", "--set", "streams.per_rank=64"]
     out = os.path.join(args.workdir, "huge.json")
@@ -2423,19 +2452,20 @@ def check_npy_open_file_limit(args):
     print("300 .npy files: refused up front under ulimit -n 256, run under ulimit -n 1024")
 
 
-def check_segment_scans(args):
-    """The exclusive prefix of parallel-in-time segments' certificate
-    (ALGORITHM.md 9.4; mpi_collectives.hpp) on 3 ranks: the gtest program
-    test_segment_scans (--program), each rank checking its own prefix
-    against the sequential one."""
+def check_mpi_collectives(args):
+    """The collectives of mpi_collectives.hpp that combine ranks' values on 3
+    ranks: the gtest program test_mpi_collectives (--program), each rank
+    checking its own result against the sequential one (the exclusive
+    prefix of parallel-in-time segments' certificate, ALGORITHM.md 9.4; the
+    packed reduction of mixed operations, its floating sum in rank order)."""
     if not args.program:
-        fail("segment_scans needs --program (the test_segment_scans executable)")
+        fail("mpi_collectives needs --program (the test_mpi_collectives executable)")
     cmd = mpirun_cmd(args, 3, ["--gtest_color=no"], deck=False)
     cmd[cmd.index(args.miniapp)] = args.program
     proc = subprocess.run(cmd, cwd=args.workdir, capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0 or proc.stdout.count("[  PASSED  ] 1 test.") != 3:
-        fail(f"test_segment_scans on 3 ranks: exit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
-    print("the certificate's AND is the sequential prefix on 3 ranks")
+    if proc.returncode != 0 or proc.stdout.count("[  PASSED  ] 2 tests.") != 3:
+        fail(f"test_mpi_collectives on 3 ranks: exit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+    print("the certificate's AND and the packed reduction are the sequential ones on 3 ranks")
 
 
 def main():
@@ -2449,7 +2479,7 @@ def main():
                                      "kokkos_num_threads", "kokkos_help", "version", "provenance", "kokkos_tools",
                                      "memory_estimate", "launch_budget", "concurrent_writers", "state_set_atomic",
                                      "npy_input_changed", "npy_special_files", "npy_open_file_limit", "missing",
-                                     "segment_scans"])
+                                     "mpi_collectives"])
     p.add_argument("--miniapp", required=True)
     p.add_argument("--mpiexec", required=True)
     p.add_argument("--schema", required=True)
@@ -2457,7 +2487,7 @@ def main():
     p.add_argument("--workdir", required=True)
     p.add_argument("--ranks", type=int, default=1)
     p.add_argument("--tool", help="kokkos_tools, memory_estimate, launch_budget: the Kokkos Tools library to load")
-    p.add_argument("--program", help="segment_scans: the MPI gtest program to run on 3 ranks")
+    p.add_argument("--program", help="mpi_collectives: the MPI gtest program to run on 3 ranks")
     args = p.parse_args()
     for name in ("miniapp", "mpiexec", "schema", "deck", "workdir"):
         setattr(args, name, os.path.abspath(getattr(args, name)))

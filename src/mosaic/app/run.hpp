@@ -62,6 +62,7 @@
 #include "mosaic/config/run_config.hpp"
 #include "mosaic/sources/npy_source.hpp"
 #include "mosaic/sources/synthetic_source.hpp"
+#include "mosaic/util/allocation_tracker.hpp"
 
 namespace mosaic {
 
@@ -79,14 +80,20 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
                                RunControl* control, typename RunContext<Scalar>::SlotSourceFactory make_slot_source) {
   RunContext<Scalar> run(cfg, comm, decomp, source, timers, control, std::move(make_slot_source));
   setup(run);
+  note_device_used(run, "setup");
   start(run);
+  note_device_used(run, "start");
   if (cfg.segments.segments > 1) {
     step_in_time_segments(run);
+    note_device_used(run, "time_segments");
   } else {
     warm_up(run);
+    note_device_used(run, "warmup");
     timed_loop(run);
+    note_device_used(run, "timed_loop");
   }
   finish_loop(run);
+  note_device_used(run, "loop_end");
   const GatheredOutputs gathered = gather_outputs(run);
   if (run.rank != 0) return nlohmann::json::object();
   return result_document(run, gathered);
@@ -118,6 +125,10 @@ inline void print_start_banner(const RunConfig& c, const StreamDecomposition& de
 template <class Scalar>
 nlohmann::json run_point(const RunConfig& config, MPI_Comm comm, RunControl* control = nullptr) {
   using Exec = Kokkos::DefaultExecutionSpace;
+  // The point's own allocation high-water mark (a sweep's points run one
+  // after another in one Kokkos session).
+  AllocationTracker::install();
+  AllocationTracker::reset_peak();
   TimerSet timers;  // the run's wall clock starts here
   int rank = 0, nranks = 1;
   MPI_Comm_rank(comm, &rank);

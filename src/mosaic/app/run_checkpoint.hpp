@@ -144,13 +144,18 @@ inline nlohmann::json segment_stats(const TimerSet& timers, MPI_Comm comm, std::
   MPI_Comm_size(comm, &nranks);
   const double update_s = timers.seconds("update");
   const double rate = update_s > 0 ? local_timed_samples / update_s : 0.0;
+  PackedAllreduce p;
+  p.max("loop_max_s", loop_s);
+  p.min("rate_min", rate);
+  p.max("rate_max", rate);
+  p.reduce(comm);
   nlohmann::json s = {{"ranks", nranks},
                       {"timed_steps", timed_steps},
                       {"warmup_steps", warmup_steps},
                       {"timers", timer_stats},
-                      {"loop_max_s", allreduce(loop_s, MPI_MAX, comm)},
-                      {"per_rank_update_samples_per_second_min", allreduce(rate, MPI_MIN, comm)},
-                      {"per_rank_update_samples_per_second_max", allreduce(rate, MPI_MAX, comm)}};
+                      {"loop_max_s", p.real("loop_max_s")},
+                      {"per_rank_update_samples_per_second_min", p.real("rate_min")},
+                      {"per_rank_update_samples_per_second_max", p.real("rate_max")}};
   if (!io.is_null()) s["io"] = io;
   return s;
 }

@@ -126,6 +126,10 @@ struct RunContext {
   std::int64_t last_checkpoint_at = -1, checkpoints_written = 0;
   std::optional<std::chrono::steady_clock::time_point> loop_start;
   double loop_s = 0;  // the timed loop's wall time, its end settled
+  // This rank's device memory in use at the end of each phase, by phase
+  // (device_memory_used_bytes: the CUDA context and other processes
+  // included; nothing on a host backend).
+  std::vector<std::pair<std::string, long long>> device_used_at_phase;
   DiagnosticsWork<Exec> diagnostics_work;
   nlohmann::json final_diag;  // the diagnostics at the end, reduced over the ranks
   BatchDiagnostics diag;      // and this rank's

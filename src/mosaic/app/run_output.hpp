@@ -24,17 +24,19 @@
 #include "mosaic/app/verification.hpp"
 #include "mosaic/io/environment.hpp"
 #include "mosaic/io/state_files.hpp"
+#include "mosaic/util/allocation_tracker.hpp"
 #include "mosaic/util/mpi_collectives.hpp"
 
 namespace mosaic::detail {
 
 // What the ranks hand to rank 0 at the end of a run.
 struct GatheredOutputs {
-  std::vector<unsigned long long> ids;  // stream ids, rank order
-  std::vector<double> checksums;        // per stream, the same order
-  std::vector<long long> breakdowns;    // (stream id, step, code) triples
-  std::vector<long long> rss;           // each rank's peak resident memory
-  long long device_used = -1;           // max over the ranks (-1: not a device)
+  std::vector<unsigned long long> ids;    // stream ids, rank order
+  std::vector<double> checksums;          // per stream, the same order
+  std::vector<long long> breakdowns;      // (stream id, step, code) triples
+  std::vector<long long> rss;             // each rank's peak resident memory
+  std::vector<long long> peak_allocated;  // each rank's peak bytes in the execution space's memory
+  nlohmann::json device_used_at_phase;    // by phase, max over the ranks (null: not a device)
   long long run_samples = 0, shared_samples = 0,
             step_samples = 0;           // a masked blocked engine's cuts, sum over the ranks
   nlohmann::json state_files;           // output.state_dir's set (rank 0)
@@ -87,11 +89,25 @@ GatheredOutputs gather_outputs(RunContext<Scalar>& run) {
       breaks.insert(breaks.end(), {(long long)b.stream_id, (long long)b.step, (long long)b.code});
     g.breakdowns = gather_to_root(breaks, MPI_LONG_LONG, run.comm);
     g.rss = gather_to_root(std::vector<long long>{peak_rss_bytes()}, MPI_LONG_LONG, run.comm);
-    g.device_used = allreduce(device_memory_used_bytes(), MPI_MAX, run.comm);
+    using ExecMemory = typename RunContext<Scalar>::Exec::memory_space;
+    g.peak_allocated = gather_to_root(std::vector<long long>{AllocationTracker::peak_bytes(ExecMemory::name())},
+                                      MPI_LONG_LONG, run.comm);
+    // Every rank noted the same phases, in the same order.
+    PackedAllreduce p;
+    for (const auto& [phase, bytes] : run.device_used_at_phase) p.max("device used " + phase, bytes);
     const MaskedRunCounts& cuts = run.engine->masked_run_counts();
-    g.run_samples = allreduce((long long)cuts.run_samples, MPI_SUM, run.comm);
-    g.shared_samples = allreduce((long long)cuts.shared_samples, MPI_SUM, run.comm);
-    g.step_samples = allreduce((long long)cuts.step_samples, MPI_SUM, run.comm);
+    p.sum("run_samples", (long long)cuts.run_samples);
+    p.sum("shared_samples", (long long)cuts.shared_samples);
+    p.sum("step_samples", (long long)cuts.step_samples);
+    p.reduce(run.comm);
+    if (!run.device_used_at_phase.empty()) {
+      g.device_used_at_phase = nlohmann::json::array();
+      for (const auto& [phase, bytes] : run.device_used_at_phase)
+        g.device_used_at_phase.push_back({{"phase", phase}, {"bytes", p.integer("device used " + phase)}});
+    }
+    g.run_samples = p.integer("run_samples");
+    g.shared_samples = p.integer("shared_samples");
+    g.step_samples = p.integer("step_samples");
   });
   if (!run.cfg.output.state_dir.empty() && !run.stop)
     run.timers.time("output",
@@ -177,6 +193,10 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
   const std::int64_t init_samples = params.init == InitMode::data ? params.resolved_init_samples(run.r) : 0;
   const long long broken = run.final_diag["breakdown_streams"];
   const std::size_t state_bytes = run.batch->state_bytes_per_stream();
+  const MemoryEstimate estimate = estimate_rank_memory<Exec>(
+      cfg, run.B, run.decomp.total_streams, true, init_samples + cfg.run.warmup_steps + cfg.run.steps,
+      segmented ? SegmentLayout(run.decomp.total_streams, cfg.segments.segments, run.nranks).slots_on(0) : 0);
+  const long long peak_rank0 = g.peak_allocated.at(0);
   nlohmann::json result = {
       {"sweep_point", nlohmann::json::object()},
       {"resolved_deck", cfg.resolved},
@@ -249,16 +269,24 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
       {"memory",
        {{"state_bytes_per_stream", state_bytes},
         {"state_bytes_total", state_bytes * std::size_t(run.decomp.total_streams)},
-        {"device_bytes_in_use_max", g.device_used >= 0 ? nlohmann::json(g.device_used) : nlohmann::json()},
+        {"peak_allocated_bytes_per_rank", g.peak_allocated},
+        {"peak_allocated_space", Exec::memory_space::name()},
+        {"peak_allocated_definition",
+         "each rank's high-water mark of the bytes allocated through Kokkos (Views, kokkos_malloc) in the "
+         "execution space's memory space during this point, from Kokkos Tools' allocate/deallocate events "
+         "(util/allocation_tracker.hpp): exact, without the CUDA context or other processes"},
+        {"estimate_over_peak_allocated",
+         peak_rank0 > 0 ? nlohmann::json(double(estimate.execution_space_bytes()) / double(peak_rank0))
+                        : nlohmann::json()},
+        {"device_used_bytes_at_phase", g.device_used_at_phase},
+        {"device_used_definition",
+         "the device's used memory (cudaMemGetInfo total - free: the CUDA context and every other process on "
+         "the device included) as each phase ended, max over the ranks; null on a host backend"},
         {"peak_rss_bytes_per_rank", g.rss},
         {"peak_rss_definition",
          "each rank's VmHWM (/proc/self/status): the peak resident memory of the process "
          "since it started, so a sweep point's includes the points before it"},
-        {"estimate_rank0",
-         estimate_rank_memory<Exec>(
-             cfg, run.B, run.decomp.total_streams, true, init_samples + cfg.run.warmup_steps + cfg.run.steps,
-             segmented ? SegmentLayout(run.decomp.total_streams, cfg.segments.segments, run.nranks).slots_on(0) : 0)
-             .to_json()}}},
+        {"estimate_rank0", estimate.to_json()}}},
       {"counts",
        {{"clamped_steps", run.final_diag["clamped_steps"]},
         {"breakdown_streams", broken},

@@ -22,6 +22,7 @@
 #include "mosaic/app/segments_report.hpp"
 #include "mosaic/app/time_segments.hpp"
 #include "mosaic/io/checkpoint.hpp"
+#include "mosaic/io/environment.hpp"
 #include "mosaic/util/mpi_collectives.hpp"
 
 namespace mosaic::detail {
@@ -239,6 +240,15 @@ void finish_loop(RunContext<Scalar>& run) {
     run.control->stop_signal = run.stop;
     run.control->last_checkpoint = run.last_checkpoint;
   }
+}
+
+// The device memory in use as `phase` ends (on a device backend; the
+// result's memory.device_used_bytes_at_phase). Outside the timers: the
+// query is the device's, not the phase's work.
+template <class Scalar>
+void note_device_used(RunContext<Scalar>& run, const char* phase) {
+  const long long used = device_memory_used_bytes();
+  if (used >= 0) run.device_used_at_phase.emplace_back(phase, used);
 }
 
 }  // namespace mosaic::detail

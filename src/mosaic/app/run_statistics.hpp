@@ -20,45 +20,58 @@
 
 namespace mosaic::detail {
 
-// Reduces one rank's batch diagnostics (and truth accuracy) over all ranks.
+// The values of a packed reduction from position `first` on, by name, as
+// JSON (integers as integers).
+inline nlohmann::json packed_values(const PackedAllreduce& p, std::size_t first, std::size_t end) {
+  nlohmann::json j = nlohmann::json::object();
+  for (std::size_t i = first; i < end; ++i)
+    j[p.name(i)] = p.is_integer(i) ? nlohmann::json(p.integer(i)) : nlohmann::json(p.real(i));
+  return j;
+}
+
+// Reduces one rank's batch diagnostics (and truth accuracy) over all ranks,
+// in one collective.
 inline nlohmann::json reduce_diagnostics(const BatchDiagnostics& d, const TruthAccuracy* acc,
                                          std::int64_t local_streams, std::int64_t total_streams, MPI_Comm comm) {
-  nlohmann::json j = {
-      {"orthonormality_error_max", allreduce(d.orthonormality_error_max, MPI_MAX, comm)},
-      {"symmetry_error_max", allreduce(d.symmetry_error_max, MPI_MAX, comm)},
-      {"s_min_eig_min", allreduce(d.s_min_eig_min, MPI_MIN, comm)},
-      {"s_max_eig_max", allreduce(d.s_max_eig_max, MPI_MAX, comm)},
-      {"s_condition_max", allreduce(d.s_condition_max, MPI_MAX, comm)},
-      {"s2_min", allreduce(d.s2_min, MPI_MIN, comm)},
-      {"nonfinite_count", allreduce((long long)d.nonfinite_count, MPI_SUM, comm)},
-      {"clamped_steps", allreduce((long long)d.clamped_steps, MPI_SUM, comm)},
-      {"unresolved_residual_steps", allreduce((long long)d.unresolved_residual_steps, MPI_SUM, comm)},
-      {"residual_recomputations", allreduce((long long)d.residual_recomputations, MPI_SUM, comm)},
-      {"breakdown_streams", allreduce((long long)d.breakdown_streams, MPI_SUM, comm)},
-      {"ended_streams", allreduce((long long)d.ended_streams, MPI_SUM, comm)},
-      {"maintained_solve_drift_max", allreduce(d.maintained_solve_drift_max, MPI_MAX, comm)},
-      {"maintained_refactorizations", allreduce((long long)d.maintained_refactorizations, MPI_SUM, comm)},
-      {"skipped_steps", allreduce((long long)d.skipped_steps, MPI_SUM, comm)},
-      {"dropped_samples", allreduce((long long)d.dropped_samples, MPI_SUM, comm)},
-      {"missing_entries", allreduce((long long)d.missing_entries, MPI_SUM, comm)},
-      {"unseen_coordinates", allreduce((long long)d.unseen_coordinates, MPI_SUM, comm)},
-      {"rewhitenings", allreduce((long long)d.rewhitenings, MPI_SUM, comm)},
-      {"noise_profile_min", allreduce(d.noise_profile_min, MPI_MIN, comm)},
-      {"noise_profile_max", allreduce(d.noise_profile_max, MPI_MAX, comm)},
-  };
-  const long long stepped = allreduce((long long)d.stepped_entries, MPI_SUM, comm);
-  j["missing_fraction"] = stepped > 0 ? double(j["missing_entries"].get<long long>()) / double(stepped) : 0.0;
+  PackedAllreduce p;
+  p.max("orthonormality_error_max", d.orthonormality_error_max);
+  p.max("symmetry_error_max", d.symmetry_error_max);
+  p.min("s_min_eig_min", d.s_min_eig_min);
+  p.max("s_max_eig_max", d.s_max_eig_max);
+  p.max("s_condition_max", d.s_condition_max);
+  p.min("s2_min", d.s2_min);
+  p.sum("nonfinite_count", (long long)d.nonfinite_count);
+  p.sum("clamped_steps", (long long)d.clamped_steps);
+  p.sum("unresolved_residual_steps", (long long)d.unresolved_residual_steps);
+  p.sum("residual_recomputations", (long long)d.residual_recomputations);
+  p.sum("breakdown_streams", (long long)d.breakdown_streams);
+  p.sum("ended_streams", (long long)d.ended_streams);
+  p.max("maintained_solve_drift_max", d.maintained_solve_drift_max);
+  p.sum("maintained_refactorizations", (long long)d.maintained_refactorizations);
+  p.sum("skipped_steps", (long long)d.skipped_steps);
+  p.sum("dropped_samples", (long long)d.dropped_samples);
+  p.sum("missing_entries", (long long)d.missing_entries);
+  p.sum("unseen_coordinates", (long long)d.unseen_coordinates);
+  p.sum("rewhitenings", (long long)d.rewhitenings);
+  p.min("noise_profile_min", d.noise_profile_min);
+  p.max("noise_profile_max", d.noise_profile_max);
+  p.sum("stepped_entries", (long long)d.stepped_entries);
+  const std::size_t diagnostics_end = p.size();
   if (acc) {
     const double w = double(local_streams) / double(total_streams);
-    j["accuracy"] = {
-        {"projector_distance_max", allreduce(acc->projector_distance_max, MPI_MAX, comm)},
-        {"projector_distance_mean", allreduce(acc->projector_distance_mean * w, MPI_SUM, comm)},
-        {"noise_rel_error_max", allreduce(acc->noise_rel_error_max, MPI_MAX, comm)},
-        {"noise_rel_error_mean", allreduce(acc->noise_rel_error_mean * w, MPI_SUM, comm)},
-        {"spectrum_rel_error_max", allreduce(acc->spectrum_rel_error_max, MPI_MAX, comm)},
-        {"spectrum_rel_error_mean", allreduce(acc->spectrum_rel_error_mean * w, MPI_SUM, comm)},
-    };
+    p.max("projector_distance_max", acc->projector_distance_max);
+    p.sum("projector_distance_mean", acc->projector_distance_mean * w);
+    p.max("noise_rel_error_max", acc->noise_rel_error_max);
+    p.sum("noise_rel_error_mean", acc->noise_rel_error_mean * w);
+    p.max("spectrum_rel_error_max", acc->spectrum_rel_error_max);
+    p.sum("spectrum_rel_error_mean", acc->spectrum_rel_error_mean * w);
   }
+  p.reduce(comm);
+  nlohmann::json j = packed_values(p, 0, diagnostics_end);
+  const long long stepped = p.integer("stepped_entries");
+  j.erase("stepped_entries");
+  j["missing_fraction"] = stepped > 0 ? double(p.integer("missing_entries")) / double(stepped) : 0.0;
+  if (acc) j["accuracy"] = packed_values(p, diagnostics_end, p.size());
   return j;
 }
 
@@ -66,14 +79,20 @@ inline nlohmann::json reduce_diagnostics(const BatchDiagnostics& d, const TruthA
 // phase (kTimerPhases, in execution order) and of `total`, the wall time of
 // the run point so far on each rank.
 inline nlohmann::json reduce_timers(const TimerSet& timers, MPI_Comm comm, int nranks) {
+  std::vector<std::string> names(std::begin(kTimerPhases), std::end(kTimerPhases));
+  names.push_back("total");
+  PackedAllreduce p;
+  for (const std::string& name : names) {
+    const double s = name == "total" ? timers.total_seconds() : timers.seconds(name);
+    p.max(name + ".max", s);
+    p.min(name + ".min", s);
+    p.sum(name + ".sum", s);
+  }
+  p.reduce(comm);
   nlohmann::json j = nlohmann::json::object();
-  auto put = [&](const char* name, double s) {
-    j[name] = {{"max_s", allreduce(s, MPI_MAX, comm)},
-               {"min_s", allreduce(s, MPI_MIN, comm)},
-               {"mean_s", allreduce(s, MPI_SUM, comm) / nranks}};
-  };
-  for (const char* p : kTimerPhases) put(p, timers.seconds(p));
-  put("total", timers.total_seconds());
+  for (const std::string& name : names)
+    j[name] = {
+        {"max_s", p.real(name + ".max")}, {"min_s", p.real(name + ".min")}, {"mean_s", p.real(name + ".sum") / nranks}};
   return j;
 }
 
@@ -89,9 +108,15 @@ inline double timer_coverage(const nlohmann::json& timers) {
 
 // Reduces one rank's I/O accounting of a file source over all ranks.
 inline nlohmann::json reduce_io(const SourceIoStats& io, MPI_Comm comm) {
-  const long long bytes = allreduce((long long)io.bytes_read, MPI_SUM, comm);
-  const double read_max = allreduce(io.read_seconds, MPI_MAX, comm);
-  const double rank_bw = io.read_seconds > 0 ? double(io.bytes_read) / io.read_seconds : 0.0;
+  PackedAllreduce p;
+  p.sum("bytes_read", (long long)io.bytes_read);
+  p.max("read_seconds", io.read_seconds);
+  p.min("per_rank_read_bandwidth_bytes_per_s_min", io.read_seconds > 0 ? double(io.bytes_read) / io.read_seconds : 0.0);
+  p.max("stall_seconds", io.stall_seconds);
+  p.max("copy_seconds", io.copy_seconds);
+  p.max("chunks_staged_max", (long long)io.chunks);
+  p.sum("files", (long long)io.files);
+  p.reduce(comm);
   nlohmann::json local_errors = nlohmann::json::array();
   for (const auto& e : io.data_errors)
     local_errors.push_back({{"stream_id", e.stream_id}, {"path", e.path}, {"row", e.row}, {"message", e.message}});
@@ -109,18 +134,12 @@ inline nlohmann::json reduce_io(const SourceIoStats& io, MPI_Comm comm) {
   errors.erase(std::unique(errors.begin(), errors.end(),
                            [&](const auto& a, const auto& b) { return key(a).first == key(b).first; }),
                errors.end());
-  return {
-      {"bytes_read", bytes},
-      {"read_seconds", read_max},
-      {"read_bandwidth_bytes_per_s", read_max > 0 ? double(bytes) / read_max : 0.0},
-      {"per_rank_read_bandwidth_bytes_per_s_min", allreduce(rank_bw, MPI_MIN, comm)},
-      {"stall_seconds", allreduce(io.stall_seconds, MPI_MAX, comm)},
-      {"copy_seconds", allreduce(io.copy_seconds, MPI_MAX, comm)},
-      {"chunks_staged_max", allreduce((long long)io.chunks, MPI_MAX, comm)},
-      {"chunk_rows", io.chunk_rows},
-      {"files", allreduce((long long)io.files, MPI_SUM, comm)},
-      {"nonfinite_rows", errors},
-  };
+  nlohmann::json j = packed_values(p, 0, p.size());
+  const double read_max = p.real("read_seconds");
+  j["read_bandwidth_bytes_per_s"] = read_max > 0 ? double(p.integer("bytes_read")) / read_max : 0.0;
+  j["chunk_rows"] = io.chunk_rows;
+  j["nonfinite_rows"] = errors;
+  return j;
 }
 
 }  // namespace mosaic::detail

@@ -1,5 +1,6 @@
 // The few MPI collectives the driver, its statistics and the checkpoints
-// use, typed: one scalar reduced over the ranks, a per-rank vector or
+// use, typed: one scalar reduced over the ranks, many at once (one
+// collective for scalars of mixed operations), a per-rank vector or
 // string gathered to rank 0, one rank's string sent to all, the ranks'
 // agreement on an error, and the exclusive prefix of parallel-in-time
 // segments' certificate. During a run only statistics built from these
@@ -12,8 +13,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace mosaic::detail {
@@ -28,6 +31,97 @@ inline long long allreduce(long long v, MPI_Op op, MPI_Comm comm) {
   MPI_Allreduce(&v, &out, 1, MPI_LONG_LONG, op, comm);
   return out;
 }
+
+// Scalar reductions of mixed operations (max, min, sum; of doubles or of
+// integers, each exact in its own type) in one MPI_Allreduce: a
+// diagnostics point reduces some 30 scalars, and one collective costs one
+// latency where 30 cost 30 (docs/PERFORMANCE.md, "Communication"). Each
+// value is added under its name with its operation, in the same order on
+// every rank; reduce() returns them by name. The combining operation is
+// declared non-commutative, so MPI applies it in rank order and a floating
+// sum is the same on every run over the same ranks.
+class PackedAllreduce {
+ public:
+  void max(const std::string& name, double v) { add(name, v, 0, Op::max_real); }
+  void min(const std::string& name, double v) { add(name, v, 0, Op::min_real); }
+  void sum(const std::string& name, double v) { add(name, v, 0, Op::sum_real); }
+  void max(const std::string& name, long long v) { add(name, 0, v, Op::max_integer); }
+  void min(const std::string& name, long long v) { add(name, 0, v, Op::min_integer); }
+  void sum(const std::string& name, long long v) { add(name, 0, v, Op::sum_integer); }
+
+  std::size_t size() const { return entries_.size(); }
+  // The bytes one rank contributes to the collective.
+  std::size_t bytes() const { return entries_.size() * sizeof(Entry); }
+
+  // Collective over `comm`: every value reduced over the ranks, read back
+  // by name or by position (the order added).
+  void reduce(MPI_Comm comm) {
+    if (entries_.empty()) return;
+    std::vector<Entry> out(entries_.size());
+    MPI_Allreduce(entries_.data(), out.data(), int(entries_.size()), entry_type(), combine_op(), comm);
+    entries_ = std::move(out);
+  }
+  double real(const std::string& name) const { return find(name).real; }
+  long long integer(const std::string& name) const { return find(name).integer; }
+  bool is_integer(std::size_t i) const { return entries_[i].op >= Op::max_integer; }
+  const std::string& name(std::size_t i) const { return names_[i]; }
+  double real(std::size_t i) const { return entries_[i].real; }
+  long long integer(std::size_t i) const { return entries_[i].integer; }
+
+ private:
+  enum Op : int { max_real, min_real, sum_real, max_integer, min_integer, sum_integer };
+  struct Entry {
+    double real;
+    long long integer;
+    int op;
+  };
+
+  void add(const std::string& name, double real, long long integer, Op op) {
+    names_.push_back(name);
+    entries_.push_back({real, integer, op});
+  }
+  const Entry& find(const std::string& name) const {
+    const auto it = std::find(names_.begin(), names_.end(), name);
+    if (it == names_.end()) throw std::logic_error("PackedAllreduce: no value named " + name);
+    return entries_[std::size_t(it - names_.begin())];
+  }
+
+  // MPI's user function: `inout` = `in` (op) `inout`, `in` from the lower ranks.
+  static void combine(void* in, void* inout, int* len, MPI_Datatype*) {
+    const Entry* a = static_cast<const Entry*>(in);
+    Entry* b = static_cast<Entry*>(inout);
+    for (int i = 0; i < *len; ++i) switch (b[i].op) {
+        case max_real: b[i].real = std::max(a[i].real, b[i].real); break;
+        case min_real: b[i].real = std::min(a[i].real, b[i].real); break;
+        case sum_real: b[i].real = a[i].real + b[i].real; break;
+        case max_integer: b[i].integer = std::max(a[i].integer, b[i].integer); break;
+        case min_integer: b[i].integer = std::min(a[i].integer, b[i].integer); break;
+        case sum_integer: b[i].integer = a[i].integer + b[i].integer; break;
+      }
+  }
+  // Created once per process, at the first reduction (after MPI_Init), and
+  // left to MPI_Finalize.
+  static MPI_Datatype entry_type() {
+    static const MPI_Datatype type = [] {
+      MPI_Datatype t;
+      MPI_Type_contiguous(int(sizeof(Entry)), MPI_BYTE, &t);
+      MPI_Type_commit(&t);
+      return t;
+    }();
+    return type;
+  }
+  static MPI_Op combine_op() {
+    static const MPI_Op op = [] {
+      MPI_Op o;
+      MPI_Op_create(&combine, 0, &o);  // 0: not commutative, applied in rank order
+      return o;
+    }();
+    return op;
+  }
+
+  std::vector<std::string> names_;
+  std::vector<Entry> entries_;
+};
 
 // Gathers a per-rank vector to rank 0 (concatenated in rank order).
 template <class T>
