@@ -10,10 +10,18 @@
 // the call: for a blocking collective the wait for the slowest rank as
 // well as the transfer; for a non-blocking one the start only, its
 // completion is in MPI_Test/MPI_Wait.
+// With MOSAIC_MPI_COUNTER_WAIT=barrier each blocking collective is preceded
+// by an MPI_Barrier on its communicator, counted as "<operation> wait": the
+// time the rank waited for the slowest one (plus one barrier's latency), so
+// that what remains in the operation's own seconds is its transfer. The
+// barrier changes the program's timing (one more synchronization per
+// collective): a measurement of what the time is, not of the run as it is.
 #include <mpi.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -34,6 +42,14 @@ long long bytes_of(int count, MPI_Datatype type) {
   return (long long)count * size;
 }
 
+bool split_wait() {
+  static const bool on = [] {
+    const char* v = std::getenv("MOSAIC_MPI_COUNTER_WAIT");
+    return v && std::strcmp(v, "barrier") == 0;
+  }();
+  return on;
+}
+
 // Runs `call`, adding its time, `bytes` and `received` to `name`'s tally.
 template <class Call>
 int counted(const char* name, long long bytes, long long received, Call call) {
@@ -47,6 +63,14 @@ int counted(const char* name, long long bytes, long long received, Call call) {
   return rc;
 }
 
+// A blocking collective on `comm`: with the wait split off, a barrier first,
+// counted as "<name> wait".
+template <class Call>
+int collective(const char* name, MPI_Comm comm, long long bytes, long long received, Call call) {
+  if (split_wait()) counted((std::string(name) + " wait").c_str(), 0, 0, [&] { return PMPI_Barrier(comm); });
+  return counted(name, bytes, received, call);
+}
+
 bool is_root(int root, MPI_Comm comm) {
   int rank = 0;
   PMPI_Comm_rank(comm, &rank);
@@ -58,22 +82,22 @@ bool is_root(int root, MPI_Comm comm) {
 extern "C" {
 
 int MPI_Allreduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
-  return counted("MPI_Allreduce", bytes_of(n, t), 0, [&] { return PMPI_Allreduce(s, r, n, t, op, c); });
+  return collective("MPI_Allreduce", c, bytes_of(n, t), 0, [&] { return PMPI_Allreduce(s, r, n, t, op, c); });
 }
 int MPI_Iallreduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Request* q) {
   return counted("MPI_Iallreduce", bytes_of(n, t), 0, [&] { return PMPI_Iallreduce(s, r, n, t, op, c, q); });
 }
 int MPI_Reduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c) {
-  return counted("MPI_Reduce", bytes_of(n, t), 0, [&] { return PMPI_Reduce(s, r, n, t, op, root, c); });
+  return collective("MPI_Reduce", c, bytes_of(n, t), 0, [&] { return PMPI_Reduce(s, r, n, t, op, root, c); });
 }
 int MPI_Bcast(void* b, int n, MPI_Datatype t, int root, MPI_Comm c) {
-  return counted("MPI_Bcast", bytes_of(n, t), 0, [&] { return PMPI_Bcast(b, n, t, root, c); });
+  return collective("MPI_Bcast", c, bytes_of(n, t), 0, [&] { return PMPI_Bcast(b, n, t, root, c); });
 }
 int MPI_Gather(const void* s, int n, MPI_Datatype st, void* r, int rn, MPI_Datatype rt, int root, MPI_Comm c) {
   int size = 1;
   PMPI_Comm_size(c, &size);
   const long long got = is_root(root, c) ? bytes_of(rn, rt) * size : 0;
-  return counted("MPI_Gather", bytes_of(n, st), got, [&] { return PMPI_Gather(s, n, st, r, rn, rt, root, c); });
+  return collective("MPI_Gather", c, bytes_of(n, st), got, [&] { return PMPI_Gather(s, n, st, r, rn, rt, root, c); });
 }
 int MPI_Gatherv(const void* s, int n, MPI_Datatype st, void* r, const int* rn, const int* displs, MPI_Datatype rt,
                 int root, MPI_Comm c) {
@@ -83,11 +107,11 @@ int MPI_Gatherv(const void* s, int n, MPI_Datatype st, void* r, const int* rn, c
     PMPI_Comm_size(c, &size);
     for (int k = 0; k < size; ++k) got += bytes_of(rn[k], rt);
   }
-  return counted("MPI_Gatherv", bytes_of(n, st), got,
-                 [&] { return PMPI_Gatherv(s, n, st, r, rn, displs, rt, root, c); });
+  return collective("MPI_Gatherv", c, bytes_of(n, st), got,
+                    [&] { return PMPI_Gatherv(s, n, st, r, rn, displs, rt, root, c); });
 }
 int MPI_Exscan(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
-  return counted("MPI_Exscan", bytes_of(n, t), 0, [&] { return PMPI_Exscan(s, r, n, t, op, c); });
+  return collective("MPI_Exscan", c, bytes_of(n, t), 0, [&] { return PMPI_Exscan(s, r, n, t, op, c); });
 }
 int MPI_Barrier(MPI_Comm c) {
   return counted("MPI_Barrier", 0, 0, [&] { return PMPI_Barrier(c); });

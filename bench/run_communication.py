@@ -12,11 +12,15 @@ Per build and rank count (medians over the repeats): the run's wall time
 (timers.total.max_s), the `reduce` timer's max over the ranks and its share
 of the wall time, and per MPI operation the calls, bytes sent and seconds
 inside the calls of rank 0 and the largest over the ranks. Writes, under
-OUT_DIR, communication_<commit>.txt: the machine, the commits, every
-command and the tables.
+OUT_DIR, communication_<commit><tag>.txt: the machine, the commits, every
+command and the tables. With --split-wait each blocking collective is
+preceded by a barrier whose time is counted apart ("<operation> wait"):
+what the rank waited for the slowest one, leaving the transfer in the
+operation's own seconds.
 
     /usr/bin/python3 bench/run_communication.py BUILD_DIR OUT_DIR [--baseline OLD_BUILD_DIR]
-        [--deck inputs/smoke_cpu.yaml] [--ranks 1,2,4] [--repeat 5] [--set key=value ...]
+        [--deck inputs/smoke_cpu.yaml] [--ranks 1,2,4] [--repeat 5] [--set key=value ...] [--split-wait]
+        [--tag TEXT]
 """
 import argparse
 import json
@@ -48,8 +52,10 @@ def run_once(build, ranks, deck, sets, workdir, log):
         counter = os.path.join(ARGS.build, "bench", "libmosaic_mpi_call_counter.so")
     out = os.path.join(workdir, "result.json")
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), "-x", "LD_PRELOAD=" + counter,
-           "-x", "OMP_NUM_THREADS=1", "-x", "OMP_PROC_BIND=false",
-           os.path.join(build, "miniapp", "mosaic_miniapp"), deck, "--output", out]
+           "-x", "OMP_NUM_THREADS=1", "-x", "OMP_PROC_BIND=false"]
+    if ARGS.split_wait:
+        cmd += ["-x", "MOSAIC_MPI_COUNTER_WAIT=barrier"]
+    cmd += [os.path.join(build, "miniapp", "mosaic_miniapp"), deck, "--output", out]
     for s in sets:
         cmd += ["--set", s]
     log.append(" ".join(cmd))
@@ -100,7 +106,15 @@ def main():
     p.add_argument("--ranks", default="1,2,4")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--set", action="append", default=[], dest="sets")
+    p.add_argument("--split-wait", action="store_true",
+                   help="a barrier before each blocking collective, its time counted apart as the wait "
+                        "(MOSAIC_MPI_COUNTER_WAIT=barrier; this changes the run's timing)")
+    p.add_argument("--tag", default="", help="appended to the output file's name")
     ARGS = p.parse_args()
+    # The runs' working directory is a temporary one.
+    ARGS.build = os.path.abspath(ARGS.build)
+    ARGS.baseline = ARGS.baseline and os.path.abspath(ARGS.baseline)
+    ARGS.deck = os.path.abspath(ARGS.deck)
     if ARGS.repeat < 1:
         sys.exit("run_communication: --repeat must be at least 1")
     ranks = [int(r) for r in ARGS.ranks.split(",")]
@@ -119,13 +133,14 @@ def main():
              "machine: %s, %d cores, %s" % (model, cores, platform.platform()),
              "builds: " + ", ".join("%s %s (%s)" % (label, commits[label], b) for label, b in builds),
              "deck: %s %s" % (os.path.relpath(ARGS.deck, ROOT), " ".join("--set " + s for s in ARGS.sets)),
+             "wait split off by a barrier before each blocking collective: %s" % ("yes" if ARGS.split_wait else "no"),
              "command: " + " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:]), ""]
     for n in ranks:
         for label, _ in builds:
             lines += table("%s (%s)" % (label, commits[label]), results[(label, n)], n, cores) + [""]
     lines += ["## commands", ""] + log
     os.makedirs(ARGS.out_dir, exist_ok=True)
-    path = os.path.join(ARGS.out_dir, "communication_%s.txt" % commits["this build"])
+    path = os.path.join(ARGS.out_dir, "communication_%s%s.txt" % (commits["this build"], ARGS.tag))
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines[:5]) + "\nwrote " + path)
