@@ -11,7 +11,7 @@
 // well as the transfer; for a non-blocking one the start only, its
 // completion is in MPI_Test/MPI_Wait.
 // With MOSAIC_MPI_COUNTER_WAIT=barrier each blocking collective is preceded
-// by an MPI_Barrier on its communicator, counted as "<operation> wait": the
+// by an MPI_Barrier on its communicator, counted as "<operation>_wait": the
 // time the rank waited for the slowest one (plus one barrier's latency), so
 // that what remains in the operation's own seconds is its transfer. The
 // barrier changes the program's timing (one more synchronization per
@@ -64,10 +64,10 @@ int counted(const char* name, long long bytes, long long received, Call call) {
 }
 
 // A blocking collective on `comm`: with the wait split off, a barrier first,
-// counted as "<name> wait".
+// counted as "<name>_wait".
 template <class Call>
 int collective(const char* name, MPI_Comm comm, long long bytes, long long received, Call call) {
-  if (split_wait()) counted((std::string(name) + " wait").c_str(), 0, 0, [&] { return PMPI_Barrier(comm); });
+  if (split_wait()) counted((std::string(name) + "_wait").c_str(), 0, 0, [&] { return PMPI_Barrier(comm); });
   return counted(name, bytes, received, call);
 }
 

@@ -14,7 +14,7 @@ of the wall time, and per MPI operation the calls, bytes sent and seconds
 inside the calls of rank 0 and the largest over the ranks. Writes, under
 OUT_DIR, communication_<commit><tag>.txt: the machine, the commits, every
 command and the tables. With --split-wait each blocking collective is
-preceded by a barrier whose time is counted apart ("<operation> wait"):
+preceded by a barrier whose time is counted apart ("<operation>_wait"):
 what the rank waited for the slowest one, leaving the transfer in the
 operation's own seconds.
 
