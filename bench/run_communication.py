@@ -10,7 +10,9 @@ two builds interleaved.
 
 Per build and rank count (medians over the repeats): the run's wall time
 (timers.total.max_s), the `reduce` timer's max over the ranks and its share
-of the wall time, and per MPI operation the calls, bytes sent and seconds
+of the wall time, the `update` and `verify` timers' max and min over the
+ranks (a rank waits at a collective for the slower one), and per MPI
+operation the calls, bytes sent and seconds
 inside the calls of rank 0 and the largest over the ranks. Writes, under
 OUT_DIR, communication_<commit><tag>.txt: the machine, the commits, every
 command and the tables. With --split-wait each blocking collective is
@@ -83,6 +85,9 @@ def table(label, runs, ranks, cores):
         label, ranks, "" if ranks == 1 else "s", " (oversubscribed: %d cores)" % cores if ranks > cores else "",
         median(total), median(reduce_max), 100 * median(share), len(runs),
         ", ".join("%.1f%%" % (100 * s) for s in share))]
+    timer = lambda name, stat: median([r["timers"][name][stat] for r, _ in runs])  # noqa: E731
+    lines.append("timers, max / min over the ranks (medians): update %.4f / %.4f s, verify %.4f / %.4f s" % (
+        timer("update", "max_s"), timer("update", "min_s"), timer("verify", "max_s"), timer("verify", "min_s")))
     lines.append("| MPI operation | calls (rank 0) | bytes sent (rank 0) | seconds in calls (rank 0) | "
                  "calls (max rank) | bytes sent (max rank) | seconds in calls (max rank) |")
     lines.append("|---|---|---|---|---|---|---|")
