@@ -5,17 +5,19 @@ time spent in MPI collectives for the headline decks (inputs/weak_8gpu.yaml,
 inputs/strong_8gpu.yaml) at 8, 64, 512 and 4,096 GPUs, one rank per GPU.
 
 The traffic is the mini-app's, as bench/mpi_call_counter.cpp counted it on
-this machine at commit 1a3aed3 (the smoke deck on one rank, streams.per_rank
-2 and 4, run.diagnostics_every 0 and 500; docs/PERFORMANCE.md gives the
-commands). Per rank:
+this machine at commit 4019a1d (the smoke deck on one rank, streams.per_rank
+2 and 4, run.diagnostics_every 0 and 500:
+results/cpu/communication_4019a1d386f6_1rank_*.txt). Per rank:
   - per block: one MPI_Iallreduce of 8 bytes (the stop/checkpoint agreement),
     acted on one block later, so its latency is hidden behind a block;
   - per diagnostics point: one MPI_Allreduce of 672 bytes (PackedAllreduce),
     2 MPI_Gather of 4 bytes, 2 MPI_Gatherv of 48 bytes per stream of the
     rank, one MPI_Bcast of 40 bytes;
-  - once, at the run's end (its final diagnostics point included): 10
-    MPI_Allreduce (1,720 bytes in all), 7 MPI_Bcast (1,359 bytes), 9
-    MPI_Gather (36 bytes), 9 MPI_Gatherv (82 bytes + 64 bytes per stream).
+  - once (the start's init windows, the run's end and its final diagnostics
+    point): 10 MPI_Allreduce (1,704 bytes in all + 8 bytes per stream of the
+    run: the init windows' samples used, one entry per stream id), 7
+    MPI_Bcast (1,359 bytes), 9 MPI_Gather (36 bytes), 9 MPI_Gatherv (82
+    bytes + 64 bytes per stream of the rank).
 Costs (P ranks, m bytes, L = ceil(log2 P)): allreduce and broadcast
 L (alpha + m beta) (recursive doubling / binomial tree: small messages);
 gather to rank 0 L alpha + (P - 1) m beta (the root receives every rank's
@@ -44,11 +46,12 @@ BLOCK = 128  # block_size: auto at d 8192, r 64 (docs/PERFORMANCE.md)
 
 def seconds(p, streams, points, alpha, beta):
     """The collectives' time of one run on p ranks (streams per rank, diagnostics points besides the last)."""
+    total_streams = p * streams
     levels = math.ceil(math.log2(p)) if p > 1 else 0
     allreduce = lambda m: levels * (alpha + m * beta)  # noqa: E731
     gather = lambda m: levels * alpha + (p - 1) * m * beta  # noqa: E731
     per_point = allreduce(672) + 2 * gather(4) + 2 * gather(48 * streams) + allreduce(40)
-    end = (10 * allreduce(1720 / 10) + 7 * allreduce(1359 / 7) + 9 * gather(4)
+    end = (9 * allreduce(1704 / 10) + allreduce(1704 / 10 + 8 * total_streams) + 7 * allreduce(1359 / 7) + 9 * gather(4)
            + 9 * gather((82 + 64 * streams) / 9))
     return points * per_point + end
 
