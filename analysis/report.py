@@ -494,14 +494,14 @@ def memory(rec):
     if phases is ABSENT:
         phases_text = NOT_RECORDED
     elif phases is None:
-        phases_text = "null: a host backend"
+        phases_text = "null: no device queried (a host backend; only Cuda is queried)"
     else:
         items = []
         for i, entry in enumerate(phases):
             wp = "%s.device_used_bytes_at_phase[%d]" % (wm, i)
             entry = C.expect(entry, "object", wp)
             items.append("%s %s" % (show(get(entry, "phase", "string", wp)),
-                                    show(get(entry, "bytes", "integer", wp), fmt_bytes)))
+                                    show(get(entry, "bytes", ("integer", "null"), wp), fmt_bytes, "not queried")))
         phases_text = "; ".join(items) if items else "none"
     rows = [
         ("state of one stream: mu, U, S, s2 (d + d r + r^2 + 1 scalars of the dtype)",

@@ -1,5 +1,6 @@
 // An MPI profiling (PMPI) library that counts, per rank, the calls, the
-// bytes and the seconds of each MPI operation the mini-app uses, and prints
+// bytes and the seconds of each MPI operation the mini-app uses for its
+// data (not MPI_Init, the communicator queries or MPI_Comm_split), and prints
 // them at MPI_Finalize: the communication of a run measured from outside,
 // with no change to the program (docs/PERFORMANCE.md, "Communication").
 //   LD_PRELOAD=build/openmp/bench/libmosaic_mpi_call_counter.so \
@@ -121,6 +122,15 @@ int MPI_Send(const void* b, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c
 }
 int MPI_Recv(void* b, int n, MPI_Datatype t, int src, int tag, MPI_Comm c, MPI_Status* st) {
   return counted("MPI_Recv", 0, bytes_of(n, t), [&] { return PMPI_Recv(b, n, t, src, tag, c, st); });
+}
+int MPI_Allgather(const void* s, int n, MPI_Datatype st, void* r, int rn, MPI_Datatype rt, MPI_Comm c) {
+  return collective("MPI_Allgather", c, bytes_of(n, st), 0, [&] { return PMPI_Allgather(s, n, st, r, rn, rt, c); });
+}
+int MPI_Isend(const void* b, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c, MPI_Request* q) {
+  return counted("MPI_Isend", bytes_of(n, t), 0, [&] { return PMPI_Isend(b, n, t, dest, tag, c, q); });
+}
+int MPI_Waitall(int n, MPI_Request* q, MPI_Status* st) {
+  return counted("MPI_Waitall", 0, 0, [&] { return PMPI_Waitall(n, q, st); });
 }
 int MPI_Test(MPI_Request* q, int* flag, MPI_Status* st) {
   return counted("MPI_Test", 0, 0, [&] { return PMPI_Test(q, flag, st); });

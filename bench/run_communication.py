@@ -13,7 +13,9 @@ Per build and rank count (medians over the repeats): the run's wall time
 of the wall time, the `update` and `verify` timers' max and min over the
 ranks (a rank waits at a collective for the slower one), and per MPI
 operation the calls, bytes sent and seconds
-inside the calls of rank 0 and the largest over the ranks. Writes, under
+inside the calls of rank 0 and of the rank with the most seconds in that
+operation (medians over the repeats, as every figure), and the
+result's own ledger by class (runs[].communication). Writes, under
 OUT_DIR, communication_<commit><tag>.txt: the machine, the commits, every
 command and the tables. With --split-wait each blocking collective is
 preceded by a barrier whose time is counted apart ("<operation>_wait"):
@@ -22,13 +24,14 @@ operation's own seconds.
 
     /usr/bin/python3 bench/run_communication.py BUILD_DIR OUT_DIR [--baseline OLD_BUILD_DIR]
         [--deck inputs/smoke_cpu.yaml] [--ranks 1,2,4] [--repeat 5] [--set key=value ...] [--split-wait]
-        [--tag TEXT]
+        [--tag TEXT] [--checkpoint-every STEPS]
 """
 import argparse
 import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,6 +56,8 @@ def run_once(build, ranks, deck, sets, workdir, log):
     if not os.path.exists(counter):  # a baseline older than the counter: the build under test's
         counter = os.path.join(ARGS.build, "bench", "libmosaic_mpi_call_counter.so")
     out = os.path.join(workdir, "result.json")
+    checkpoints = os.path.join(workdir, "checkpoints")
+    shutil.rmtree(checkpoints, ignore_errors=True)  # --checkpoint-every writes a fresh set per run
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), "-x", "LD_PRELOAD=" + counter,
            "-x", "OMP_NUM_THREADS=1", "-x", "OMP_PROC_BIND=false"]
     if ARGS.split_wait:
@@ -60,6 +65,9 @@ def run_once(build, ranks, deck, sets, workdir, log):
     cmd += [os.path.join(build, "miniapp", "mosaic_miniapp"), deck, "--output", out]
     for s in sets:
         cmd += ["--set", s]
+    if ARGS.checkpoint_every:
+        cmd += ["--set", "output.checkpoint.dir=" + checkpoints,
+                "--set", "output.checkpoint.every_steps=%d" % ARGS.checkpoint_every]
     log.append(" ".join(cmd))
     proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
@@ -88,6 +96,7 @@ def table(label, runs, ranks, cores):
     timer = lambda name, stat: median([r["timers"][name][stat] for r, _ in runs])  # noqa: E731
     lines.append("timers, max / min over the ranks (medians): update %.4f / %.4f s, verify %.4f / %.4f s" % (
         timer("update", "max_s"), timer("update", "min_s"), timer("verify", "max_s"), timer("verify", "min_s")))
+    # "max rank": in each run the rank with the most seconds in the operation.
     lines.append("| MPI operation | calls (rank 0) | bytes sent (rank 0) | seconds in calls (rank 0) | "
                  "calls (max rank) | bytes sent (max rank) | seconds in calls (max rank) |")
     lines.append("|---|---|---|---|---|---|---|")
@@ -97,7 +106,15 @@ def table(label, runs, ranks, cores):
         top = [max(ops.get(op, {0: (0, 0, 0.0)}).values(), key=lambda v: v[2]) for _, ops in runs]
         lines.append("| %s | %d | %d | %.6f | %d | %d | %.6f |" % (
             op, median([v[0] for v in rank0]), median([v[1] for v in rank0]), median([v[2] for v in rank0]),
-            max(v[0] for v in top), max(v[1] for v in top), median([v[2] for v in top])))
+            median([v[0] for v in top]), median([v[1] for v in top]), median([v[2] for v in top])))
+    ledgers = [r["communication"]["classes"] for r, _ in runs if "communication" in r]
+    if ledgers:  # the result's own ledger (builds since it exists)
+        lines += ["", "| class (the result's runs[].communication) | calls | bytes sent | seconds max | seconds min |",
+                  "|---|---|---|---|---|"]
+        for cls in ledgers[0]:
+            lines.append("| %s | %d | %d | %.6f | %.6f |" % (
+                cls, median([c[cls]["calls"] for c in ledgers]), median([c[cls]["bytes_sent"] for c in ledgers]),
+                median([c[cls]["seconds_max"] for c in ledgers]), median([c[cls]["seconds_min"] for c in ledgers])))
     return lines
 
 
@@ -115,6 +132,8 @@ def main():
                    help="a barrier before each blocking collective, its time counted apart as the wait "
                         "(MOSAIC_MPI_COUNTER_WAIT=barrier; this changes the run's timing)")
     p.add_argument("--tag", default="", help="appended to the output file's name")
+    p.add_argument("--checkpoint-every", type=int, default=0, metavar="STEPS",
+                   help="checkpoints every STEPS timed steps, into a fresh directory per run")
     ARGS = p.parse_args()
     # The runs' working directory is a temporary one.
     ARGS.build = os.path.abspath(ARGS.build)
@@ -139,6 +158,7 @@ def main():
              "builds: " + ", ".join("%s %s (%s)" % (label, commits[label], b) for label, b in builds),
              "deck: %s %s" % (os.path.relpath(ARGS.deck, ROOT), " ".join("--set " + s for s in ARGS.sets)),
              "wait split off by a barrier before each blocking collective: %s" % ("yes" if ARGS.split_wait else "no"),
+             "checkpoints every %s timed steps" % (ARGS.checkpoint_every or "no"),
              "command: " + " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:]), ""]
     for n in ranks:
         for label, _ in builds:

@@ -314,7 +314,7 @@ class ReportOnCpuResults(unittest.TestCase):
             self.assertEqual(by_field(sec, "runs[0].memory.peak_allocated_space")[1], mem["peak_allocated_space"])
             if mem["device_used_bytes_at_phase"] is None:
                 self.assertEqual(by_field(sec, "runs[0].memory.device_used_bytes_at_phase")[1],
-                                 "null: a host backend")
+                                 "null: no device queried (a host backend; only Cuda is queried)")
         self.assertIn("max {:,} B".format(max(mem["peak_rss_bytes_per_rank"])), sec)
         self.assertEqual(row(sec, "accuracy judged")[0], expected_accuracy_judged(run))
         if fin.get("accuracy"):
@@ -602,7 +602,7 @@ class ReportTest(S.TempDirTest):
         self.assertEqual(by_field(host, m + "peak_allocated_bytes_per_rank")[1],
                          "max 20,272 B (19.80 KiB) (rank 0) in Host")
         self.assertEqual(by_field(host, m + "peak_allocated_space")[1], "Host")
-        self.assertEqual(by_field(host, m + "device_used_bytes_at_phase")[1], "null: a host backend")
+        self.assertEqual(by_field(host, m + "device_used_bytes_at_phase")[1], "null: no device queried (a host backend; only Cuda is queried)")
         # A peak of 0 (null ratio) and a phase list with a mistyped entry.
         doc = S.load_fixture(names[1])
         doc["runs"][0]["memory"].update(peak_allocated_bytes_per_rank=[0], estimate_over_peak_allocated=None)
@@ -615,7 +615,7 @@ class ReportTest(S.TempDirTest):
         path = self.write_doc("bad_phase.json", doc)
         rc, page, err, _out = self.make([path], "--no-plots")
         self.assertOneLineError(rc, err, "analysis.report", "%s: runs[0].memory.device_used_bytes_at_phase[1].bytes: "
-                                "expected an integer, found a string (\"many\")" % path)
+                                "expected an integer or null, found a string (\"many\")" % path)
 
 
 WRAPPER = """

@@ -702,6 +702,11 @@ def check_time_segments(args):
         ts = run["time_segments"]
         if not ts["certified"] or [s["stream_id"] for s in ts["streams"]] != [0, 1, 2]:
             fail(f"{what}: {ts}")
+        # The segments' certificate (and, across ranks, their states) in
+        # their own class of the communication ledger.
+        ledger = run["communication"]["classes"]
+        if ledger["time_segments"]["calls"] <= 0 or ledger["other"]["calls"] != 0:
+            fail(f"{what}: communication ledger {ledger}: expected calls in time_segments and none in other")
         for s in ts["streams"]:
             if s["segments_certified"] != list(range(1, len(s["segments_certified"]) + 1)):
                 fail(f"{what}: stream {s['stream_id']} certified {s['segments_certified']} segments after each "
@@ -1619,11 +1624,12 @@ def check_verification(args):
         fail("no start banner before the run: " + proc.stdout[:200])
     device_used = run["memory"]["device_used_bytes_at_phase"]
     phases = ["setup", "start", "warmup", "timed_loop", "loop_end"]
-    if on_host(doc) != (device_used is None) or not (
+    cuda = doc["environment"]["kokkos_default_execution_space"] == "Cuda"
+    if cuda == (device_used is None) or not (
             device_used is None or ([p["phase"] for p in device_used] == phases
-                                    and all(p["bytes"] > 0 for p in device_used))):
+                                    and all((p["bytes"] or 0) > 0 for p in device_used))):
         fail(f"device_used_bytes_at_phase {device_used} on {doc['environment']['kokkos_default_execution_space']}: "
-             f"expected null on a host backend, a positive byte count for each of {phases} on a device")
+             f"expected a positive byte count for each of {phases} on Cuda (the one device queried), null elsewhere")
     if not any("timed update lasted" in w for w in run["warnings"]):
         fail(f"no warning about a timed update under 10 s: {run['warnings']}")
 
@@ -2452,18 +2458,76 @@ def check_npy_open_file_limit(args):
     print("300 .npy files: refused up front under ulimit -n 256, run under ulimit -n 1024")
 
 
+def check_communication(args):
+    """The result's communication ledger (issue 36 item 3) against the MPI
+    calls counted from outside by the PMPI library
+    bench/mpi_call_counter.cpp (--counter, LD_PRELOAD), on 2 ranks:
+    - every class of kCommClasses is reported, and nothing in "other" (each
+      collective of the run has its class);
+    - agreement: the per-block MPI_Iallreduce and MPI_Wait of the rank that
+      made the most, and the blocking agreement at the loop's end;
+    - diagnostics: 6 calls per diagnostics point (one packed allreduce, the
+      prequential sums' two gathers of counts and two of values, the
+      totals' broadcast), bytes 496 per point (448 of them the allreduce's:
+      28 values of 16 bytes) and 48 per stream of the rank;
+    - checkpoint: calls only when checkpoints are written; result and
+      timers_io: calls at the end;
+    - every seconds_min <= seconds_max."""
+    if not args.counter:
+        fail("communication needs --counter (the mosaic_mpi_call_counter library)")
+    classes = ["init", "agreement", "diagnostics", "reference_check", "checkpoint", "time_segments", "timers_io",
+               "result", "other"]
+    call = re.compile(r"^mpi call counter: rank (\d+) (\S+) calls (\d+) bytes (\d+)", re.M)
+    ckpt = os.path.join(args.workdir, "ledger_ckpt")
+    shutil.rmtree(ckpt, ignore_errors=True)  # an earlier run's
+    for name, extra in (("plain", []),
+                        ("checkpoints", ["--set", f"output.checkpoint.dir={ckpt}",
+                                         "--set", "output.checkpoint.every_steps=100"])):
+        doc, proc = run_ok(args, 2, extra, f"ledger_{name}.json", env=[f"LD_PRELOAD={args.counter}"])
+        run = doc["runs"][0]
+        ledger = run["communication"]["classes"]
+        if set(ledger) != set(classes):
+            fail(f"{name}: communication classes {list(ledger)}, expected {classes}")
+        counted = {}
+        for rank, op, calls, _ in call.findall(proc.stderr):
+            counted.setdefault(op, {})[int(rank)] = int(calls)
+        if set(counted.get("MPI_Iallreduce", {})) != {0, 1}:
+            fail(f"{name}: the call counter did not report both ranks: {proc.stderr[-2000:]}")
+        agreement = max(counted["MPI_Iallreduce"][k] + counted.get("MPI_Wait", {}).get(k, 0) for k in (0, 1)) + 1
+        points = len(run["diagnostics"]["series"])
+        streams = run["decomposition"]["streams_per_rank_max"]
+        expected = {"agreement": (agreement, None), "diagnostics": (6 * points, points * (496 + 48 * streams)),
+                    "other": (0, 0), "time_segments": (0, 0)}
+        for cls, (calls, sent) in expected.items():
+            if ledger[cls]["calls"] != calls or (sent is not None and ledger[cls]["bytes_sent"] != sent):
+                fail(f"{name}: {cls}: {ledger[cls]}, expected {calls} calls" +
+                     ("" if sent is None else f" and {sent} bytes"))
+        if (ledger["checkpoint"]["calls"] > 0) != (name == "checkpoints"):
+            fail(f"{name}: checkpoint class {ledger['checkpoint']}")
+        for cls in ("result", "timers_io", "init", "reference_check"):
+            if ledger[cls]["calls"] <= 0:
+                fail(f"{name}: no calls in {cls}: {ledger[cls]}")
+        for cls, t in ledger.items():
+            if not 0 <= t["seconds_min"] <= t["seconds_max"]:
+                fail(f"{name}: {cls}: seconds_min {t['seconds_min']} > seconds_max {t['seconds_max']}")
+        print(f"{name}: " + ", ".join(f"{c} {t['calls']} calls {t['bytes_sent']} B {t['seconds_max']:.2e} s"
+                                      for c, t in ledger.items()))
+
+
 def check_mpi_collectives(args):
     """The collectives of mpi_collectives.hpp that combine ranks' values on 3
     ranks: the gtest program test_mpi_collectives (--program), each rank
     checking its own result against the sequential one (the exclusive
     prefix of parallel-in-time segments' certificate, ALGORITHM.md 9.4; the
-    packed reduction of mixed operations, its floating sum in rank order)."""
+    packed reduction of mixed operations, its floating sum in rank order, a
+    NaN on any rank kept;
+    the communication ledger's classes)."""
     if not args.program:
         fail("mpi_collectives needs --program (the test_mpi_collectives executable)")
     cmd = mpirun_cmd(args, 3, ["--gtest_color=no"], deck=False)
     cmd[cmd.index(args.miniapp)] = args.program
     proc = subprocess.run(cmd, cwd=args.workdir, capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0 or proc.stdout.count("[  PASSED  ] 2 tests.") != 3:
+    if proc.returncode != 0 or proc.stdout.count("[  PASSED  ] 4 tests.") != 3:
         fail(f"test_mpi_collectives on 3 ranks: exit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
     print("the certificate's AND and the packed reduction are the sequential ones on 3 ranks")
 
@@ -2479,7 +2543,7 @@ def main():
                                      "kokkos_num_threads", "kokkos_help", "version", "provenance", "kokkos_tools",
                                      "memory_estimate", "launch_budget", "concurrent_writers", "state_set_atomic",
                                      "npy_input_changed", "npy_special_files", "npy_open_file_limit", "missing",
-                                     "mpi_collectives"])
+                                     "mpi_collectives", "communication"])
     p.add_argument("--miniapp", required=True)
     p.add_argument("--mpiexec", required=True)
     p.add_argument("--schema", required=True)
@@ -2488,6 +2552,7 @@ def main():
     p.add_argument("--ranks", type=int, default=1)
     p.add_argument("--tool", help="kokkos_tools, memory_estimate, launch_budget: the Kokkos Tools library to load")
     p.add_argument("--program", help="mpi_collectives: the MPI gtest program to run on 3 ranks")
+    p.add_argument("--counter", help="communication: the PMPI call counter library (bench/mpi_call_counter.cpp)")
     args = p.parse_args()
     for name in ("miniapp", "mpiexec", "schema", "deck", "workdir"):
         setattr(args, name, os.path.abspath(getattr(args, name)))

@@ -35,7 +35,7 @@ inline PrequentialSums reduce_prequential(const BatchDiagnostics& d, MPI_Comm co
   PrequentialSums total{};
   for (const std::size_t s : order)
     for (int c = 0; c < preq_columns; ++c) total[c] += sums[s * preq_columns + c];
-  MPI_Bcast(total.data(), preq_columns, MPI_DOUBLE, 0, comm);
+  counted_mpi(sizeof total, [&] { return MPI_Bcast(total.data(), preq_columns, MPI_DOUBLE, 0, comm); });
   return total;
 }
 

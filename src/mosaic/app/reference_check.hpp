@@ -60,6 +60,7 @@
 #include "mosaic/engine/batched_engine.hpp"
 #include "mosaic/engine/stream_batch.hpp"
 #include "mosaic/engine/transfer.hpp"
+#include "mosaic/util/mpi_collectives.hpp"
 
 namespace mosaic {
 
@@ -129,7 +130,7 @@ class ReferenceCrossCheck {
     const auto it = std::find(decomp.local_ids.begin(), decomp.local_ids.end(), stream_);
     local_ = it == decomp.local_ids.end() ? -1 : int(it - decomp.local_ids.begin());
     int owner = local_ >= 0 ? rank : nranks;
-    MPI_Allreduce(MPI_IN_PLACE, &owner, 1, MPI_INT, MPI_MIN, comm);
+    detail::counted_mpi(sizeof owner, [&] { return MPI_Allreduce(MPI_IN_PLACE, &owner, 1, MPI_INT, MPI_MIN, comm); });
     owner_ = owner;
     if (steps_ <= 0) {
       result_ = {{"status", "off (run.reference_check_steps: 0)"}};
@@ -185,9 +186,9 @@ class ReferenceCrossCheck {
     std::string text;
     if (local_ >= 0) text = compare(batch.to_host_masked(local_), timed_done).dump();
     long long n = (long long)text.size();
-    MPI_Bcast(&n, 1, MPI_LONG_LONG, owner_, comm_);
+    detail::counted_mpi(sizeof n, [&] { return MPI_Bcast(&n, 1, MPI_LONG_LONG, owner_, comm_); });
     text.resize(std::size_t(n));
-    MPI_Bcast(text.data(), int(n), MPI_CHAR, owner_, comm_);
+    detail::counted_mpi(n, [&] { return MPI_Bcast(text.data(), int(n), MPI_CHAR, owner_, comm_); });
     result_ = nlohmann::json::parse(text);
   }
 

@@ -79,6 +79,7 @@ nlohmann::json run_with_source(const RunConfig& cfg, MPI_Comm comm, const Stream
                                StreamSource<Scalar, Kokkos::DefaultExecutionSpace>& source, TimerSet& timers,
                                RunControl* control, typename RunContext<Scalar>::SlotSourceFactory make_slot_source) {
   RunContext<Scalar> run(cfg, comm, decomp, source, timers, control, std::move(make_slot_source));
+  const detail::CommClass outside_every_class(run.comm_ledger, "other");
   setup(run);
   note_device_used(run, "setup");
   start(run);

@@ -49,6 +49,7 @@ template <class Scalar>
 void check_block(RunContext<Scalar>& run, const typename RunContext<Scalar>::block_view& Xn) {
   if (!run.reference_check->open()) return;
   run.timers.time("verify", [&] {
+    const CommClass comm_class(run.comm_ledger, "reference_check");
     run.reference_check->consume(Xn);
     run.reference_check->at_block_end(*run.batch, run.k);
   });
@@ -67,6 +68,7 @@ std::pair<nlohmann::json, BatchDiagnostics> diagnose(RunContext<Scalar>& run, st
   });
   nlohmann::json entry;
   run.timers.time("reduce", [&] {
+    const CommClass comm_class(run.comm_ledger, "diagnostics");
     entry = reduce_diagnostics(diag, acc ? &*acc : nullptr, run.B, run.decomp.total_streams, run.comm);
     entry["prequential"] = prequential_entry(reduce_prequential(diag, run.comm),
                                              run.series.empty() ? nlohmann::json() : run.series.back());
@@ -87,6 +89,7 @@ double timed_samples_since_start(const RunContext<Scalar>& run) {
 // this process so far join those of the segments before it.
 template <class Scalar>
 void write_checkpoint(RunContext<Scalar>& run) {
+  const CommClass comm_class(run.comm_ledger, "checkpoint");
   run.timers.time("checkpoint", [&] {
     nlohmann::json io_now;
     if (const auto io = run.source.io_report()) io_now = reduce_io(*io, run.comm);
@@ -126,7 +129,10 @@ void write_checkpoint(RunContext<Scalar>& run) {
 template <class Scalar>
 void agree_at_block_end(RunContext<Scalar>& run) {
   CheckpointPolicy::Decision next;
-  run.timers.time("reduce", [&] { next = run.policy->after_step(run.k); });
+  run.timers.time("reduce", [&] {
+    const CommClass comm_class(run.comm_ledger, "agreement");
+    next = run.policy->after_step(run.k);
+  });
   run.stop = next.signal;
   if (next.checkpoint) write_checkpoint(run);
 }

@@ -81,13 +81,14 @@ class CheckpointPolicy {
     if (nranks_ > 1) {
       agreed[0] = agreed[1] = 0;
       if (pending_) {
-        MPI_Wait(&request_, MPI_STATUS_IGNORE);
+        detail::counted_mpi(0, [&] { return MPI_Wait(&request_, MPI_STATUS_IGNORE); });
         agreed[0] = received_[0];
         agreed[1] = received_[1];
       }
       sent_[0] = seen[0];
       sent_[1] = seen[1];
-      MPI_Iallreduce(sent_, received_, 2, MPI_INT, MPI_MAX, comm_, &request_);
+      detail::counted_mpi(sizeof sent_,
+                          [&] { return MPI_Iallreduce(sent_, received_, 2, MPI_INT, MPI_MAX, comm_, &request_); });
       pending_ = true;
     }
     return decide(agreed, timed_done);
@@ -100,11 +101,11 @@ class CheckpointPolicy {
     int flags[2] = {stop_signal_received(), 0};
     if (nranks_ > 1) {
       if (pending_) {
-        MPI_Wait(&request_, MPI_STATUS_IGNORE);
+        detail::counted_mpi(0, [&] { return MPI_Wait(&request_, MPI_STATUS_IGNORE); });
         pending_ = false;
         flags[0] = std::max(flags[0], received_[0]);
       }
-      MPI_Allreduce(MPI_IN_PLACE, flags, 1, MPI_INT, MPI_MAX, comm_);
+      detail::counted_mpi(sizeof(int), [&] { return MPI_Allreduce(MPI_IN_PLACE, flags, 1, MPI_INT, MPI_MAX, comm_); });
     }
     return flags[0];
   }

@@ -128,8 +128,10 @@ struct RunContext {
   double loop_s = 0;  // the timed loop's wall time, its end settled
   // This rank's device memory in use at the end of each phase, by phase
   // (device_memory_used_bytes: the CUDA context and other processes
-  // included; nothing on a host backend).
+  // included; -1 where there is no such query, e.g. a host backend).
   std::vector<std::pair<std::string, long long>> device_used_at_phase;
+  // This rank's collectives by class (CommClass scopes; kCommClasses).
+  CommLedger comm_ledger;
   DiagnosticsWork<Exec> diagnostics_work;
   nlohmann::json final_diag;  // the diagnostics at the end, reduced over the ranks
   BatchDiagnostics diag;      // and this rank's

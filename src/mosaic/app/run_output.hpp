@@ -40,6 +40,7 @@ struct GatheredOutputs {
   long long run_samples = 0, shared_samples = 0,
             step_samples = 0;           // a masked blocked engine's cuts, sum over the ranks
   nlohmann::json state_files;           // output.state_dir's set (rank 0)
+  nlohmann::json communication;         // the collectives by class, reduced over the ranks
   std::optional<SourceIoStats> io_end;  // a file source's I/O accounting
   nlohmann::json total;                 // the segments' statistics combined
 };
@@ -81,6 +82,7 @@ template <class Scalar>
 GatheredOutputs gather_outputs(RunContext<Scalar>& run) {
   GatheredOutputs g;
   run.timers.time("reduce", [&] {
+    const CommClass comm_class(run.comm_ledger, "result");
     std::vector<unsigned long long> ids(run.decomp.local_ids.begin(), run.decomp.local_ids.end());
     g.ids = gather_to_root(ids, MPI_UNSIGNED_LONG_LONG, run.comm);
     g.checksums = gather_to_root(run.diag.per_stream_checksum, MPI_DOUBLE, run.comm);
@@ -100,20 +102,28 @@ GatheredOutputs gather_outputs(RunContext<Scalar>& run) {
     p.sum("shared_samples", (long long)cuts.shared_samples);
     p.sum("step_samples", (long long)cuts.step_samples);
     p.reduce(run.comm);
-    if (!run.device_used_at_phase.empty()) {
-      g.device_used_at_phase = nlohmann::json::array();
-      for (const auto& [phase, bytes] : run.device_used_at_phase)
-        g.device_used_at_phase.push_back({{"phase", phase}, {"bytes", p.integer("device used " + phase)}});
+    nlohmann::json phases = nlohmann::json::array();
+    bool queried = false;
+    for (const auto& noted : run.device_used_at_phase) {
+      const std::string& phase = noted.first;
+      const long long used = p.integer("device used " + phase);
+      queried = queried || used >= 0;
+      phases.push_back({{"phase", phase}, {"bytes", used >= 0 ? nlohmann::json(used) : nlohmann::json()}});
     }
+    // Null where no rank could query its device at any phase (a host backend).
+    if (queried) g.device_used_at_phase = phases;
     g.run_samples = p.integer("run_samples");
     g.shared_samples = p.integer("shared_samples");
     g.step_samples = p.integer("step_samples");
   });
   if (!run.cfg.output.state_dir.empty() && !run.stop)
-    run.timers.time("output",
-                    [&] { g.state_files = write_state_files(*run.batch, run.cfg, state_dir_for(run.cfg), run.comm); });
+    run.timers.time("output", [&] {
+      const CommClass comm_class(run.comm_ledger, "result");
+      g.state_files = write_state_files(*run.batch, run.cfg, state_dir_for(run.cfg), run.comm);
+    });
   nlohmann::json io_now;
   run.timers.time("reduce", [&] {
+    const CommClass comm_class(run.comm_ledger, "timers_io");
     g.io_end = run.source.io_report();
     if (g.io_end && run.slot_source)
       g.io_end = with_slot_io(*g.io_end, *run.slot_source->io_report(), run.segmented_streams);
@@ -123,9 +133,15 @@ GatheredOutputs gather_outputs(RunContext<Scalar>& run) {
   // T, and a rank those of the segments it holds.)
   const double update_samples =
       run.cfg.segments.segments > 1 ? double(run.segment_steps) : timed_samples_since_start(run);
-  run.segments.push_back(segment_stats(run.timers, run.comm, run.k - run.k0, run.warm - run.warm0, run.loop_s,
-                                       update_samples, reduce_timers(run.timers, run.comm, run.nranks), io_now));
+  {
+    const CommClass comm_class(run.comm_ledger, "timers_io");
+    run.segments.push_back(segment_stats(run.timers, run.comm, run.k - run.k0, run.warm - run.warm0, run.loop_s,
+                                         update_samples, reduce_timers(run.timers, run.comm, run.nranks), io_now));
+  }
   g.total = combine_segments(run.segments);
+  // The ledger as it stands (its own reduction is not in it), after the
+  // timers were read: this reduction's seconds are in no timer.
+  g.communication = reduce_comm_ledger(CommLedger(run.comm_ledger), run.comm);
   return g;
 }
 
@@ -264,6 +280,15 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
         {"per_rank_update_samples_per_second_min", total["per_rank_update_samples_per_second_min"].get<double>()},
         {"per_rank_update_samples_per_second_max", total["per_rank_update_samples_per_second_max"].get<double>()},
         {"communication_seconds_max", timer_stats["reduce"]["max_s"]}}},
+      {"communication",
+       {{"classes", g.communication},
+        {"definition",
+         "this process's MPI calls of the run by class (init: the init windows; agreement: the per-block "
+         "stop/checkpoint agreement; diagnostics: the diagnostics points; reference_check; checkpoint: written "
+         "and read; time_segments; timers_io: the timers' and I/O statistics; result: the final gathers and "
+         "state files; other): calls and bytes_sent of the rank with the most, seconds inside the calls max "
+         "and min over the ranks (the wait for the slowest rank included; docs/PERFORMANCE.md, "
+         "\"Communication\")"}}},
       {"diagnostics", {{"final", run.final_diag}, {"series", run.series}}},
       {"prequential", prequential_summary(run.final_diag, run.series)},
       {"memory",
@@ -281,7 +306,8 @@ nlohmann::json result_document(const RunContext<Scalar>& run, const GatheredOutp
         {"device_used_bytes_at_phase", g.device_used_at_phase},
         {"device_used_definition",
          "the device's used memory (cudaMemGetInfo total - free: the CUDA context and every other process on "
-         "the device included) as each phase ended, max over the ranks; null on a host backend"},
+         "the device included) as each phase ended, max over the ranks; null where no rank could query it "
+         "(host backends; only Cuda is queried)"},
         {"peak_rss_bytes_per_rank", g.rss},
         {"peak_rss_definition",
          "each rank's VmHWM (/proc/self/status): the peak resident memory of the process "

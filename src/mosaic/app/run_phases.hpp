@@ -44,6 +44,7 @@ void setup(RunContext<Scalar>& run) {
 // message.
 template <class Scalar>
 void initialize_streams(RunContext<Scalar>& run) {
+  const CommClass comm_class(run.comm_ledger, "init");
   using Mem = typename RunContext<Scalar>::Exec::memory_space;
   std::string init_error;
   std::vector<std::int64_t> used;  // by stream id: the samples each init: data consumed
@@ -62,8 +63,11 @@ void initialize_streams(RunContext<Scalar>& run) {
   std::string agreed = agree_on_error(init_error, run.comm);
   if (!agreed.empty()) throw RunInputError(agreed);
   if (run.params.init != InitMode::data) return;
-  run.timers.time("reduce",
-                  [&] { MPI_Allreduce(MPI_IN_PLACE, used.data(), int(used.size()), MPI_INT64_T, MPI_MAX, run.comm); });
+  run.timers.time("reduce", [&] {
+    counted_mpi((long long)(used.size() * sizeof(std::int64_t)), [&] {
+      return MPI_Allreduce(MPI_IN_PLACE, used.data(), int(used.size()), MPI_INT64_T, MPI_MAX, run.comm);
+    });
+  });
   agreed = apply_init_windows(run, used);
   if (!agreed.empty()) throw RunInputError(agreed);
 }
@@ -72,6 +76,7 @@ void initialize_streams(RunContext<Scalar>& run) {
 // statistics so far, from the checkpoint.
 template <class Scalar>
 void resume_streams(RunContext<Scalar>& run) {
+  const CommClass comm_class(run.comm_ledger, "checkpoint");
   const ckpt::RestartPlan& restart = *run.restart;
   std::string window_error;
   run.timers.time("checkpoint", [&] {
@@ -114,7 +119,10 @@ void start(RunContext<Scalar>& run) {
   const nlohmann::json earlier_check = run.restart && run.restart->manifest.contains("reference_check")
                                            ? run.restart->manifest["reference_check"]
                                            : nlohmann::json();
-  run.reference_check.emplace(run.cfg, run.decomp, run.k, earlier_check, run.comm);
+  {
+    const CommClass comm_class(run.comm_ledger, "reference_check");
+    run.reference_check.emplace(run.cfg, run.decomp, run.k, earlier_check, run.comm);
+  }
   if (run.cfg.segments.segments > 1)
     run.reference_check->skip(
         "algorithm.time_segments > 1 (the segments' boundaries are certified instead: time_segments in the result)");
@@ -131,6 +139,7 @@ void warm_up(RunContext<Scalar>& run) {
       run.engine->advance(*run.batch, Xn);
       run.warm += std::int64_t(Xn.extent(1));
       run.t += std::int64_t(Xn.extent(1));
+      const CommClass comm_class(run.comm_ledger, "agreement");
       run.stop = run.policy->after_step(-1).signal;
     }
   });
@@ -150,7 +159,11 @@ void timed_loop(RunContext<Scalar>& run) {
   const std::int64_t every = rc.diagnostics_every;
   run.loop_start = std::chrono::steady_clock::now();
   const std::int64_t ck_every = run.cfg.output.checkpoint.every_steps;
-  if (!run.stop) run.timers.time("verify", [&] { run.reference_check->start(*run.batch); });
+  if (!run.stop)
+    run.timers.time("verify", [&] {
+      const CommClass comm_class(run.comm_ledger, "reference_check");
+      run.reference_check->start(*run.batch);
+    });
   while (run.k < rc.steps && !run.stop) {
     std::int64_t limit = rc.steps - run.k;
     if (every > 0) limit = std::min(limit, every - run.k % every);
@@ -174,6 +187,7 @@ void timed_loop(RunContext<Scalar>& run) {
 // stream with fewer steps than segments is an input error on every rank.
 template <class Scalar>
 void step_in_time_segments(RunContext<Scalar>& run) {
+  const CommClass comm_class(run.comm_ledger, "time_segments");
   using Exec = typename RunContext<Scalar>::Exec;
   const RunSection& rc = run.cfg.run;
   const ResolvedSegments rs = resolve_segments<Scalar>(run.cfg.segments, run.params);
@@ -225,11 +239,15 @@ void step_in_time_segments(RunContext<Scalar>& run) {
 template <class Scalar>
 void finish_loop(RunContext<Scalar>& run) {
   run.timers.time("reduce", [&] {
+    const CommClass comm_class(run.comm_ledger, "agreement");
     const int late = run.policy->finish();
     if (!run.stop) run.stop = late;
   });
   if (!run.stop && run.reference_check->open())
-    run.timers.time("verify", [&] { run.reference_check->at_block_end(*run.batch, run.k, true); });
+    run.timers.time("verify", [&] {
+      const CommClass comm_class(run.comm_ledger, "reference_check");
+      run.reference_check->at_block_end(*run.batch, run.k, true);
+    });
   if (run.policy->enabled() && run.last_checkpoint_at != run.t) write_checkpoint(run);
   run.loop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - *run.loop_start).count();
   auto final_result = diagnose(run, run.k);
@@ -242,13 +260,14 @@ void finish_loop(RunContext<Scalar>& run) {
   }
 }
 
-// The device memory in use as `phase` ends (on a device backend; the
-// result's memory.device_used_bytes_at_phase). Outside the timers: the
-// query is the device's, not the phase's work.
+// The device memory in use as `phase` ends (the result's
+// memory.device_used_bytes_at_phase; -1 where the backend has no query or
+// it failed). Every rank notes every phase, so that the ranks reduce the
+// same values. Outside the timers: the query is the device's, not the
+// phase's work.
 template <class Scalar>
 void note_device_used(RunContext<Scalar>& run, const char* phase) {
-  const long long used = device_memory_used_bytes();
-  if (used >= 0) run.device_used_at_phase.emplace_back(phase, used);
+  run.device_used_at_phase.emplace_back(phase, device_memory_used_bytes());
 }
 
 }  // namespace mosaic::detail

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,6 +75,42 @@ inline nlohmann::json reduce_diagnostics(const BatchDiagnostics& d, const TruthA
   j["missing_fraction"] = stepped > 0 ? double(p.integer("missing_entries")) / double(stepped) : 0.0;
   if (acc) j["accuracy"] = packed_values(p, diagnostics_end, p.size());
   return j;
+}
+
+// The classes of a run's collectives (CommClass scopes; the result lists
+// them by name): the start's init windows; the per-block stop/checkpoint agreement;
+// the diagnostics points; the reference cross-check; checkpoints written
+// and read; time segments' states and certificate; the timers' and I/O
+// statistics; the result's gathers and the state files; the rest.
+inline const char* const kCommClasses[] = {"init",       "agreement",     "diagnostics", "reference_check",
+                                           "checkpoint", "time_segments", "timers_io",   "result",
+                                           "other"};
+
+// One rank's ledger reduced over the ranks, per class: the calls and bytes
+// of the rank that made or sent the most, the seconds max and min over the
+// ranks. A class outside kCommClasses is a programming error.
+inline nlohmann::json reduce_comm_ledger(const CommLedger& ledger, MPI_Comm comm) {
+  for (const auto& [name, tally] : ledger)
+    if (std::find_if(std::begin(kCommClasses), std::end(kCommClasses), [&](const char* c) { return name == c; }) ==
+        std::end(kCommClasses))
+      throw std::logic_error("collectives counted in class '" + name + "', which is not in kCommClasses");
+  PackedAllreduce p;
+  for (const std::string name : kCommClasses) {
+    const auto it = ledger.find(name);
+    const CommTally t = it == ledger.end() ? CommTally{} : it->second;
+    p.max(name + ".calls", t.calls);
+    p.max(name + ".bytes", t.bytes);
+    p.max(name + ".seconds_max", t.seconds);
+    p.min(name + ".seconds_min", t.seconds);
+  }
+  p.reduce(comm);
+  nlohmann::json classes = nlohmann::json::object();
+  for (const std::string name : kCommClasses)
+    classes[name] = {{"calls", p.integer(name + ".calls")},
+                     {"bytes_sent", p.integer(name + ".bytes")},
+                     {"seconds_max", p.real(name + ".seconds_max")},
+                     {"seconds_min", p.real(name + ".seconds_min")}};
+  return classes;
 }
 
 // Timer statistics over ranks: {"max", "min", "mean"} seconds of every

@@ -356,18 +356,23 @@ class TimeSegments {
     const std::vector<char>& out = buffers.back();
     for (std::size_t at = 0; at < out.size(); at += message_piece) {
       requests.emplace_back();
-      MPI_Isend(out.data() + at, int(std::min(message_piece, out.size() - at)), MPI_BYTE, to, tag, comm_,
-                requests.data() + (requests.size() - 1));
+      const int piece = int(std::min(message_piece, out.size() - at));
+      detail::counted_mpi(piece, [&] {
+        return MPI_Isend(out.data() + at, piece, MPI_BYTE, to, tag, comm_, requests.data() + (requests.size() - 1));
+      });
     }
   }
   std::vector<char> receive(std::size_t bytes, int from, Tag tag) const {
     std::vector<char> in(bytes);
     for (std::size_t at = 0; at < bytes; at += message_piece)
-      MPI_Recv(in.data() + at, int(std::min(message_piece, bytes - at)), MPI_BYTE, from, tag, comm_, MPI_STATUS_IGNORE);
+      detail::counted_mpi(0, [&] {
+        return MPI_Recv(in.data() + at, int(std::min(message_piece, bytes - at)), MPI_BYTE, from, tag, comm_,
+                        MPI_STATUS_IGNORE);
+      });
     return in;
   }
   static void wait_all(std::vector<MPI_Request>& requests) {
-    MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    detail::counted_mpi(0, [&] { return MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE); });
     requests.clear();
   }
 
@@ -610,7 +615,9 @@ class TimeSegments {
     };
     for (std::size_t j = 0; j < L; ++j)
       if (!state.done[j] && ranges_[j].spanning < 0 && !finished(end_of[j], uncertified_of[j])) reduced.back() = 0;
-    MPI_Allreduce(MPI_IN_PLACE, reduced.data(), int(reduced.size()), MPI_INT, MPI_MIN, comm_);
+    detail::counted_mpi((long long)(reduced.size() * sizeof(int)), [&] {
+      return MPI_Allreduce(MPI_IN_PLACE, reduced.data(), int(reduced.size()), MPI_INT, MPI_MIN, comm_);
+    });
     bool running = reduced.back() == 0;
     for (std::size_t x = 0; x < spanning_.size(); ++x)
       if (!finished(reduced[2 * x], reduced[2 * x + 1])) running = true;

@@ -26,9 +26,11 @@ struct TrackerState {
   Kokkos::Tools::deallocateDataFunction next_deallocate = nullptr;
 };
 
+// Never destroyed: Kokkos keeps calling the callbacks after finalize, and
+// a View freed during static destruction must still find the state.
 TrackerState& state() {
-  static TrackerState s;
-  return s;
+  static TrackerState* s = new TrackerState;
+  return *s;
 }
 
 void on_allocate(const Kokkos::Tools::SpaceHandle space, const char* label, const void* ptr, std::uint64_t size) {
@@ -63,9 +65,6 @@ void AllocationTracker::install() {
   auto events = Kokkos::Tools::Experimental::get_callbacks();
   {
     const std::lock_guard<std::mutex> guard(s.lock);
-    // A new Kokkos session (after finalize and initialize) starts afresh.
-    s.spaces.clear();
-    s.live.clear();
     s.next_allocate = events.allocate_data;
     s.next_deallocate = events.deallocate_data;
   }

@@ -23,8 +23,13 @@ class AllocationTracker {
  public:
   // Puts the tracker into Kokkos' allocate/deallocate callbacks (after
   // Kokkos::initialize, which loads the user's tools; every Kokkos version
-  // the project builds with has get_callbacks/set_callbacks). Once per
-  // Kokkos session: a second call while installed changes nothing.
+  // the project builds with has get_callbacks/set_callbacks). A second call
+  // while installed changes nothing.
+  //
+  // Why it costs something: with any callback set, Kokkos takes its
+  // profiling path for every launch (it builds the kernel's name string)
+  // and every View allocation (its label), host work per launch whose cost
+  // on a launch-bound GPU run is not measured here.
   static void install();
   static bool installed();
 

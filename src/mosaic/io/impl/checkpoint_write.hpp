@@ -101,7 +101,7 @@ std::string write_checkpoint(const WriteRequest& req, const StreamBatch<Scalar, 
     fs::create_directories(dir, ec);
     if (ec) throw std::runtime_error(dir.string() + ": cannot create the checkpoint directory: " + ec.message());
   }
-  MPI_Barrier(comm);
+  detail::counted_mpi(0, [&] { return MPI_Barrier(comm); });
 
   const std::string file = (dir / rank_file_name(rank)).string();
   if (const char* f = std::getenv("MOSAIC_TEST_FAIL_CHECKPOINT_RANK"); f && *f && std::atoi(f) == rank)
