@@ -5,23 +5,26 @@ time spent in MPI collectives for the headline decks (inputs/weak_8gpu.yaml,
 inputs/strong_8gpu.yaml) at 8, 64, 512 and 4,096 GPUs, one rank per GPU.
 
 The traffic is the mini-app's, as bench/mpi_call_counter.cpp counted it on
-this machine at commit 4019a1d (the smoke deck on one rank, streams.per_rank
+this machine at commit 69c5d12 (the smoke deck on one rank, streams.per_rank
 2 and 4, run.diagnostics_every 0 and 500:
-results/cpu/communication_4019a1d386f6_1rank_*.txt). Per rank:
+results/cpu/communication_69c5d12e44e1_1rank_*.txt). Per rank:
   - per block: one MPI_Iallreduce of 8 bytes (the stop/checkpoint agreement),
     acted on one block later, so its latency is hidden behind a block;
-  - per diagnostics point: one MPI_Allreduce of 672 bytes (PackedAllreduce),
-    2 MPI_Gather of 4 bytes, 2 MPI_Gatherv of 48 bytes per stream of the
-    rank, one MPI_Bcast of 40 bytes;
-  - once (the start's init windows, the run's end and its final diagnostics
-    point): 10 MPI_Allreduce (1,704 bytes in all + 8 bytes per stream of the
-    run: the init windows' samples used, one entry per stream id), 7
-    MPI_Bcast (1,359 bytes), 9 MPI_Gather (36 bytes), 9 MPI_Gatherv (82
-    bytes + 64 bytes per stream of the rank).
-Costs (P ranks, m bytes, L = ceil(log2 P)): allreduce and broadcast
-L (alpha + m beta) (recursive doubling / binomial tree: small messages);
-gather to rank 0 L alpha + (P - 1) m beta (the root receives every rank's
-part). The network's parameters are assumptions, not measurements: alpha =
+  - per diagnostics point: one MPI_Allreduce of 448 bytes (PackedAllreduce),
+    2 MPI_Gather of 4 bytes, 2 MPI_Gatherv of 8 and 40 bytes per stream of
+    the rank (the prequential sums' ids and values), one MPI_Bcast of 40
+    bytes;
+  - once (the driver's start, the init windows, the run's end and its final
+    diagnostics point, the communication ledger's reduction): 11
+    MPI_Allreduce (1,800 bytes in all, and 8 bytes per stream of the run in
+    one of them: the init windows' samples used, by stream id), 7 MPI_Bcast
+    (1,359 bytes), 9 MPI_Gather (36 bytes), 9 MPI_Gatherv (82 bytes + 64
+    bytes per stream of the rank).
+Costs (P ranks, m bytes, L = ceil(log2 P)): an allreduce 2 L (alpha + m
+beta) (Open MPI runs an allreduce of a non-commutative operation, as the
+packed one is, as a reduce and a broadcast; taken for every allreduce); a
+broadcast L (alpha + m beta); a gather to rank 0 L alpha + (P - 1) m beta
+(the root receives every rank's part). The network's parameters are assumptions, not measurements: alpha =
 2 us and 1/beta = 24 GB/s (InfiniBand HDR, 200 Gb/s, MPI small-message
 latency across a switch; every rank taken as off-node, which overstates
 the 8 GPUs of one node). The compute time per GPU is an assumption too: the
@@ -48,11 +51,12 @@ def seconds(p, streams, points, alpha, beta):
     """The collectives' time of one run on p ranks (streams per rank, diagnostics points besides the last)."""
     total_streams = p * streams
     levels = math.ceil(math.log2(p)) if p > 1 else 0
-    allreduce = lambda m: levels * (alpha + m * beta)  # noqa: E731
     gather = lambda m: levels * alpha + (p - 1) * m * beta  # noqa: E731
-    per_point = allreduce(672) + 2 * gather(4) + 2 * gather(48 * streams) + allreduce(40)
-    end = (9 * allreduce(1704 / 10) + allreduce(1704 / 10 + 8 * total_streams) + 7 * allreduce(1359 / 7) + 9 * gather(4)
-           + 9 * gather((82 + 64 * streams) / 9))
+    allreduce = lambda m: 2 * levels * (alpha + m * beta)  # noqa: E731
+    broadcast = lambda m: levels * (alpha + m * beta)  # noqa: E731
+    per_point = allreduce(448) + 2 * gather(4) + gather(8 * streams) + gather(40 * streams) + broadcast(40)
+    end = (10 * allreduce(1800 / 11) + allreduce(1800 / 11 + 8 * total_streams) + 7 * broadcast(1359 / 7)
+           + 9 * gather(4) + 9 * gather((82 + 64 * streams) / 9))
     return points * per_point + end
 
 
