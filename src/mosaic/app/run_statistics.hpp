@@ -90,10 +90,12 @@ inline const char* const kCommClasses[] = {"init",       "agreement",     "diagn
 // of the rank that made or sent the most, the seconds max and min over the
 // ranks. A class outside kCommClasses is a programming error.
 inline nlohmann::json reduce_comm_ledger(const CommLedger& ledger, MPI_Comm comm) {
-  for (const auto& [name, tally] : ledger)
+  for (const auto& counted : ledger) {
+    const std::string& name = counted.first;  // a lambda may capture a structured binding only from C++20
     if (std::find_if(std::begin(kCommClasses), std::end(kCommClasses), [&](const char* c) { return name == c; }) ==
         std::end(kCommClasses))
       throw std::logic_error("collectives counted in class '" + name + "', which is not in kCommClasses");
+  }
   PackedAllreduce p;
   for (const std::string name : kCommClasses) {
     const auto it = ledger.find(name);
