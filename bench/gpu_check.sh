@@ -34,7 +34,9 @@
 # them), so tiny runs of the mini-app (float and double, blocked and
 # sequential) and of the bench launch every kernel once before anything is
 # timed. Then tests <= 240 s, mini-app runs <= 60 s each (150 s for the
-# 64-stream one), the bench ladder whatever is left (at most 240 s); ladder
+# 64-stream one), the bitwise checks (run to run, restart, rank count:
+# docs/REPRODUCIBILITY.md; ten runs <= 60 s each), the bench ladder
+# whatever is left (at most 240 s); ladder
 # points that no longer fit are skipped and listed as such (not failures).
 # The summary's Diagnosis names the first failing step's class: a build or
 # driver problem (the binaries could not run kernels on this GPU), a device
@@ -619,42 +621,81 @@ else
 fi
 exec_space="$(json_field "results/${mini_runs[0]}.json" kokkos_default_execution_space)"
 
-# --- (b2) bitwise run to run -------------------------------------------------
-# The same run twice must write the same state, bit for bit: the promises of
-# a resumed run and of the MPI checks rest on it, and on a GPU a GEMM that
-# accumulates with atomics breaks it (issue 36: Kokkos Kernels' dot-based
-# path for small GEMMs at large d). Short blocks (a diagnostics point every
+# --- (b2) bitwise: run to run, restart, rank count ----------------------------
+# The promises of docs/REPRODUCIBILITY.md, compared byte for byte: the same
+# run twice must write the same final states; so must the run stopped at
+# step 100 and resumed from its checkpoint, and the run on 2 ranks (strong
+# mode). On a GPU a GEMM that accumulates with atomics breaks the first two
+# (issue 36: Kokkos Kernels' dot-based path for small GEMMs at large d; the
+# engine calls cuBLAS itself instead), and a cuBLAS kernel chosen for another
+# batch count may break the third. Short blocks (a diagnostics point every
 # 5 steps) at d = 16,384 reach those shapes; so does the maintained solve's
-# one-sample block. Each run ends with a checkpoint; its rank files are
-# compared with cmp.
+# one-sample block. Each run writes its final states (output.state_dir,
+# gathered in stream order whatever the ranks), compared with cmp.
 det_d=16384
 [[ "$quick" != 1 ]] || det_d="$mini_d"
-det_sets=(--set "problem.d=$det_d" --set "problem.rank=$r" --set streams.per_rank=8 --set problem.dtype=float
-          --set run.steps=200 --set run.warmup_steps=20 --set run.diagnostics_every=5)
+det_sets=(--set "problem.d=$det_d" --set "problem.rank=$r" --set streams.mode=strong --set streams.total=8
+          --set problem.dtype=float --set run.steps=200 --set run.warmup_steps=20 --set run.diagnostics_every=5)
 mkdir -p "$out/determinism"
+# det_run NAME LAUNCH... -- MINIAPP_ARGS...: one run of the variant, its
+# states in determinism/<variant>_NAME.
+det_run() {
+  local name="$1" cmd=()
+  shift
+  while [[ "$1" != -- ]]; do cmd+=("$1"); shift; done
+  shift
+  run_step determinism "bitwise $dname: run $name (d=$det_d)" "determinism/${dname}_$name.log" 60 \
+    ${cmd[@]+"${cmd[@]}"} "$miniapp" "$deck" "${det_sets[@]}" "${dsets[@]}" \
+    --set "output.state_dir=$out/determinism/${dname}_$name" --output "$out/determinism/${dname}_$name.json" "$@"
+}
+# det_compare WHAT A B: every state file of runs A and B the same bytes.
+det_compare() {
+  run_step determinism "bitwise $dname: $1" "determinism/${dname}_compare_$2_$3.log" 30 bash -c '
+    shopt -s nullglob
+    a=("$1"/*.npy) bad=0
+    ((${#a[@]} > 0)) || { echo "CHECK FAILED: no state files in $1"; exit 1; }
+    for f in "${a[@]}"; do
+      g="$2/${f##*/}"
+      if [[ ! -f "$g" ]]; then echo "CHECK FAILED: ${f##*/} missing in $2"; bad=1
+      elif cmp -s "$f" "$g"; then echo "identical: ${f##*/} ($(stat -c %s "$f") bytes)"
+      else echo "CHECK FAILED: ${f##*/} differs ($(cmp -l "$f" "$g" | wc -l) bytes)"; bad=1; fi
+    done
+    exit $bad' compare "$out/determinism/${dname}_$2" "$out/determinism/${dname}_$3"
+}
 for v in "blocked:--set algorithm.block_size=auto" \
          "maintained:--set algorithm.block_size=1 --set algorithm.precision_solve=maintained"; do
   dname="${v%%:*}"
   read -r -a dsets <<<"${v#*:}"
-  det_ok=1
-  for rep in a b; do
-    run_step determinism "bitwise $dname run $rep (d=$det_d)" "determinism/${dname}_$rep.log" 60 \
-      ${launch[@]+"${launch[@]}"} "$miniapp" "$deck" "${det_sets[@]}" "${dsets[@]}" \
-      --set "output.checkpoint.dir=$out/determinism/ckpt_${dname}_$rep" --output "$out/determinism/${dname}_$rep.json"
-    ((last_rc == 0)) || det_ok=0
-  done
-  if ((det_ok)); then
-    run_step determinism "bitwise $dname: run a = run b" "determinism/${dname}_compare.log" 30 bash -c '
-      a=("$1"/ckpt_*/rank_*.bin) b=("$2"/ckpt_*/rank_*.bin) bad=0
-      [[ -f "${a[0]}" && ${#a[@]} -eq ${#b[@]} ]] || { echo "CHECK FAILED: checkpoint files missing or unmatched: ${a[*]} / ${b[*]}"; exit 1; }
-      for i in "${!a[@]}"; do
-        if cmp "${a[$i]}" "${b[$i]}"; then echo "identical: ${a[$i]##*/} ($(stat -c %s "${a[$i]}") bytes)"
-        else echo "CHECK FAILED: the two runs wrote different states (${a[$i]##*/}; cmp -l counts $(cmp -l "${a[$i]}" "${b[$i]}" | wc -l) differing bytes)"; bad=1; fi
-      done
-      exit $bad' compare "$out/determinism/ckpt_${dname}_a" "$out/determinism/ckpt_${dname}_b"
-  else
-    record determinism "bitwise $dname: run a = run b" "-" "0" "-" "not compared: a run failed"
+  declare -A det_ok=()
+  det_run a ${launch[@]+"${launch[@]}"} --
+  det_ok[a]=$((last_rc == 0))
+  det_run b ${launch[@]+"${launch[@]}"} --
+  det_ok[b]=$((last_rc == 0))
+  # Stopped at step 100 (a checkpoint at the end), then resumed to 200.
+  det_run stopped ${launch[@]+"${launch[@]}"} -- --set run.steps=100 \
+    --set "output.checkpoint.dir=$out/determinism/ckpt_$dname"
+  det_ok[resumed]=0
+  if ((last_rc == 0)); then
+    det_run resumed ${launch[@]+"${launch[@]}"} -- --set "output.checkpoint.dir=$out/determinism/ckpt_$dname" \
+      --restart "$out/determinism/ckpt_$dname"
+    det_ok[resumed]=$((last_rc == 0))
   fi
+  det_ok[ranks2]=0
+  if ((${#mpi_launch[@]} > 0)); then
+    det_run ranks2 "${mpi_launch[@]}" -np 2 --
+    det_ok[ranks2]=$((last_rc == 0))
+  fi
+  for pair in "run to run:b" "restart:resumed" "rank count (1 and 2 ranks):ranks2"; do
+    what="${pair%%:*}" other="${pair#*:}"
+    if ((det_ok[a] && det_ok[$other])); then
+      det_compare "$what" a "$other"
+    elif [[ "$other" == ranks2 && ${#mpi_launch[@]} -eq 0 ]]; then
+      record determinism "bitwise $dname: $what" "-" "0" "-" "not run: no mpirun on PATH (GPU_CHECK_MPIRUN names one)"
+    else
+      record determinism "bitwise $dname: $what" "-" "0" "-" "not compared: a run failed"
+    fi
+  done
+  unset det_ok
 done
 
 # --- (c) the bench ladder ----------------------------------------------------

@@ -2,7 +2,7 @@
 // execution space; float, or double with --dtype double) against the host
 // reference in the same run, with a measured roofline of the machine (copy
 // bandwidth, the host tiled micro-kernel's sgemm rate, and the vendor GEMM
-// rate through KokkosBlas).
+// rate through the backend's GEMM, strided_gemm.hpp).
 //
 //   mosaic_bench [--d 2048,4096,8192] [--r 32,64,128] [--streams 8]
 //                [--steps N] [--seconds T] [--ref-steps N]
@@ -73,6 +73,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -85,13 +86,13 @@
 #include <vector>
 
 #include <KokkosKernels_config.h>
-#include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
 
 #include "mosaic/algorithm/reference.hpp"
 #include "mosaic/app/kokkos_flags.hpp"
 #include "mosaic/engine/batched_engine.hpp"
 #include "mosaic/engine/cost_model.hpp"
+#include "mosaic/engine/strided_gemm.hpp"
 #include "mosaic/engine/tile_gemm.hpp"
 #include "mosaic/engine/transfer.hpp"
 #include "mosaic/engine/vendor_blas.hpp"
@@ -256,18 +257,16 @@ double copy_bandwidth_gbs() {
   return 2.0 * double(n) * sizeof(float) / best / 1e9;
 }
 
-// The library behind KokkosBlas::gemm on Mem (Kokkos Kernels' TPLs).
+// The library behind the backend's GEMM on Exec (strided_gemm.hpp).
 std::string vendor_gemm_name() {
-#if defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS) && defined(KOKKOS_ENABLE_CUDA)
-  if (std::is_same_v<Mem, Kokkos::CudaSpace>) return "cuBLAS (Kokkos Kernels TPL)";
-#endif
+  if constexpr (mosaic::gemm_by_cublas<Exec>()) return "cuBLAS (the project's handle)";
   if (mosaic::is_host_space<Exec> && mosaic::vendor_gemm_tpl<Exec>())
     return mosaic::vendor_blas::host_library() + " (Kokkos Kernels BLAS TPL)";
   return "Kokkos Kernels' native gemm (no vendor TPL for this space)";
 }
 
 // Vendor GEMM rate on the blocked update's own shapes, for B streams one
-// call each (LayoutLeft float in Mem): [G^T | H] = D^T [U0 | D]
+// call each through the backend's GEMM (LayoutLeft T in Mem): [G^T | H] = D^T [U0 | D]
 // (k x (r+k) x d, as gemm("T", "N")) and U = [U0 | D] [A; B]
 // (d x r x (r+k)). Best of 3 after one warm-up; 2 m n k flops per product.
 template <class T>
@@ -287,9 +286,28 @@ double vendor_block_gemm_gflops(int B, int d, int r, int k) {
     Kokkos::fence();
     const auto t0 = Clock::now();
     for (int b = 0; b < B; ++b) {
-      const auto D = Kokkos::subview(Q[b], Kokkos::ALL(), Kokkos::make_pair(r, r + k));
-      KokkosBlas::gemm("T", "N", T(1), D, Q[b], T(0), C[b]);
-      KokkosBlas::gemm("N", "N", T(1), Q[b], W[b], T(0), U[b]);
+      mosaic::StridedGemm<T> products;  // D^T [U0 | D], D columns r.. of Q
+      products.transa = 'T';
+      products.m = k;
+      products.n = r + k;
+      products.k = d;
+      products.a = Q[b].data() + std::ptrdiff_t(r) * d;
+      products.b = Q[b].data();
+      products.lda = products.ldb = d;
+      products.c = C[b].data();
+      products.ldc = k;
+      mosaic::strided_gemm<Exec>(products);
+      mosaic::StridedGemm<T> bases;  // [U0 | D] W
+      bases.m = d;
+      bases.n = r;
+      bases.k = r + k;
+      bases.a = Q[b].data();
+      bases.lda = d;
+      bases.b = W[b].data();
+      bases.ldb = r + k;
+      bases.c = U[b].data();
+      bases.ldc = d;
+      mosaic::strided_gemm<Exec>(bases);
     }
     Kokkos::fence();
     if (rep > 0) best = std::min(best, seconds_since(t0));
@@ -299,7 +317,7 @@ double vendor_block_gemm_gflops(int B, int d, int r, int k) {
 }
 
 // Vendor GEMM C = A B (n x n, LayoutLeft T in Mem: sgemm or dgemm) through
-// KokkosBlas::gemm. Best of 3 after one warm-up; 2 n^3 flops.
+// the backend's GEMM (strided_gemm.hpp). Best of 3 after one warm-up; 2 n^3 flops.
 template <class T>
 double vendor_gemm_gflops(int n) {
   Kokkos::View<T**, Kokkos::LayoutLeft, Mem> A("vendor_A", n, n), B("vendor_B", n, n), C("vendor_C", n, n);
@@ -309,7 +327,13 @@ double vendor_gemm_gflops(int n) {
   for (int rep = 0; rep < 4; ++rep) {
     Kokkos::fence();
     const auto t0 = Clock::now();
-    KokkosBlas::gemm("N", "N", T(1), A, B, T(0), C);
+    mosaic::StridedGemm<T> g;
+    g.m = g.n = g.k = n;
+    g.a = A.data();
+    g.b = B.data();
+    g.c = C.data();
+    g.lda = g.ldb = g.ldc = n;
+    mosaic::strided_gemm<Exec>(g);
     Kokkos::fence();
     if (rep > 0) best = std::min(best, seconds_since(t0));
   }
@@ -696,8 +720,8 @@ int main(int argc, char** argv) {
         "# roofline: sgemm %.2f GFLOP/s (n=%d, the tiled micro-kernel of the blocked update, packed, no vendor BLAS, host execution space)\n",
         gf, gemm_n);
     if (o.dtype_double)
-      std::printf("# roofline: vendor dgemm %.2f GFLOP/s (n=%d, KokkosBlas::gemm)\n", vendor_gf, gemm_n);
-    std::printf("# roofline: vendor sgemm %.2f GFLOP/s (n=%d, KokkosBlas::gemm on %s: %s)\n", vendor_sgf, gemm_n,
+      std::printf("# roofline: vendor dgemm %.2f GFLOP/s (n=%d, the backend's GEMM)\n", vendor_gf, gemm_n);
+    std::printf("# roofline: vendor sgemm %.2f GFLOP/s (n=%d, the backend's GEMM on %s: %s)\n", vendor_sgf, gemm_n,
                 Exec::name(), vendor_gemm_name().c_str());
     const double small_gf = in_cache_double_gflops();
     std::printf("# roofline: in-cache double %.2f GFLOP/s (one host thread, y += a x over 2048 doubles, no FMA)\n",

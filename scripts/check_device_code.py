@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Static checks for the faults a host-only build cannot see (issue 27).
+"""Static checks for the faults a host-only build cannot see (issues 27, 36).
 
 On a host backend every View is reachable from host code, so a CPU build
-runs code that aborts or throws on a GPU. Three rules over the C++ of src/,
-miniapp/ and bench/ (or the files given):
+runs code that aborts or throws on a GPU, or rounds differently from run to
+run there. Four rules over the C++ of src/, miniapp/ and bench/ (or the
+files given):
 
   layout     every Kokkos::View names its layout (LayoutRight, LayoutLeft,
              LayoutStride, or a layout type of another View): the default
@@ -20,6 +21,11 @@ miniapp/ and bench/ (or the files given):
              / KOKKOS_CLASS_LAMBDA bodies: on a device that evaluates
              View::operator() on the host and aborts. Host code takes
              v.data() and strides instead.
+  vendor-gemm  no KokkosBlas::gemm outside src/mosaic/engine/strided_gemm.hpp
+             (the backend layer's GEMM, issue 36): on a GPU Kokkos Kernels'
+             gemm("T", "N") of a small product splits each dot product over
+             teams and adds the parts with atomics, so its rounding changes
+             from run to run; the backend calls cuBLAS on Cuda instead.
 
 The tests (tests/) are held to the layout rule only: they pass Views to the
 same interfaces and are compiled for Cuda too.
@@ -38,6 +44,7 @@ import sys
 DEFAULT_DIRS = ("src", "miniapp", "bench")
 LAYOUT_ONLY_DIRS = ("tests",)
 TRANSFER_HELPER = os.path.join("src", "mosaic", "engine", "transfer.hpp")
+GEMM_BACKEND = os.path.join("src", "mosaic", "engine", "strided_gemm.hpp")
 DEVICE_MARKERS = ("KOKKOS_INLINE_FUNCTION", "KOKKOS_FUNCTION", "KOKKOS_FORCEINLINE_FUNCTION",
                   "KOKKOS_LAMBDA", "KOKKOS_CLASS_LAMBDA")
 
@@ -192,6 +199,17 @@ def check_host_access(path, code, raw_lines):
                                         "take .data() and strides instead")
 
 
+def check_vendor_gemm(path, code, raw_lines, rel):
+    if rel == GEMM_BACKEND:
+        return
+    for m in re.finditer(r"\bKokkosBlas\s*::\s*gemm\b", code):
+        line = line_of(code, m.start())
+        if not allowed(raw_lines, line, "vendor-gemm"):
+            yield line, "vendor-gemm", ("KokkosBlas::gemm outside the backend layer: on a GPU its small products "
+                                        "accumulate with atomics (rounding that changes from run to run); "
+                                        "use mosaic::strided_gemm (strided_gemm.hpp)")
+
+
 def sources(root, files):
     """(path, every rule) for each file to check."""
     if files:
@@ -217,6 +235,7 @@ def check_file(path, root, all_rules=True):
     if all_rules:
         findings += check_transfer(path, code, raw_lines, rel)
         findings += check_host_access(path, code, raw_lines)
+        findings += check_vendor_gemm(path, code, raw_lines, rel)
     return [(rel, line, rule, msg) for line, rule, msg in findings]
 
 

@@ -21,8 +21,10 @@ namespace {
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
 
+// over_streams: through strided_gemm_over_streams (host spaces: one problem
+// per thread where the BLAS nests single-threaded), else strided_gemm.
 template <class Scalar>
-void check_against_loops(char ta, char tb) {
+void check_against_loops(char ta, char tb, bool over_streams = false) {
   const int m = 5, n = 4, k = 3, count = 3;
   const int a_rows = ta == 'N' ? m : k, a_cols = ta == 'N' ? k : m;
   const int b_rows = tb == 'N' ? k : n, b_cols = tb == 'N' ? n : k;
@@ -57,7 +59,8 @@ void check_against_loops(char ta, char tb) {
   g.a = A.data();
   g.b = B.data();
   g.c = C.data();
-  mosaic::strided_gemm<Exec>(g);
+  if (over_streams) mosaic::strided_gemm_over_streams<Exec>(g);
+  else mosaic::strided_gemm<Exec>(g);
   const auto out = mosaic::transfer::to_host(C);
 
   // The expected C: the problems' m x n blocks by loops, every other entry
@@ -85,7 +88,7 @@ void check_against_loops(char ta, char tb) {
     const double ref = i < expect.size() ? expect[i] : 0.0;
     if (!(std::fabs(double(out(i)) - ref) <= tol * (1.0 + std::fabs(ref)))) ++bad;
   }
-  EXPECT_EQ(bad, 0) << "transa=" << ta << " transb=" << tb;
+  EXPECT_EQ(bad, 0) << "transa=" << ta << " transb=" << tb << (over_streams ? " over streams" : "");
 }
 
 TEST(StridedGemm, EqualsLoopsDouble) {
@@ -96,6 +99,24 @@ TEST(StridedGemm, EqualsLoopsDouble) {
 TEST(StridedGemm, EqualsLoopsFloat) {
   for (char ta : {'N', 'T'})
     for (char tb : {'N', 'T'}) check_against_loops<float>(ta, tb);
+}
+
+// The diagnostics', the init window's and the truth's entry point: every
+// problem, whether the streams are spread over the threads or not.
+TEST(StridedGemm, OverStreamsEqualsLoops) {
+  for (char ta : {'N', 'T'})
+    for (char tb : {'N', 'T'}) {
+      check_against_loops<double>(ta, tb, true);
+      check_against_loops<float>(ta, tb, true);
+    }
+}
+
+// Cuda, and only Cuda, hands the problems to cuBLAS (docs/REPRODUCIBILITY.md).
+TEST(StridedGemm, CublasExactlyOnCuda) {
+  EXPECT_FALSE(mosaic::gemm_by_cublas<Kokkos::DefaultHostExecutionSpace>());
+#if defined(KOKKOS_ENABLE_CUDA)
+  EXPECT_TRUE(mosaic::gemm_by_cublas<Kokkos::Cuda>());
+#endif
 }
 
 // No problem, or an empty shape: nothing is read or written.

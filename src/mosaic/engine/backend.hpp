@@ -25,10 +25,10 @@ template <class ExecSpace>
 inline constexpr bool is_host_space = Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible;
 
 namespace gemm {
-// GEMMs per stream on [U0 | D] held in one d x (r + k) array: the vendor
-// library where Kokkos Kernels has its TPL for the space (BLAS on host
-// spaces; on Cuda one strided-batched cuBLAS call for all streams,
-// strided_gemm.hpp), Kokkos Kernels' native GEMM otherwise. The
+// GEMMs per stream on [U0 | D] held in one d x (r + k) array through the
+// backend's GEMM (strided_gemm.hpp): Kokkos Kernels' BLAS TPL on host
+// spaces, one strided-batched cuBLAS call for all streams on Cuda, Kokkos
+// Kernels' native GEMM elsewhere. The
 // block is then split into phases (pack, GEMMs, one launch of the
 // coefficient steps, GEMM) instead of one launch.
 struct Vendor {};
@@ -83,8 +83,9 @@ struct DeviceTuning {
   static constexpr int vendor_panel_cols = 32;
 };
 
-// True where Kokkos Kernels' gemm on this space's views calls a vendor
-// library: its BLAS TPL on host spaces, cuBLAS on Cuda.
+// True where the backend's GEMM (strided_gemm.hpp) on this space's views
+// calls a vendor library: Kokkos Kernels' BLAS TPL on host spaces, cuBLAS
+// on Cuda (which every Cuda build links).
 template <class ExecSpace>
 constexpr bool vendor_gemm_tpl() {
   if constexpr (is_host_space<ExecSpace>) {
@@ -92,7 +93,7 @@ constexpr bool vendor_gemm_tpl() {
     return true;
 #endif
   }
-#if defined(KOKKOS_ENABLE_CUDA) && defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS)
+#if defined(KOKKOS_ENABLE_CUDA)
   if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) return true;
 #endif
   return false;

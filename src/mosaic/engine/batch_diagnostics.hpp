@@ -19,20 +19,20 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
 
-#include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
 
 #include "mosaic/algorithm/prequential.hpp"
 #include "mosaic/algorithm/tridiagonal_eigen.hpp"
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/stream_batch.hpp"
+#include "mosaic/engine/strided_gemm.hpp"
 #include "mosaic/engine/transfer.hpp"
-#include "mosaic/engine/vendor_blas.hpp"
 #include "mosaic/util/kokkos_compat.hpp"
 
 namespace mosaic {
@@ -222,38 +222,32 @@ void widen_basis_rows(const Basis& U, const int i0, const int n,
       });
 }
 
-// f(b) for every stream b of a batch of B, where f makes one stream's
-// vendor BLAS calls (Kokkos Kernels' gemm or trsm on that stream's
-// matrices). On host spaces one stream's calls per thread where the BLAS runs
-// single-threaded inside a parallel region (as the blocked update's vendor
-// path, batched_engine.hpp): these per-stream calls are too small to spread
-// one over the threads well. Elsewhere one stream after another, each call
-// spread over the device (or the BLAS's own threads).
-template <class ExecSpace, class F>
-void for_each_stream_blas(const int B, const F& f) {
-  if constexpr (Tuning<ExecSpace>::vendor_gemm_over_streams) {
-    if (B >= ExecSpace().concurrency() && vendor_blas::host_calls_nest_single_threaded()) {
-      Kokkos::parallel_for("mosaic::for_each_stream_blas", Kokkos::RangePolicy<ExecSpace>(0, B), f);
-      return;
-    }
-  }
-  for (int b = 0; b < B; ++b) f(b);
-}
-
-// C_b = X_b^T Y_b + beta C_b for every stream b by Kokkos Kernels' gemm (the
-// vendor library behind it), over the first n rows of X (B x rows x p) and Y
-// (B x rows x q), both as widen_basis_rows writes them; C is B x p x q,
-// column-major per stream.
+// C_b = X_b^T Y_b + beta C_b for every stream b (strided_gemm.hpp), over the
+// first n rows of X (B x rows x p) and Y (B x rows x q), both as
+// widen_basis_rows writes them; C is B x p x q, column-major per stream.
 template <class ExecSpace, class MemorySpace>
 void gemm_rows_per_stream(const Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace>& X,
                           const Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace>& Y, const int n,
                           const double beta, const Kokkos::View<double***, Kokkos::LayoutRight, MemorySpace>& C) {
-  using matrix = Kokkos::View<double**, Kokkos::LayoutLeft, MemorySpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  const std::size_t rows = X.extent(1), p = X.extent(2), q = Y.extent(2);
-  for_each_stream_blas<ExecSpace>(int(X.extent(0)), [=](const int b) {
-    const matrix Xt(X.data() + std::size_t(b) * rows * p, p, n), Yt(Y.data() + std::size_t(b) * rows * q, q, n);
-    KokkosBlas::gemm("N", "T", 1.0, Xt, Yt, beta, matrix(C.data() + std::size_t(b) * p * q, p, q));
-  });
+  // Per stream the first n rows of X are the column-major p x n matrix X_b^T
+  // (leading dimension p), likewise Y_b^T: C_b = X_b^T (Y_b^T)^T.
+  StridedGemm<double> g;
+  g.transb = 'T';
+  g.m = int(X.extent(2));
+  g.n = int(Y.extent(2));
+  g.k = n;
+  g.a = X.data();
+  g.lda = g.m;
+  g.stride_a = std::ptrdiff_t(X.stride(0));
+  g.b = Y.data();
+  g.ldb = g.n;
+  g.stride_b = std::ptrdiff_t(Y.stride(0));
+  g.beta = beta;
+  g.c = C.data();
+  g.ldc = g.m;
+  g.stride_c = std::ptrdiff_t(C.stride(0));
+  g.count = int(X.extent(0));
+  strided_gemm_over_streams<ExecSpace>(g);
 }
 
 // U^T U of every stream in double (B x r x r), on chunks of basis_gram_rows

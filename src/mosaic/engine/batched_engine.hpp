@@ -271,8 +271,8 @@ class MosaicEngine {
   }
 
   // GEMM kernel of the blocked update (blocked_step.hpp); automatic = the
-  // backend's: vendor where Kokkos Kernels has a vendor TPL for this space
-  // (vendor_gemm_tpl), else tiled on host spaces and KokkosBatched::TeamGemm
+  // backend's: vendor where a vendor library serves this space (Kokkos
+  // Kernels' BLAS TPL on host spaces, cuBLAS on Cuda: vendor_gemm_tpl), else tiled on host spaces and KokkosBatched::TeamGemm
   // on devices; tiled exists on host spaces only. Allocates the chosen
   // kernel's work arrays (and frees the others').
   void set_block_gemm(BlockGemm g) {

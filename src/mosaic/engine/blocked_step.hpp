@@ -72,7 +72,8 @@
 //     are checked for non-finite entries after the product: a sample with
 //     one has a non-finite H(t, t), so only samples whose H(t, t) is not
 //     finite are scanned entry by entry.
-//   kokkos_batched (default on devices without cuBLAS): D is formed in a d x k array and
+//   kokkos_batched (default on devices without a vendor library: not Cuda,
+//     which links cuBLAS): D is formed in a d x k array and
 //     KokkosBatched::TeamGemm (Algo::Gemm::Blocked) forms G^T, H and the
 //     new U.
 // Every output entry is summed in increasing i (G, H) or in increasing p

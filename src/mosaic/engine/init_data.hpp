@@ -8,8 +8,8 @@
 //     bitwise), the centred samples Y, the mean squared norm of the
 //     uncentred samples; the count of non-finite ones where that norm is
 //     not finite;
-//  2. the Gram matrices Y^T Y / n0 by Kokkos Kernels' gemm (the vendor
-//     library behind it: OpenBLAS on the host, cuBLAS on Cuda);
+//  2. the Gram matrices Y^T Y / n0 by the backend's GEMM (strided_gemm.hpp:
+//     OpenBLAS on the host, cuBLAS on Cuda);
 //  3. per stream, the n0 x n0 eigen-decomposition (n0 = 2r by default:
 //     tridiagonal_eigen.hpp, one thread per stream), then on the host the
 //     reference's own checks on the eigenvalues and s2
@@ -22,18 +22,19 @@
 // eigenvalue's gap), not bitwise.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
 
 #include "mosaic/algorithm/reference.hpp"
 #include "mosaic/algorithm/tridiagonal_eigen.hpp"
 #include "mosaic/engine/stream_batch.hpp"
+#include "mosaic/engine/strided_gemm.hpp"
 #include "mosaic/engine/transfer.hpp"
 #include "mosaic/util/kokkos_compat.hpp"
 
@@ -132,7 +133,6 @@ std::vector<InitFailure> init_data_batch(
     StreamBatch<Scalar, ExecSpace>& sb,
     Kokkos::View<const Scalar***, Kokkos::LayoutRight, typename ExecSpace::memory_space> X, const MosaicParams& p) {
   using memory_space = typename ExecSpace::memory_space;
-  using matrix = Kokkos::View<double**, Kokkos::LayoutLeft, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   const int B = sb.batch, d = sb.d, r = sb.r, n0 = int(X.extent(1));
   p.validate(d, r);
   detail::require_init_samples(n0, r);
@@ -149,10 +149,19 @@ std::vector<InitFailure> init_data_batch(
                        detail::InitMomentsFunctor<Scalar, ExecSpace>{X, Y, mu, sums, n0, d});
   Kokkos::View<double***, Kokkos::LayoutRight, memory_space> K(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::init_gram")), B, n0, n0);
-  for (int b = 0; b < B; ++b) {
-    const matrix Yb(Y.data() + std::size_t(b) * per_stream, d, n0);
-    KokkosBlas::gemm("T", "N", 1.0 / double(n0), Yb, Yb, 0.0, matrix(K.data() + std::size_t(b) * n0 * n0, n0, n0));
-  }
+  StridedGemm<double> gram;  // K_b = Y_b^T Y_b / n0, n0 x n0
+  gram.transa = 'T';
+  gram.m = gram.n = n0;
+  gram.k = d;
+  gram.alpha = 1.0 / double(n0);
+  gram.a = gram.b = Y.data();
+  gram.lda = gram.ldb = d;
+  gram.stride_a = gram.stride_b = std::ptrdiff_t(per_stream);
+  gram.c = K.data();
+  gram.ldc = n0;
+  gram.stride_c = std::ptrdiff_t(n0) * n0;
+  gram.count = B;
+  strided_gemm_over_streams<ExecSpace>(gram);
   // Step 3 on the execution space, one thread per stream: K's symmetric
   // part (the mean of both triangles, which the gemm need not round alike)
   // scaled by a power of two to entries of order 1 (balancing_exponent: the
@@ -245,10 +254,21 @@ std::vector<InitFailure> init_data_batch(
   // Ud(b, j, :) is column j of U in double: the column-major d x r U = Y Vs.
   Kokkos::View<double***, Kokkos::LayoutRight, memory_space> Ud(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("mosaic::init_U")), B, r, d);
-  for (int b = 0; b < B; ++b)
-    KokkosBlas::gemm("N", "N", 1.0, matrix(Y.data() + std::size_t(b) * per_stream, d, n0),
-                     matrix(Vs.data() + std::size_t(b) * n0 * r, n0, r), 0.0,
-                     matrix(Ud.data() + std::size_t(b) * r * d, d, r));
+  StridedGemm<double> basis;  // U_b = Y_b Vs_b, d x r
+  basis.m = d;
+  basis.n = r;
+  basis.k = n0;
+  basis.a = Y.data();
+  basis.lda = d;
+  basis.stride_a = std::ptrdiff_t(per_stream);
+  basis.b = Vs.data();
+  basis.ldb = n0;
+  basis.stride_b = std::ptrdiff_t(n0) * r;
+  basis.c = Ud.data();
+  basis.ldc = d;
+  basis.stride_c = std::ptrdiff_t(r) * d;
+  basis.count = B;
+  strided_gemm_over_streams<ExecSpace>(basis);
   const auto smu = sb.mu;
   const auto sU = sb.U;
   const auto sS = sb.S;

@@ -7,7 +7,7 @@
 
 #include "mosaic/engine/strided_gemm.hpp"
 
-#if defined(KOKKOS_ENABLE_CUDA) && defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS)
+#if defined(KOKKOS_ENABLE_CUDA)
 #include <stdexcept>
 
 #include <cublas_v2.h>
@@ -55,17 +55,23 @@ bool host_calls_nest_single_threaded() {
 #endif
 }
 
-#if defined(KOKKOS_ENABLE_CUDA) && defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS)
+#if defined(KOKKOS_ENABLE_CUDA)
 namespace {
 
 // The project's cuBLAS handle: made at the first call, destroyed when Kokkos
 // finalizes (before the CUDA context goes). Host code of the main thread.
+// Atomics are not allowed (cuBLAS' default, set so that no build or
+// environment changes it): cuBLAS then gives bitwise the same result for the
+// same call on the same GPU model and library version
+// (docs/REPRODUCIBILITY.md).
 cublasHandle_t cublas_handle() {
   static cublasHandle_t handle = nullptr;
   if (!handle) {
-    const cublasStatus_t status = cublasCreate(&handle);
+    cublasStatus_t status = cublasCreate(&handle);
+    if (status == CUBLAS_STATUS_SUCCESS) status = cublasSetAtomicsMode(handle, CUBLAS_ATOMICS_NOT_ALLOWED);
     if (status != CUBLAS_STATUS_SUCCESS)
-      throw std::runtime_error("cublasCreate failed (cuBLAS status " + std::to_string(int(status)) + ")");
+      throw std::runtime_error("cublasCreate / cublasSetAtomicsMode failed (cuBLAS status " +
+                               std::to_string(int(status)) + ")");
     Kokkos::push_finalize_hook([] {
       cublasDestroy(handle);
       handle = nullptr;

@@ -101,8 +101,10 @@ std::string variable_or_unset(const char* name) {
   return v ? v : "unset";
 }
 
-// The TPLs through which Kokkos Kernels' GEMM calls a vendor library (the
-// blocked update's vendor path, backend.hpp's vendor_gemm_tpl).
+// Kokkos Kernels' vendor TPLs. Its BLAS TPL is the library of the host
+// spaces' GEMMs (backend.hpp's vendor_gemm_tpl); on Cuda the GEMMs call
+// cuBLAS through the project's own handle whether or not "cuBLAS" is listed
+// (strided_gemm.hpp).
 nlohmann::json kokkos_kernels_tpls() {
   nlohmann::json tpls = nlohmann::json::array();
 #if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)

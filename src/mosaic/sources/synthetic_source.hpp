@@ -30,7 +30,6 @@
 #include <utility>
 #include <vector>
 
-#include <KokkosBlas3_gemm.hpp>
 #include <KokkosBlas3_trsm.hpp>
 #include <Kokkos_Core.hpp>
 

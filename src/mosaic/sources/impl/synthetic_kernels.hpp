@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include <KokkosBlas3_gemm.hpp>
 #include <KokkosBlas3_trsm.hpp>
 #include <Kokkos_Core.hpp>
 
@@ -25,6 +24,7 @@
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/batch_diagnostics.hpp"
 #include "mosaic/engine/stream_batch.hpp"
+#include "mosaic/engine/strided_gemm.hpp"
 #include "mosaic/engine/transfer.hpp"
 #include "mosaic/util/host_parallel.hpp"
 namespace mosaic {
@@ -305,13 +305,24 @@ std::vector<double> cholesky_qr_per_stream(
     for (std::size_t i = 0; i < streams.size(); ++i) list(i) = streams[i];
     return list;
   };
+  // G_b = Q_b^T Q_b (strided_gemm.hpp), k x k: Q_b^T Q_b of the d_pad x k
+  // column-major Q_b, or Q_b^T (Q_b^T)^T of the k x d_pad matrix Q_b^T.
+  StridedGemm<double> gram_of;
+  gram_of.transa = column_major ? 'T' : 'N';
+  gram_of.transb = column_major ? 'N' : 'T';
+  gram_of.m = gram_of.n = k;
+  gram_of.k = rows;
+  gram_of.a = gram_of.b = q0;
+  gram_of.lda = gram_of.ldb = column_major ? rows : k;
+  gram_of.stride_a = gram_of.stride_b = std::ptrdiff_t(per);
+  gram_of.c = G.data();
+  gram_of.ldc = k;
+  gram_of.stride_c = std::ptrdiff_t(k) * k;
+  gram_of.count = B;
   auto gram = [&](const std::vector<int>& streams) {
     const auto list = host_list(streams);
-    for_each_stream_blas<ExecSpace>(int(streams.size()), [=](const int i) {
-      const int b = list(i);
-      const matrix g(G.data() + std::size_t(b) * k * k, k, k);
-      KokkosBlas::gemm(column_major ? "T" : "N", column_major ? "N" : "T", 1.0, stream_q(b), stream_q(b), 0.0, g);
-    });
+    for_each_stream_blas<ExecSpace>(int(streams.size()),
+                                    [=](const int i) { strided_gemm<ExecSpace>(gram_of.problem(list(i))); });
     transfer::copy_to_host(hG, G);
   };
   std::vector<double> error(std::size_t(B), 0.0);
