@@ -40,6 +40,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 strip_copy() { cp "$1" "$2" && strip --strip-unneeded "$2"; }
 strip_copy "$build/miniapp/mosaic_miniapp" "$out/build/miniapp/mosaic_miniapp"
 strip_copy "$build/bench/mosaic_bench" "$out/build/bench/mosaic_bench"
+[[ ! -x "$build/bench/mosaic_tracker_cost" ]] ||
+  strip_copy "$build/bench/mosaic_tracker_cost" "$out/build/bench/mosaic_tracker_cost"
 while IFS= read -r t; do
   strip_copy "$t" "$out/build/tests/$(basename "$t")"
 done < <(find "$build/tests" -path '*/CMakeFiles' -prune -o -type f -name 'test_*' -perm -u+x -print | sort)

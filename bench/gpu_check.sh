@@ -35,7 +35,8 @@
 # sequential) and of the bench launch every kernel once before anything is
 # timed. Then tests <= 240 s, mini-app runs <= 60 s each (150 s for the
 # 64-stream one), the bitwise checks (run to run, restart, rank count:
-# docs/REPRODUCIBILITY.md; ten runs <= 60 s each), the bench ladder
+# docs/REPRODUCIBILITY.md; ten runs <= 60 s each), the allocation
+# tracker's host cost per launch (<= 60 s), the bench ladder
 # whatever is left (at most 240 s); ladder
 # points that no longer fit are skipped and listed as such (not failures).
 # The summary's Diagnosis names the first failing step's class: a build or
@@ -697,6 +698,18 @@ for v in "blocked:--set algorithm.block_size=auto" \
   done
   unset det_ok
 done
+
+# --- (b3) the allocation tracker's host cost --------------------------------
+# Every run installs the allocation tracker (util/allocation_tracker.hpp);
+# with a Kokkos Tools callback set, every launch and allocation takes
+# Kokkos' profiling path. Launches with no fence between them time the
+# host's launch path, before and after the tracker is installed.
+tracker_bin="$build/bench/mosaic_tracker_cost"
+if [[ -x "$tracker_bin" ]]; then
+  run_step tracker "allocation tracker cost per launch" "tracker_cost.log" 60 "$tracker_bin" 200000 20000 5
+else
+  record tracker "allocation tracker cost per launch" "-" "0" "-" "not run: no $tracker_bin in this build"
+fi
 
 # --- (c) the bench ladder ----------------------------------------------------
 # mosaic_bench runs the sequential kernel, then the blocked update for each
