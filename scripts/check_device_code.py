@@ -21,7 +21,9 @@ files given):
              / KOKKOS_CLASS_LAMBDA bodies: on a device that evaluates
              View::operator() on the host and aborts. Host code takes
              v.data() and strides instead.
-  vendor-gemm  no KokkosBlas::gemm outside src/mosaic/engine/strided_gemm.hpp
+  vendor-gemm  no KokkosBlas::gemm (nor `using namespace KokkosBlas` or an
+             alias of that namespace, which would hide it) outside
+             src/mosaic/engine/strided_gemm.hpp
              (the backend layer's GEMM, issue 36): on a GPU Kokkos Kernels'
              gemm("T", "N") of a small product splits each dot product over
              teams and adds the parts with atomics, so its rounding changes
@@ -202,7 +204,9 @@ def check_host_access(path, code, raw_lines):
 def check_vendor_gemm(path, code, raw_lines, rel):
     if rel == GEMM_BACKEND:
         return
-    for m in re.finditer(r"\bKokkosBlas\s*::\s*gemm\b", code):
+    # The call, and the two ways to spell it without the namespace.
+    for m in re.finditer(r"\bKokkosBlas\s*::\s*gemm\b|\busing\s+namespace\s+KokkosBlas\b|"
+                         r"\bnamespace\s+\w+\s*=\s*(::\s*)?KokkosBlas\b", code):
         line = line_of(code, m.start())
         if not allowed(raw_lines, line, "vendor-gemm"):
             yield line, "vendor-gemm", ("KokkosBlas::gemm outside the backend layer: on a GPU its small products "

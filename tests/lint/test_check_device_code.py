@@ -163,7 +163,9 @@ class Fault4DeviceGemmAtomics(unittest.TestCase):
 
     def test_every_spelling_is_found(self):
         for code in ("void f() { KokkosBlas :: gemm(\"N\", \"N\", 1.0, A, B, 0.0, C); }\n",
-                     "using KokkosBlas::gemm;\n", "auto* f = &KokkosBlas::gemm<A, B, C>;\n"):
+                     "using KokkosBlas::gemm;\n", "auto* f = &KokkosBlas::gemm<A, B, C>;\n",
+                     "using namespace KokkosBlas;\nvoid f() { gemm(ta, tb, 1.0, A, B, 0.0, C); }\n",
+                     "namespace KB = ::KokkosBlas;\nvoid f() { KB::gemm(ta, tb, 1.0, A, B, 0.0, C); }\n"):
             out = findings(code)
             self.assertEqual([l.split(": ")[1] for l in out], ["vendor-gemm"], code)
 

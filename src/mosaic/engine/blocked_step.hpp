@@ -51,7 +51,8 @@
 // and the result's block_gemm; the tag types gemm::Vendor, gemm::HostTiled
 // and gemm::TeamBatched of backend.hpp in the code, one BlockFunctor type
 // each, chosen by MosaicEngine when it launches a block):
-//   vendor (default wherever Kokkos Kernels has a vendor TPL for the space):
+//   vendor (default wherever a vendor library serves the space: Kokkos
+//     Kernels' BLAS TPL on host spaces, cuBLAS on Cuda):
 //     Y = [U0 | D] packed per stream, GEMMs for W0, G and the needed half
 //     of H (in panels of columns) and for U = Y W, around one launch of the
 //     coefficient steps (BlockFunctor<Base, gemm::Vendor>'s phases below;

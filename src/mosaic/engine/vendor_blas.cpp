@@ -67,11 +67,16 @@ namespace {
 cublasHandle_t cublas_handle() {
   static cublasHandle_t handle = nullptr;
   if (!handle) {
-    cublasStatus_t status = cublasCreate(&handle);
-    if (status == CUBLAS_STATUS_SUCCESS) status = cublasSetAtomicsMode(handle, CUBLAS_ATOMICS_NOT_ALLOWED);
+    cublasHandle_t made = nullptr;
+    cublasStatus_t status = cublasCreate(&made);
     if (status != CUBLAS_STATUS_SUCCESS)
-      throw std::runtime_error("cublasCreate / cublasSetAtomicsMode failed (cuBLAS status " +
-                               std::to_string(int(status)) + ")");
+      throw std::runtime_error("cublasCreate failed (cuBLAS status " + std::to_string(int(status)) + ")");
+    status = cublasSetAtomicsMode(made, CUBLAS_ATOMICS_NOT_ALLOWED);
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      cublasDestroy(made);
+      throw std::runtime_error("cublasSetAtomicsMode failed (cuBLAS status " + std::to_string(int(status)) + ")");
+    }
+    handle = made;
     Kokkos::push_finalize_hook([] {
       cublasDestroy(handle);
       handle = nullptr;
