@@ -536,7 +536,7 @@ struct BlockRow {
   long clamped;
   int broken;
   std::string gemm;     // the kernel that ran (and, for vendor, how its GEMMs were spread)
-  bool phased = false;  // gemm vendor: the phases below were timed
+  bool phased = false;  // gemm vendor: the phases below were timed (fences between them)
   mosaic::BlockPhases phases;
   double seconds = 0;                               // sum of the timed blocks
   double product_flops = 0, materialize_flops = 0;  // per timed run, all streams
@@ -586,12 +586,13 @@ double in_cache_double_gflops() {
   return 2.0 * 2048 * 20000 / best / 1e9;
 }
 
-// With `missing`, the masked engine's blocks (algorithm.missing: posterior,
-// cut into runs, 7.7.3), with `diagonal` the diagonal-noise model's (8.5);
-// their phases not timed.
+// The blocked update of k samples per block; with `missing`, the masked
+// engine's blocks (algorithm.missing: posterior, cut into runs, 7.7.3; with
+// `original_basis`, shared-mask runs in the original basis), with
+// `diagonal` the diagonal-noise model's (8.5), whose phases are not timed.
 template <class T>
 BlockRow bench_block(const Options& o, int d, int r, int k, const mosaic::MissingSpec* missing = nullptr,
-                     bool diagonal = false) {
+                     bool diagonal = false, bool original_basis = false) {
   const int B = o.streams;
   std::vector<std::uint64_t> ids(B);
   for (int b = 0; b < B; ++b) ids[b] = std::uint64_t(b);
@@ -610,6 +611,7 @@ BlockRow bench_block(const Options& o, int d, int r, int k, const mosaic::Missin
   mosaic::MosaicEngine<T, Exec> eng(p, B, d, r);
   eng.set_block_gemm(o.gemm);
   eng.set_vendor_panel_cols(o.panel_cols);
+  if (original_basis) eng.set_shared_mask_eigenbasis(false);
   eng.init_random(sb, 1);
   typename mosaic::SyntheticDriftSource<T, Exec>::out_block_view X("Xblock", B, k, d);
   std::int64_t t = 0;
@@ -625,7 +627,7 @@ BlockRow bench_block(const Options& o, int d, int r, int k, const mosaic::Missin
   };
   timed_block();  // warm-up
   t_engine = 0;
-  eng.set_phase_timing(missing == nullptr && !diagonal);
+  eng.set_phase_timing(!diagonal);
   long blocks = 0;
   const auto wall0 = Clock::now();
   const long want_blocks = o.steps > 0 ? std::max(1L, o.steps / k) : 0;
@@ -646,6 +648,9 @@ BlockRow bench_block(const Options& o, int d, int r, int k, const mosaic::Missin
     const double planned = double(cuts.run_samples + cuts.shared_samples + cuts.step_samples);
     row.run_fraction = double(cuts.run_samples) / planned;
     row.shared_fraction = double(cuts.shared_samples) / planned;
+    row.phased = eng.block_gemm_resolved() == mosaic::BlockGemm::vendor;
+    row.phases = eng.block_phases();
+    row.seconds = t_engine;
   } else if (diagonal) {
     const auto rw = mosaic::transfer::to_host(sb.rewhitenings);
     for (int b = 0; b < B; ++b) row.rewhitenings += rw(b);
@@ -664,6 +669,21 @@ BlockRow bench_block(const Options& o, int d, int r, int k, const mosaic::Missin
     row.broken += status(b) != 0;
   }
   return row;
+}
+
+// A row of the masked blocks' phases (wall us per sample, all streams):
+// block, the samples' classification, a shared-mask run's start, the
+// blocked update's four phases, the run's end, the rest.
+std::string masked_phase_row(const Options& o, int d, int r, const std::string& pattern, const BlockRow& br) {
+  const auto& ph = br.phases;
+  const double per = 1e6 / (double(o.streams) * br.steps);  // seconds -> us per sample
+  const double timed = ph.kinds + ph.run_start + ph.pack + ph.products + ph.coefficients + ph.materialize + ph.run_end;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "| %d | %d | %d | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |", d, r, br.k,
+                pattern.c_str(), per * br.seconds, per * ph.kinds, per * ph.run_start, per * ph.pack, per * ph.products,
+                per * ph.coefficients, per * ph.materialize, per * ph.run_end, per * (br.seconds - timed));
+  return line;
 }
 
 // One Markdown table of rows gathered during the run, after a caption line
@@ -730,8 +750,8 @@ int main(int argc, char** argv) {
     std::printf(
         "| d | r | engine steps | engine samples/s | reference samples/s (1 thread) | ratio | GB/s model | GB/s impl | %% of copy BW (impl) | GFLOP/s model | GFLOP/s impl | clamped | broken |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    std::vector<std::string> blocked_rows, phase_rows, model_rows, masked_rows, masked_block_rows, noise_rows,
-        noise_block_rows;
+    std::vector<std::string> blocked_rows, phase_rows, model_rows, masked_rows, masked_block_rows, masked_phase_rows,
+        noise_rows, noise_block_rows;
     for (int d : o.d)
       for (int r : o.r) {
         if (2 * r > d) continue;
@@ -796,23 +816,37 @@ int main(int argc, char** argv) {
                         br.sps == best ? " **best k** |" : " |");
           blocked_rows.push_back(line);
           std::printf("# blocked: %s\n", line);
+          bool unmasked_phases_shown = false;
           for (const std::string& name : o.missing) {
             const mosaic::MissingSpec m = missing_pattern(name, d);
-            const BlockRow mb =
-                o.dtype_double ? bench_block<double>(o, d, r, br.k, &m) : bench_block<float>(o, d, r, br.k, &m);
-            // The unmasked blocked update again, right after: on a shared machine its rate moves by
-            // more than the masked form's cost between the two, so the ratio to each side is printed.
-            const BlockRow after =
-                o.dtype_double ? bench_block<double>(o, d, r, br.k) : bench_block<float>(o, d, r, br.k);
-            char mline[512];
-            std::snprintf(mline, sizeof mline,
-                          "| %d | %d | %d | %s | %.4f | %.3f | %.3f | %ld | %.1f | %.2fx | %.2fx | %.2fx | %ld | %d |",
-                          d, r, br.k, name.c_str(), mb.missing_fraction, mb.run_fraction, mb.shared_fraction, mb.steps,
-                          mb.sps, br.sps / mb.sps, after.sps / mb.sps, w.engine_sps / mb.sps, mb.clamped, mb.broken);
-            masked_block_rows.push_back(mline);
-            std::printf("# masked blocks: %s\n", mline);
-            std::fflush(stdout);
-            if (mb.broken) rc = 1;
+            // With shared-mask runs, the same blocks again with their r x r algebra in the original
+            // basis where the engine's default is K's eigenbasis (MosaicEngine::set_shared_mask_eigenbasis).
+            const bool eigenbasis_default = mosaic::Tuning<Exec>::shared_mask_eigenbasis;
+            for (const bool original : {false, true}) {
+              const BlockRow mb = o.dtype_double ? bench_block<double>(o, d, r, br.k, &m, false, original)
+                                                 : bench_block<float>(o, d, r, br.k, &m, false, original);
+              if (original && !(eigenbasis_default && mb.shared_fraction > 0)) break;
+              // The unmasked blocked update again, right after: on a shared machine its rate moves by
+              // more than the masked form's cost between the two, so the ratio to each side is printed.
+              const BlockRow after =
+                  o.dtype_double ? bench_block<double>(o, d, r, br.k) : bench_block<float>(o, d, r, br.k);
+              const std::string label = name + (original ? " (original basis)" : "");
+              char mline[512];
+              std::snprintf(
+                  mline, sizeof mline,
+                  "| %d | %d | %d | %s | %.4f | %.3f | %.3f | %ld | %.1f | %.2fx | %.2fx | %.2fx | %ld | %d |", d, r,
+                  br.k, label.c_str(), mb.missing_fraction, mb.run_fraction, mb.shared_fraction, mb.steps, mb.sps,
+                  br.sps / mb.sps, after.sps / mb.sps, w.engine_sps / mb.sps, mb.clamped, mb.broken);
+              masked_block_rows.push_back(mline);
+              std::printf("# masked blocks: %s\n", mline);
+              if (mb.phased && br.phased) {
+                if (!unmasked_phases_shown) masked_phase_rows.push_back(masked_phase_row(o, d, r, "none", br));
+                unmasked_phases_shown = true;
+                masked_phase_rows.push_back(masked_phase_row(o, d, r, label, mb));
+              }
+              std::fflush(stdout);
+              if (mb.broken) rc = 1;
+            }
           }
           if (o.noise_diagonal) {
             const BlockRow nb = o.dtype_double ? bench_block<double>(o, d, r, br.k, nullptr, true)
@@ -922,11 +956,19 @@ int main(int argc, char** argv) {
         "masked blocks (algorithm.missing: posterior, block_size k: runs of >= 2 complete samples blocked, runs of "
         ">= 2 samples missing the same coordinates by the shared-mask blocked form (7.7.2), the other samples masked "
         "sequential steps, ALGORITHM.md 7.7.3) against the unmasked blocked update of the same k (timed before the "
-        "masked blocks, and again right after them) and the unmasked sequential kernel of the same run",
+        "masked blocks, and again right after them) and the unmasked sequential kernel of the same run; with shared-mask "
+        "runs where their r x r algebra defaults to K's eigenbasis, a second row in the original basis",
         "| d | r | k | pattern | missing fraction | samples in blocked runs | samples in shared-mask runs | steps | "
         "samples/s | cost vs unmasked blocked | cost vs unmasked blocked (after) | cost vs unmasked sequential | "
         "clamped | broken |",
         masked_block_rows);
+    print_table(
+        "phases of the masked blocks (gemm vendor; wall us per sample, all streams; fenced while timed) beside the "
+        "unmasked blocked update of the same k (pattern none): the samples' classification (with the copy of the "
+        "kinds to the host), a shared-mask run's start (the gather with mu0 in the missing entries, U0's missing rows "
+        "saved), pack, products, coefficient steps, bases, the run's end (the missing rows put back), the rest",
+        "| d | r | k | pattern | block | kinds | run start | pack | products | coefficients | bases | run end | other |",
+        masked_phase_rows);
     print_table(
         "phases of the blocked update (gemm vendor; wall us per sample, all streams; fenced while timed): pack [U0 | "
         "D], products G, H (W0), coefficient steps (one launch), new bases U = [U0 | D] W; GEMM = products + bases, "

@@ -123,6 +123,27 @@ void team_loops_on_one_team(const Mats& in, const Mats& out, int r, int team_siz
   Kokkos::fence();
 }
 
+// lower_solve_columns<true> and plus_gram<true> (X and Y lower triangular)
+// on one team: out(0) = L^-1 X, out(2) = A - Y^T Y / 2 (in as in
+// team_loops_on_one_team).
+void lower_triangular_loops_on_one_team(const Mats& in, const Mats& out, int r, int team_size) {
+  using policy = Kokkos::TeamPolicy<Exec>;
+  Kokkos::parallel_for(
+      "test::lower_triangular_loops", policy(1, team_size), KOKKOS_LAMBDA(const policy::member_type& m) {
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r),
+                             [&](const int e) { out(0, e / r, e % r) = in(2, e / r, e % r); });
+        m.team_barrier();
+        auto X0 = Kokkos::subview(out, 0, Kokkos::ALL(), Kokkos::ALL());
+        const auto lower = [&](const int i, const int k) { return in(0, i, k); };
+        const auto A = Kokkos::subview(in, 4, Kokkos::ALL(), Kokkos::ALL());
+        const auto Y = Kokkos::subview(in, 3, Kokkos::ALL(), Kokkos::ALL());
+        const auto G = Kokkos::subview(out, 2, Kokkos::ALL(), Kokkos::ALL());
+        mosaic::detail::lower_solve_columns<true>(m, r, lower, X0);
+        mosaic::detail::plus_gram<true>(m, r, A, -0.5, Y, G);
+      });
+  Kokkos::fence();
+}
+
 // An SPD r x r matrix X X^T / r + I (upper triangle stored, lower left as
 // NaN: never written, and its values must not reach the upper triangle;
 // the host's tiles read some of it) in a row of leading dimension ld.
@@ -310,6 +331,63 @@ TEST(TeamLoops, SolveAndGramEqualThePlainLoopsAtEveryTeamSize) {
             }
           }
       }
+  }
+}
+
+// The lower-triangular forms (7.7.2's posterior in K's eigenbasis: Y = R^-T
+// Delta with Delta diagonal, then Delta - Y^T Y): X and Y lower triangular,
+// whose zero rows the host forms skip; the plain loops' values on teams of
+// every size (r = 8 to 128: whole tiles, 13 to 41: short ones), so a
+// skipped product that was not zero fails it.
+TEST(TeamLoops, LowerTriangularSolveAndGramEqualThePlainLoops) {
+  std::mt19937_64 gen(20261207);
+  std::normal_distribution<double> n01;
+  for (int r : {1, 2, 7, 8, 9, 13, 16, 17, 37, 41, 64, 128}) {
+    std::vector<double> L(std::size_t(r) * r), X(L.size()), Y(L.size()), A(L.size());
+    for (int i = 0; i < r; ++i)
+      for (int j = 0; j < r; ++j) {
+        L[i * r + j] = j < i ? n01(gen) : j == i ? 1.5 + std::abs(n01(gen)) : 0.0;
+        X[i * r + j] = j <= i ? n01(gen) : 0.0;
+        Y[i * r + j] = j <= i ? n01(gen) : 0.0;
+        A[i * r + j] = n01(gen);
+      }
+    std::vector<double> solved = X, gram(L.size());
+    for (int c = 0; c < r; ++c)
+      for (int i = 0; i < r; ++i) {
+        double v = solved[i * r + c];
+        for (int k = 0; k < i; ++k) v -= L[i * r + k] * solved[k * r + c];
+        solved[i * r + c] = v / L[i * r + i];
+      }
+    for (int a = 0; a < r; ++a)
+      for (int c = 0; c < r; ++c) {
+        double v = 0;
+        for (int k = 0; k < r; ++k) v += Y[k * r + a] * Y[k * r + c];
+        gram[a * r + c] = A[a * r + c] - 0.5 * v;
+      }
+    for (int ts : team_sizes()) {
+      Mats in("in", 5, r, r), out("out", 3, r, r);
+      auto h = mosaic::transfer::to_host(in);
+      for (int i = 0; i < r; ++i)
+        for (int j = 0; j < r; ++j) {
+          h(0, i, j) = L[i * r + j];
+          h(2, i, j) = X[i * r + j];
+          h(3, i, j) = Y[i * r + j];
+          h(4, i, j) = A[i * r + j];
+        }
+      mosaic::transfer::copy_from_host(in, h);
+      lower_triangular_loops_on_one_team(in, out, r, ts);
+      const auto ho = mosaic::transfer::to_host(out);
+      for (int i = 0; i < r; ++i)
+        for (int j = 0; j < r; ++j) {
+          const std::string where = "r = " + std::to_string(r) + ", team size " + std::to_string(ts) + ", entry (" +
+                                    std::to_string(i) + ", " + std::to_string(j) + ")";
+          const double want[2] = {solved[i * r + j], gram[i * r + j]}, got[2] = {ho(0, i, j), ho(2, i, j)};
+          for (int q = 0; q < 2; ++q) {
+            if (on_host) ASSERT_EQ(got[q], want[q]) << where << (q == 0 ? ", the solve" : ", the gram");
+            else ASSERT_NEAR(got[q], want[q], 1e-10 * (1 + std::abs(want[q]))) << where << ", result " << q;
+          }
+        }
+    }
   }
 }
 

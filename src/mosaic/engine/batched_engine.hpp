@@ -72,12 +72,16 @@ int resolved_block_size(const MosaicParams& p, int d, int r) {
 // Wall seconds of the phases of the blocked update with gemm vendor (the
 // other kernels are one launch), summed since
 // MosaicEngine::set_phase_timing(true): pack [U0 | D], the products (G, H,
-// W0), the coefficient steps, the new bases. The phases are separated by
-// fences while timing is on; when each host thread packs and multiplies
-// whole streams in one launch, its wall time is split by the streams' own
-// seconds in each.
+// W0), the coefficient steps, the new bases; for a masked engine's blocks
+// also the classification of the samples (with the copy of the kinds to the
+// host), and a shared-mask run's start (the gather with mu0 in the missing
+// entries, U0's missing rows saved) and end (the rows put back). The phases
+// are separated by fences while timing is on; when each host thread packs
+// and multiplies whole streams in one launch, its wall time is split by the
+// streams' own seconds in each.
 struct BlockPhases {
   double pack = 0, products = 0, coefficients = 0, materialize = 0;
+  double kinds = 0, run_start = 0, run_end = 0;
 };
 
 // What a masked engine's blocks were cut into (ALGORITHM.md 7.7.3), summed
@@ -290,6 +294,12 @@ class MosaicEngine {
   BlockGemm block_gemm() const { return gemm_; }
   // The kernel automatic stands for on this backend.
   BlockGemm block_gemm_resolved() const { return gemm_resolved_; }
+  // 7.7.2's shared-mask runs under the observed rotation: their r x r
+  // algebra in the eigenbasis of K (impl/block_coefficients.hpp) or in the
+  // original basis; the default is the space's tuning
+  // (Tuning::shared_mask_eigenbasis). The same states up to rounding.
+  void set_shared_mask_eigenbasis(bool on) { shared_mask_eigenbasis_ = on; }
+  bool shared_mask_eigenbasis() const { return shared_mask_eigenbasis_; }
   // Phase timing of the blocked update with gemm vendor (BlockPhases).
   void set_phase_timing(bool on) {
     phase_timing_ = on;
@@ -598,7 +608,19 @@ class MosaicEngine {
   detail::WhitenedBlockWork<Scalar, ExecSpace> whitened_;  // noise: diagonal, blocked (8.5)
   bool maintained_ = false, vendor_over_streams_allowed_ = false, vendor_over_streams_ = false, phase_timing_ = false;
   int panel_cols_ = Tuning<ExecSpace>::vendor_panel_cols;
+  bool shared_mask_eigenbasis_ = Tuning<ExecSpace>::shared_mask_eigenbasis;
   mutable BlockPhases phases_;
+  // Phase timing (BlockPhases): the end of the last phase timed.
+  mutable std::chrono::steady_clock::time_point phase_mark_;
+  // With phase timing on: fence, add the time since the last mark to phase
+  // (nullptr: only move the mark), mark now.
+  void lap(double* phase) const {
+    if (!phase_timing_) return;
+    Kokkos::fence();
+    const auto now = std::chrono::steady_clock::now();
+    if (phase) *phase += std::chrono::duration<double>(now - phase_mark_).count();
+    phase_mark_ = now;
+  }
   mutable MaskedRunCounts run_counts_;
   // The batch and its state_writes the masked step's reused Gram belongs to
   // (launch_masked forgets it when either changed).
@@ -692,9 +714,11 @@ template <class Scalar, class ExecSpace>
 void MosaicEngine<Scalar, ExecSpace>::step_masked_block(batch_type& sb, block_view Xb) const {
   const int n = int(Xb.extent(1));
   auto& w = runs_;
+  lap(nullptr);
   detail::SampleKinds<Scalar, ExecSpace> kinds{Xb, sb.seen, w.kind, n, d_, r_};
   Kokkos::parallel_for("mosaic::masked_sample_kinds", team_policy(), kinds);
   transfer::copy_to_host(w.kind_host, w.kind);
+  lap(&phases_.kinds);
   detail::MaskedBlockPlan plan(batch_, n, shared_runs_);
   const auto kind = [&](int b, int j) { return int(w.kind_host(b, j)); };
   auto& counts = run_counts_;
@@ -754,6 +778,7 @@ void MosaicEngine<Scalar, ExecSpace>::launch_shared(batch_type& sb, block_view X
                                                       d_,
                                                       r_};
   Kokkos::parallel_for("mosaic::masked_shared_start", team_policy(), start);
+  lap(&phases_.run_start);
   const block_view gathered(Kokkos::subview(w.gathered, Kokkos::ALL(), Kokkos::make_pair(0, n), Kokkos::ALL()));
   if (masked_.diagonal) launch_whitened(sb, gathered, w.shared_len, n, w.shared_missing);
   else launch_blocked(sb, gathered, w.shared_len, w.shared_missing);
@@ -770,6 +795,7 @@ void MosaicEngine<Scalar, ExecSpace>::launch_shared(batch_type& sb, block_view X
   end.am_index = int(detail::bm_AM);
   end.geodesic = params_.missing_rotation == MissingRotation::geodesic;
   Kokkos::parallel_for("mosaic::masked_shared_end", decltype(end)::policy(team_policy(), r_), end);
+  lap(&phases_.run_end);
   if (masked_.diagonal) finish_whitened(sb, w.shared_len, n, w.shared_missing, Xb);
 }
 
@@ -797,6 +823,7 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
   f.missing_entries = sb.missing_entries;
   f.cond_max = params_.missing_cond_max;
   f.geodesic = params_.missing_rotation == MissingRotation::geodesic;
+  f.shared_mask_eigenbasis = shared_mask_eigenbasis_;
   f.base = bind(sb);
   if (mean.extent(0) > 0) f.base.mu = mean;
   f.Rfac = sb.Rfac;
@@ -814,15 +841,7 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
     f.with_w0 = blk_.reorth_at_block_end || f_.reorth_every > 0;
     f.time_phases = phase_timing_;
     f.panel_cols = panel_cols_;
-    using clock = std::chrono::steady_clock;
-    auto t = clock::now();
-    auto lap = [&](double& phase) {  // phase timing: fence, add the time since the last lap
-      if (!phase_timing_) return;
-      Kokkos::fence();
-      const auto now = clock::now();
-      phase += std::chrono::duration<double>(now - t).count();
-      t = now;
-    };
+    lap(nullptr);
     // Host-only launches (their functor members are host code) exist only
     // where the tuning allows them at all.
     constexpr bool host_streams = Tuning<ExecSpace>::vendor_gemm_over_streams;
@@ -832,7 +851,7 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
         using streams = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>, typename F::PackGemmTag>;
         Kokkos::parallel_for("mosaic::block_pack_products", streams(ExecSpace(), 0, batch_), f);
         double both = 0;
-        lap(both);
+        lap(&both);
         double pack = 0, products = 0;
         for (int b = 0; phase_timing_ && b < batch_; ++b) {
           pack += work.stream_seconds(b, 0);
@@ -850,12 +869,12 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
                            is_host_space<ExecSpace> ? pack(ExecSpace(), batch_ * chunks, 1)
                                                     : pack(ExecSpace(), batch_ * chunks, Kokkos::AUTO),
                            f);
-      lap(phases_.pack);
+      lap(&phases_.pack);
       f.gemm_products(0, batch_);  // every stream at once (one library call per GEMM on Cuda)
-      lap(phases_.products);
+      lap(&phases_.products);
     }
     Kokkos::parallel_for("mosaic::block_coefficients", pol, f);
-    lap(phases_.coefficients);
+    lap(&phases_.coefficients);
     if (host_streams && vendor_over_streams_) {
       if constexpr (host_streams) {
         using streams = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>, typename F::MaterializeTag>;
@@ -864,7 +883,7 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
     } else {
       f.gemm_materialize(0, batch_);
     }
-    lap(phases_.materialize);
+    lap(&phases_.materialize);
   }
 }
 
