@@ -587,12 +587,12 @@ double in_cache_double_gflops() {
 }
 
 // The blocked update of k samples per block; with `missing`, the masked
-// engine's blocks (algorithm.missing: posterior, cut into runs, 7.7.3; with
-// `original_basis`, shared-mask runs in the original basis), with
-// `diagonal` the diagonal-noise model's (8.5), whose phases are not timed.
+// engine's blocks (algorithm.missing: posterior, cut into runs, 7.7.3),
+// with `diagonal` the diagonal-noise model's (8.5), whose phases are not
+// timed.
 template <class T>
 BlockRow bench_block(const Options& o, int d, int r, int k, const mosaic::MissingSpec* missing = nullptr,
-                     bool diagonal = false, bool original_basis = false) {
+                     bool diagonal = false) {
   const int B = o.streams;
   std::vector<std::uint64_t> ids(B);
   for (int b = 0; b < B; ++b) ids[b] = std::uint64_t(b);
@@ -611,7 +611,6 @@ BlockRow bench_block(const Options& o, int d, int r, int k, const mosaic::Missin
   mosaic::MosaicEngine<T, Exec> eng(p, B, d, r);
   eng.set_block_gemm(o.gemm);
   eng.set_vendor_panel_cols(o.panel_cols);
-  if (original_basis) eng.set_shared_mask_eigenbasis(false);
   eng.init_random(sb, 1);
   typename mosaic::SyntheticDriftSource<T, Exec>::out_block_view X("Xblock", B, k, d);
   std::int64_t t = 0;
@@ -819,34 +818,26 @@ int main(int argc, char** argv) {
           bool unmasked_phases_shown = false;
           for (const std::string& name : o.missing) {
             const mosaic::MissingSpec m = missing_pattern(name, d);
-            // With shared-mask runs, the same blocks again with their r x r algebra in the original
-            // basis where the engine's default is K's eigenbasis (MosaicEngine::set_shared_mask_eigenbasis).
-            const bool eigenbasis_default = mosaic::Tuning<Exec>::shared_mask_eigenbasis;
-            for (const bool original : {false, true}) {
-              const BlockRow mb = o.dtype_double ? bench_block<double>(o, d, r, br.k, &m, false, original)
-                                                 : bench_block<float>(o, d, r, br.k, &m, false, original);
-              if (original && !(eigenbasis_default && mb.shared_fraction > 0)) break;
-              // The unmasked blocked update again, right after: on a shared machine its rate moves by
-              // more than the masked form's cost between the two, so the ratio to each side is printed.
-              const BlockRow after =
-                  o.dtype_double ? bench_block<double>(o, d, r, br.k) : bench_block<float>(o, d, r, br.k);
-              const std::string label = name + (original ? " (original basis)" : "");
-              char mline[512];
-              std::snprintf(
-                  mline, sizeof mline,
-                  "| %d | %d | %d | %s | %.4f | %.3f | %.3f | %ld | %.1f | %.2fx | %.2fx | %.2fx | %ld | %d |", d, r,
-                  br.k, label.c_str(), mb.missing_fraction, mb.run_fraction, mb.shared_fraction, mb.steps, mb.sps,
-                  br.sps / mb.sps, after.sps / mb.sps, w.engine_sps / mb.sps, mb.clamped, mb.broken);
-              masked_block_rows.push_back(mline);
-              std::printf("# masked blocks: %s\n", mline);
-              if (mb.phased && br.phased) {
-                if (!unmasked_phases_shown) masked_phase_rows.push_back(masked_phase_row(o, d, r, "none", br));
-                unmasked_phases_shown = true;
-                masked_phase_rows.push_back(masked_phase_row(o, d, r, label, mb));
-              }
-              std::fflush(stdout);
-              if (mb.broken) rc = 1;
+            const BlockRow mb =
+                o.dtype_double ? bench_block<double>(o, d, r, br.k, &m) : bench_block<float>(o, d, r, br.k, &m);
+            // The unmasked blocked update again, right after: on a shared machine its rate moves by
+            // more than the masked form's cost between the two, so the ratio to each side is printed.
+            const BlockRow after =
+                o.dtype_double ? bench_block<double>(o, d, r, br.k) : bench_block<float>(o, d, r, br.k);
+            char mline[512];
+            std::snprintf(mline, sizeof mline,
+                          "| %d | %d | %d | %s | %.4f | %.3f | %.3f | %ld | %.1f | %.2fx | %.2fx | %.2fx | %ld | %d |",
+                          d, r, br.k, name.c_str(), mb.missing_fraction, mb.run_fraction, mb.shared_fraction, mb.steps,
+                          mb.sps, br.sps / mb.sps, after.sps / mb.sps, w.engine_sps / mb.sps, mb.clamped, mb.broken);
+            masked_block_rows.push_back(mline);
+            std::printf("# masked blocks: %s\n", mline);
+            if (mb.phased && br.phased) {
+              if (!unmasked_phases_shown) masked_phase_rows.push_back(masked_phase_row(o, d, r, "none", br));
+              unmasked_phases_shown = true;
+              masked_phase_rows.push_back(masked_phase_row(o, d, r, name, mb));
             }
+            std::fflush(stdout);
+            if (mb.broken) rc = 1;
           }
           if (o.noise_diagonal) {
             const BlockRow nb = o.dtype_double ? bench_block<double>(o, d, r, br.k, nullptr, true)
@@ -956,8 +947,7 @@ int main(int argc, char** argv) {
         "masked blocks (algorithm.missing: posterior, block_size k: runs of >= 2 complete samples blocked, runs of "
         ">= 2 samples missing the same coordinates by the shared-mask blocked form (7.7.2), the other samples masked "
         "sequential steps, ALGORITHM.md 7.7.3) against the unmasked blocked update of the same k (timed before the "
-        "masked blocks, and again right after them) and the unmasked sequential kernel of the same run; with shared-mask "
-        "runs where their r x r algebra defaults to K's eigenbasis, a second row in the original basis",
+        "masked blocks, and again right after them) and the unmasked sequential kernel of the same run",
         "| d | r | k | pattern | missing fraction | samples in blocked runs | samples in shared-mask runs | steps | "
         "samples/s | cost vs unmasked blocked | cost vs unmasked blocked (after) | cost vs unmasked sequential | "
         "clamped | broken |",

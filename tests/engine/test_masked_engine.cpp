@@ -15,7 +15,6 @@
 #include <limits>
 #include <random>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "mosaic/algorithm/reference_masked.hpp"
@@ -71,9 +70,6 @@ struct Case {
   // the outage starts at step 2500, once s2 has come down from init's
   // floor (1e-6 of the mean eigenvalue) to what the residuals say.
   bool wide_spectrum = false;
-  // 7.7.2's runs under the observed rotation in K's eigenbasis (every
-  // backend here, whatever its tuning's default), else the original basis.
-  bool eigenbasis = true;
 };
 
 std::string name(const Case& c) {
@@ -83,7 +79,7 @@ std::string name(const Case& c) {
          (c.dead_channel ? "/dead-channel" : "") + (c.revive_at > 0 ? "/revive=" + std::to_string(c.revive_at) : "") +
          (c.gram_reuse ? "" : "/no-reuse") + "/gemm=" + to_string(c.gemm) + (c.diagonal ? "/diagonal" : "") +
          (c.complete ? "/complete" : "") + (c.cond_max > 0 ? "/cond_max=" + std::to_string(c.cond_max) : "") +
-         (c.wide_spectrum ? "/wide" : "") + (c.eigenbasis ? "" : "/original-basis");
+         (c.wide_spectrum ? "/wide" : "");
 }
 
 // B streams of the synthetic drifting stream with MCAR, an outage and
@@ -149,7 +145,6 @@ double run_masked(const Case& c, int d, int r, int steps, const std::string& wha
   if (team_size > 0) eng.set_team_size(team_size);
   eng.set_gram_reuse(c.gram_reuse);
   if (c.block_size > 1) eng.set_block_gemm(c.gemm);
-  eng.set_shared_mask_eigenbasis(c.eigenbasis);
   std::vector<MaskedReferenceState<T>> ref;
   for (int b = 0; b < B; ++b) {
     std::vector<T> X(std::size_t(n0) * d);
@@ -503,9 +498,6 @@ TEST(MaskedEngine, SharedMaskRunsMatchTheReference) {
   c.outage_only = true;
   c.block_size = 16;
   std::vector<Case> cases;
-  c.eigenbasis = false;  // the original basis' r x r algebra
-  cases.push_back(c);
-  c.eigenbasis = true;
   for (const MissingRotation rotation : {MissingRotation::observed, MissingRotation::geodesic}) {
     c.rotation = rotation;
     for (const BlockGemm g : {BlockGemm::vendor, BlockGemm::kokkos_batched, BlockGemm::tiled}) {
@@ -581,41 +573,6 @@ TEST(MaskedEngine, SharedMaskRunsMatchTheReference) {
 // on blocks cut into runs (missing: project, whose outage steps are masked
 // steps: posterior's take 7.7.2's form), with and without a Cholesky-QR
 // every 50 steps.
-
-// The two bases of 7.7.2's r x r algebra under the observed rotation (K's
-// eigenbasis, the original one) in double and float: the same states up to
-// rounding (1e-12 relative in double; float's coefficient algebra is in
-// double too, and rounding its results to float hides the bases'
-// difference), and in double not the same bits, which shows the eigenbasis
-// was taken (a run that fell back to the original basis would give the
-// original's bits).
-TEST(MaskedEngine, SharedMaskRunsInKsEigenbasisEqualTheOriginalBasis) {
-  using Exec = Kokkos::DefaultExecutionSpace;
-  Case c;
-  c.outage_only = true;
-  c.block_size = 16;
-  c.gemm = BlockGemm::vendor;
-  auto compare = [&](auto zero, double tol) {
-    using T = decltype(zero);
-    std::vector<MaskedReferenceState<T>> eig, orig;
-    MaskedRunCounts cuts;
-    c.eigenbasis = true;
-    run_masked<T, Exec>(c, 40, 4, 800, name(c), 0, &eig, nullptr, &cuts);
-    EXPECT_GT(cuts.shared_samples, 3 * 250);
-    c.eigenbasis = false;
-    run_masked<T, Exec>(c, 40, 4, 800, name(c), 0, &orig);
-    ASSERT_EQ(eig.size(), orig.size());
-    double gap = 0, differ = 0;
-    for (std::size_t b = 0; b < eig.size(); ++b) {
-      gap = std::max(gap, state_gap<T>(eig[b], orig[b]));
-      for (std::size_t e = 0; e < eig[b].S.size(); ++e) differ += eig[b].S[e] != orig[b].S[e];
-    }
-    EXPECT_LT(gap, tol) << (sizeof(T) == 8 ? "double" : "float");
-    if (std::is_same_v<T, double>) EXPECT_GT(differ, 0) << "double: the same bits in both bases";
-  };
-  compare(0.0, 1e-12);
-  compare(0.0f, 1e-4);
-}
 TEST(MaskedEngine, GramReusedDuringAnOutageChangesNoBit) {
   using Exec = Kokkos::DefaultExecutionSpace;
   for (const int k : {0, 16})

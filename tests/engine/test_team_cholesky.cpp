@@ -22,6 +22,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "mosaic/engine/backend.hpp"
+#include "mosaic/engine/impl/team_gram.hpp"
 #include "mosaic/engine/team_cholesky.hpp"
 #include "mosaic/engine/transfer.hpp"
 #include "mosaic/util/team_loops.hpp"
@@ -123,23 +124,22 @@ void team_loops_on_one_team(const Mats& in, const Mats& out, int r, int team_siz
   Kokkos::fence();
 }
 
-// lower_solve_columns<true> and plus_gram<true> (X and Y lower triangular)
-// on one team: out(0) = L^-1 X, out(2) = A - Y^T Y / 2 (in as in
-// team_loops_on_one_team).
-void lower_triangular_loops_on_one_team(const Mats& in, const Mats& out, int r, int team_size) {
+// team_gram_lower's two forms on one team: G(f) = the lower triangle of
+// sum_k rows(k, :)^T rows(k, :) in double from float rows, by the host
+// form (f = 0) and the device form (f = 1).
+using FloatRows = Kokkos::View<float**, Kokkos::LayoutRight, Mem>;
+void gram_forms_on_one_team(const FloatRows& rows, const Mats& G, int r, int team_size) {
   using policy = Kokkos::TeamPolicy<Exec>;
+  const int n = rows.extent_int(0);
   Kokkos::parallel_for(
-      "test::lower_triangular_loops", policy(1, team_size), KOKKOS_LAMBDA(const policy::member_type& m) {
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r * r),
-                             [&](const int e) { out(0, e / r, e % r) = in(2, e / r, e % r); });
-        m.team_barrier();
-        auto X0 = Kokkos::subview(out, 0, Kokkos::ALL(), Kokkos::ALL());
-        const auto lower = [&](const int i, const int k) { return in(0, i, k); };
-        const auto A = Kokkos::subview(in, 4, Kokkos::ALL(), Kokkos::ALL());
-        const auto Y = Kokkos::subview(in, 3, Kokkos::ALL(), Kokkos::ALL());
-        const auto G = Kokkos::subview(out, 2, Kokkos::ALL(), Kokkos::ALL());
-        mosaic::detail::lower_solve_columns<true>(m, r, lower, X0);
-        mosaic::detail::plus_gram<true>(m, r, A, -0.5, Y, G);
+      "test::gram_forms", policy(1, team_size), KOKKOS_LAMBDA(const policy::member_type& m) {
+        const auto G0 = Kokkos::subview(G, 0, Kokkos::ALL(), Kokkos::ALL());
+        const auto G1 = Kokkos::subview(G, 1, Kokkos::ALL(), Kokkos::ALL());
+        if constexpr (on_host)
+          mosaic::detail::host_gram_lower(
+              m, r, n, [&](const int k) { return &rows(k, 0); }, G0);
+        mosaic::detail::device_gram_lower(
+            m, r, n, [&](const int k, const int a) { return rows(k, a); }, G1);
       });
   Kokkos::fence();
 }
@@ -334,58 +334,33 @@ TEST(TeamLoops, SolveAndGramEqualThePlainLoopsAtEveryTeamSize) {
   }
 }
 
-// The lower-triangular forms (7.7.2's posterior in K's eigenbasis: Y = R^-T
-// Delta with Delta diagonal, then Delta - Y^T Y): X and Y lower triangular,
-// whose zero rows the host forms skip; the plain loops' values on teams of
-// every size (r = 8 to 128: whole tiles, 13 to 41: short ones), so a
-// skipped product that was not zero fails it.
-TEST(TeamLoops, LowerTriangularSolveAndGramEqualThePlainLoops) {
+// 7.8's Gram of basis rows (team_gram_lower): the host's register tiles
+// and the device's entry per thread give the plain loops' bits on teams of
+// every size (r = 8 to 64: whole tiles; 1, 5, 13, 37: entries outside
+// them), each entry one running sum in double in increasing k.
+TEST(TeamGram, BothFormsEqualThePlainLoopsAtEveryTeamSize) {
   std::mt19937_64 gen(20261207);
-  std::normal_distribution<double> n01;
-  for (int r : {1, 2, 7, 8, 9, 13, 16, 17, 37, 41, 64, 128}) {
-    std::vector<double> L(std::size_t(r) * r), X(L.size()), Y(L.size()), A(L.size());
-    for (int i = 0; i < r; ++i)
-      for (int j = 0; j < r; ++j) {
-        L[i * r + j] = j < i ? n01(gen) : j == i ? 1.5 + std::abs(n01(gen)) : 0.0;
-        X[i * r + j] = j <= i ? n01(gen) : 0.0;
-        Y[i * r + j] = j <= i ? n01(gen) : 0.0;
-        A[i * r + j] = n01(gen);
-      }
-    std::vector<double> solved = X, gram(L.size());
-    for (int c = 0; c < r; ++c)
-      for (int i = 0; i < r; ++i) {
-        double v = solved[i * r + c];
-        for (int k = 0; k < i; ++k) v -= L[i * r + k] * solved[k * r + c];
-        solved[i * r + c] = v / L[i * r + i];
-      }
-    for (int a = 0; a < r; ++a)
-      for (int c = 0; c < r; ++c) {
-        double v = 0;
-        for (int k = 0; k < r; ++k) v += Y[k * r + a] * Y[k * r + c];
-        gram[a * r + c] = A[a * r + c] - 0.5 * v;
-      }
+  std::normal_distribution<float> n01;
+  for (int r : {1, 5, 8, 13, 16, 37, 64}) {
+    const int n = 3 * r + 7;
+    FloatRows rows("rows", n, r);
+    auto hr = mosaic::transfer::to_host(rows);
+    for (int k = 0; k < n; ++k)
+      for (int a = 0; a < r; ++a) hr(k, a) = n01(gen);
+    mosaic::transfer::copy_from_host(rows, hr);
     for (int ts : team_sizes()) {
-      Mats in("in", 5, r, r), out("out", 3, r, r);
-      auto h = mosaic::transfer::to_host(in);
-      for (int i = 0; i < r; ++i)
-        for (int j = 0; j < r; ++j) {
-          h(0, i, j) = L[i * r + j];
-          h(2, i, j) = X[i * r + j];
-          h(3, i, j) = Y[i * r + j];
-          h(4, i, j) = A[i * r + j];
-        }
-      mosaic::transfer::copy_from_host(in, h);
-      lower_triangular_loops_on_one_team(in, out, r, ts);
-      const auto ho = mosaic::transfer::to_host(out);
-      for (int i = 0; i < r; ++i)
-        for (int j = 0; j < r; ++j) {
+      Mats G("G", 2, r, r);
+      gram_forms_on_one_team(rows, G, r, ts);
+      const auto hg = mosaic::transfer::to_host(G);
+      for (int a = 0; a < r; ++a)
+        for (int c = 0; c <= a; ++c) {
+          double want = 0;
+          for (int k = 0; k < n; ++k) want += double(hr(k, a)) * double(hr(k, c));
           const std::string where = "r = " + std::to_string(r) + ", team size " + std::to_string(ts) + ", entry (" +
-                                    std::to_string(i) + ", " + std::to_string(j) + ")";
-          const double want[2] = {solved[i * r + j], gram[i * r + j]}, got[2] = {ho(0, i, j), ho(2, i, j)};
-          for (int q = 0; q < 2; ++q) {
-            if (on_host) ASSERT_EQ(got[q], want[q]) << where << (q == 0 ? ", the solve" : ", the gram");
-            else ASSERT_NEAR(got[q], want[q], 1e-10 * (1 + std::abs(want[q]))) << where << ", result " << q;
-          }
+                                    std::to_string(a) + ", " + std::to_string(c) + ")";
+          if (on_host) ASSERT_TRUE(same_bits(hg(0, a, c), want)) << where << ", host form";
+          if (on_host) ASSERT_TRUE(same_bits(hg(1, a, c), want)) << where << ", device form";
+          else ASSERT_NEAR(hg(1, a, c), want, 1e-10 * (1 + std::abs(want))) << where << ", device form";
         }
     }
   }

@@ -70,12 +70,6 @@ struct HostTuning {
   // with 32 columns, 24.6-25.8 with 64 and 24.9-26.4 with 128 (one call,
   // all of H) (docs/PERFORMANCE.md, "Panels of the products").
   static constexpr int vendor_panel_cols = 64;
-  // A shared-mask run (7.7.2, observed rotation) does its r x r algebra in
-  // the eigenbasis of K (block_coefficients.hpp): a third of the
-  // posterior's r^3 products each step for one eigen-solve per run, on the
-  // team's one thread (docs/PERFORMANCE.md, "The posterior in K's
-  // eigenbasis").
-  static constexpr bool shared_mask_eigenbasis = true;
 };
 
 // Device spaces: U column-major per stream, one team of many threads per
@@ -87,9 +81,6 @@ struct DeviceTuning {
   static constexpr int synthetic_samples_per_pass = 1;       // a GPU thread's accumulators are registers
   static constexpr int synthetic_basis_blocks_per_pass = 1;  // one block per thread (a work item per row)
   static constexpr int vendor_panel_cols = 32;
-  // The eigen-solve runs on one thread of a team: devices keep the
-  // original basis, whose r^3 products the whole team shares.
-  static constexpr bool shared_mask_eigenbasis = false;
 };
 
 // True where the backend's GEMM (strided_gemm.hpp) on this space's views

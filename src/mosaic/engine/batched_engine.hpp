@@ -294,12 +294,6 @@ class MosaicEngine {
   BlockGemm block_gemm() const { return gemm_; }
   // The kernel automatic stands for on this backend.
   BlockGemm block_gemm_resolved() const { return gemm_resolved_; }
-  // 7.7.2's shared-mask runs under the observed rotation: their r x r
-  // algebra in the eigenbasis of K (impl/block_coefficients.hpp) or in the
-  // original basis; the default is the space's tuning
-  // (Tuning::shared_mask_eigenbasis). The same states up to rounding.
-  void set_shared_mask_eigenbasis(bool on) { shared_mask_eigenbasis_ = on; }
-  bool shared_mask_eigenbasis() const { return shared_mask_eigenbasis_; }
   // Phase timing of the blocked update with gemm vendor (BlockPhases).
   void set_phase_timing(bool on) {
     phase_timing_ = on;
@@ -608,7 +602,6 @@ class MosaicEngine {
   detail::WhitenedBlockWork<Scalar, ExecSpace> whitened_;  // noise: diagonal, blocked (8.5)
   bool maintained_ = false, vendor_over_streams_allowed_ = false, vendor_over_streams_ = false, phase_timing_ = false;
   int panel_cols_ = Tuning<ExecSpace>::vendor_panel_cols;
-  bool shared_mask_eigenbasis_ = Tuning<ExecSpace>::shared_mask_eigenbasis;
   mutable BlockPhases phases_;
   // Phase timing (BlockPhases): the end of the last phase timed.
   mutable std::chrono::steady_clock::time_point phase_mark_;
@@ -823,7 +816,6 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
   f.missing_entries = sb.missing_entries;
   f.cond_max = params_.missing_cond_max;
   f.geodesic = params_.missing_rotation == MissingRotation::geodesic;
-  f.shared_mask_eigenbasis = shared_mask_eigenbasis_;
   f.base = bind(sb);
   if (mean.extent(0) > 0) f.base.mu = mean;
   f.Rfac = sb.Rfac;

@@ -147,14 +147,10 @@ KOKKOS_INLINE_FUNCTION void device_lower_solve_columns(const Member& m, int r, c
 // on the row before it: W columns of doubles are W / 8 independent chains
 // of vector divisions on AVX-512, W / 16 in float, which is why the tiles
 // are 2 host_tile_cols wide where they fit). A short last panel takes
-// plain chains. XLower (X lower triangular, zeros above the diagonal, so
-// its columns from c0 are zero above row c0 and stay so): the panels start
-// at the one holding row c0, and the subtractions of the zero rows above
-// it, which change no value, are left out.
-template <int P, int W, bool XLower, class LowerEntry, class XM>
+// plain chains.
+template <int P, int W, class LowerEntry, class XM>
 KOKKOS_INLINE_FUNCTION void host_lower_solve_tile(int r, int c0, const LowerEntry& L, const XM& X) {
-  const int first = XLower ? c0 - c0 % P : 0;
-  for (int i0 = first; i0 < r; i0 += P) {
+  for (int i0 = 0; i0 < r; i0 += P) {
     if (r - i0 < P) {
       for (int c = c0; c < c0 + W; ++c) forward_substitute_rows(c, i0, r, L, X);
       continue;
@@ -162,7 +158,7 @@ KOKKOS_INLINE_FUNCTION void host_lower_solve_tile(int r, int c0, const LowerEntr
     entry_t<XM> acc[P * W];
     for (int p = 0; p < P; ++p)
       for (int w = 0; w < W; ++w) acc[p * W + w] = X(i0 + p, c0 + w);
-    for (int k = first; k < i0; ++k)
+    for (int k = 0; k < i0; ++k)
       for (int p = 0; p < P; ++p) {
         const auto l = L(i0 + p, k);
         MOSAIC_SIMD_LOOP
@@ -187,16 +183,16 @@ KOKKOS_INLINE_FUNCTION void host_lower_solve_tile(int r, int c0, const LowerEntr
 // fewer are left, plain chains for the last fewer than W), spread over the
 // team's threads; the columns are independent, so a thread solves its
 // tiles from the first row to the last without a barrier.
-template <bool XLower, class Member, class LowerEntry, class XM>
+template <class Member, class LowerEntry, class XM>
 KOKKOS_INLINE_FUNCTION void host_lower_solve_columns(const Member& m, int r, const LowerEntry& L, const XM& X) {
   constexpr int P = host_tile_rows, W = host_tile_cols;
   const int ts = m.team_size(), wide = r / (2 * W), narrow = (r - wide * 2 * W) / W;
   const int c_plain = wide * 2 * W + narrow * W;
   for (int t = m.team_rank(); t < wide + narrow + (c_plain < r ? 1 : 0); t += ts) {
     if (t < wide) {
-      host_lower_solve_tile<P, 2 * W, XLower>(r, t * 2 * W, L, X);
+      host_lower_solve_tile<P, 2 * W>(r, t * 2 * W, L, X);
     } else if (t < wide + narrow) {
-      host_lower_solve_tile<P, W, XLower>(r, wide * 2 * W + (t - wide) * W, L, X);
+      host_lower_solve_tile<P, W>(r, wide * 2 * W + (t - wide) * W, L, X);
     } else {
       for (int c = c_plain; c < r; ++c) forward_substitute_rows(c, 0, r, L, X);
     }
@@ -211,15 +207,12 @@ KOKKOS_INLINE_FUNCTION void host_lower_solve_columns(const Member& m, int r, con
 // bits do not depend on the form or the team size). Devices: one column
 // per thread (device_lower_solve_columns); host spaces: register tiles
 // (host_lower_solve_columns; docs/PERFORMANCE.md, "The posterior's r x r
-// algebra in register tiles"). XLower: X is lower triangular (so is the
-// solution); the host form then skips the zero rows above each tile's
-// first column (the same values: their subtractions are of zeros), about
-// a third of the full solve's multiply-adds. Ends with a team barrier.
-template <bool XLower = false, class Member, class LowerEntry, class XM>
+// algebra in register tiles"). Ends with a team barrier.
+template <class Member, class LowerEntry, class XM>
 KOKKOS_INLINE_FUNCTION void lower_solve_columns(const Member& m, int r, const LowerEntry& L, const XM& X) {
   using space = typename Member::execution_space;
   if constexpr (Kokkos::SpaceAccessibility<space, Kokkos::HostSpace>::accessible) {
-    host_lower_solve_columns<XLower>(m, r, L, X);
+    host_lower_solve_columns(m, r, L, X);
   } else {
     device_lower_solve_columns(m, r, L, X);
   }
@@ -246,9 +239,8 @@ KOKKOS_INLINE_FUNCTION void device_plus_gram(const Member& m, int r, const AM& A
 // diagonal, spread over the team's threads; a tile's running sums stay in
 // registers while k runs, and each sum serves out(a, c) and out(c, a) (the
 // same products: half the multiply-adds of the whole matrix). Short edge
-// tiles take plain sums. YLower (Y lower triangular): a tile's sums start
-// at its first column's row, the earlier products being zeros.
-template <bool YLower, class Member, class AM, class T, class YM, class OM>
+// tiles take plain sums.
+template <class Member, class AM, class T, class YM, class OM>
 KOKKOS_INLINE_FUNCTION void host_plus_gram(const Member& m, int r, const AM& A, T s, const YM& Y, const OM& out) {
   constexpr int B = host_tile_rows;
   static_assert(host_tile_cols == host_tile_rows, "plus_gram's tiles mirror across the diagonal");
@@ -262,7 +254,7 @@ KOKKOS_INLINE_FUNCTION void host_plus_gram(const Member& m, int r, const AM& A, 
       T acc[B * B];
       if (na == B && nc == B) {
         for (int e = 0; e < B * B; ++e) acc[e] = T(0);
-        for (int k = YLower ? c0 : 0; k < r; ++k)
+        for (int k = 0; k < r; ++k)
           for (int p = 0; p < B; ++p) {
             const auto y = Y(k, a0 + p);  // the product in Y's type, as the other forms
             MOSAIC_SIMD_LOOP
@@ -286,14 +278,12 @@ KOKKOS_INLINE_FUNCTION void host_plus_gram(const Member& m, int r, const AM& A, 
 // the team size; with A symmetric, the callers' N and Delta, out(a, c) and
 // out(c, a) are the same number and out needs no symmetrize). Devices: one
 // entry per thread (device_plus_gram); host spaces: register tiles
-// (host_plus_gram; YLower: Y lower triangular, whose zero products the
-// host form skips, about a third of the multiply-adds). out must not alias
-// A or Y. Ends with a team barrier.
-template <bool YLower = false, class Member, class AM, class T, class YM, class OM>
+// (host_plus_gram). out must not alias A or Y. Ends with a team barrier.
+template <class Member, class AM, class T, class YM, class OM>
 KOKKOS_INLINE_FUNCTION void plus_gram(const Member& m, int r, const AM& A, T s, const YM& Y, const OM& out) {
   using space = typename Member::execution_space;
   if constexpr (Kokkos::SpaceAccessibility<space, Kokkos::HostSpace>::accessible) {
-    host_plus_gram<YLower>(m, r, A, s, Y, out);
+    host_plus_gram(m, r, A, s, Y, out);
   } else {
     device_plus_gram(m, r, A, s, Y, out);
   }

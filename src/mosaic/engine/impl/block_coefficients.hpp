@@ -12,7 +12,6 @@
 
 #include <Kokkos_Core.hpp>
 
-#include "mosaic/algorithm/tridiagonal_eigen.hpp"
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/frame_rotation.hpp"
 #include "mosaic/engine/impl/team_gram.hpp"
@@ -51,34 +50,15 @@ enum BlockVec : int {
   bv_zls,  // the shared-mask form (7.7.2): z_ls = C^-1 b, v = C^-1 g, vh = v / beta
   bv_v,
   bv_vh,
-  bv_epart,   // section 6's resolve rule: partial sums of ||e||^2 over fixed chunks of rows
-  bv_lambda,  // a shared-mask run in K's eigenbasis: K's eigenvalues
-  bv_t,       // work: a vector changed to or from that basis (the eigen-solve's work before)
+  bv_epart,  // section 6's resolve rule: partial sums of ||e||^2 over fixed chunks of rows
   bv_count
 };
 // Indices of the double r x r work matrices of one stream
 // (At = A^T; W0 = U0^T U0, measured when the block ends with a Cholesky-QR;
 // the shared-mask form's N = U0_M^T U0_M, K = C^-1 - I, the posterior
 // covariance P and a scratch Y; under missing_rotation: geodesic the
-// missing rows' coefficient A_M (U_M = U0_M A_M) and Nt = A_M^T N A_M;
-// a shared-mask run in K's eigenbasis: K = Q diag(lambda) Q^T, Q and Q^T.)
-enum BlockMat : int {
-  bm_S = 0,
-  bm_Sp,
-  bm_F,
-  bm_F2,
-  bm_At,
-  bm_W0,
-  bm_N,
-  bm_K,
-  bm_P,
-  bm_Y,
-  bm_AM,
-  bm_Nt,
-  bm_Q,
-  bm_Qt,
-  bm_count
-};
+// missing rows' coefficient A_M (U_M = U0_M A_M) and Nt = A_M^T N A_M.)
+enum BlockMat : int { bm_S = 0, bm_Sp, bm_F, bm_F2, bm_At, bm_W0, bm_N, bm_K, bm_P, bm_Y, bm_AM, bm_Nt, bm_count };
 
 // What the blocked update does the same way whatever its GEMM kernel: the
 // bound state, the coefficient work arrays and the k coefficient steps.
@@ -126,9 +106,6 @@ struct BlockCoefficients {
   // missing rows too (U_M = U0_M A_M), so C and K are formed again for
   // every sample from Nt = A_M^T N A_M.
   bool geodesic = false;
-  // A shared-mask run under the observed rotation does its r x r algebra in
-  // K's eigenbasis (enter_eigenbasis; MosaicEngine::set_shared_mask_eigenbasis).
-  bool shared_mask_eigenbasis = false;
   // noise: diagonal (8.5, impl/block_noise.hpp; unbound otherwise): each
   // completed step's residual coefficients, column t - 1 of stream b =
   // [alpha_t; beta_t] (e_t = U0 alpha_t + D beta_t; rows r + t.. zero), and
@@ -360,83 +337,6 @@ struct BlockCoefficients {
     return double(r) + trK <= cond_max;
   }
 
-  // ------------------------------------------- a shared-mask run in K's eigenbasis
-  // Under the observed rotation K = C^-1 - I is the same for every sample
-  // of a shared-mask run (7.7.2), so the run's r x r algebra can take the
-  // orthonormal basis of K's eigenvectors, K = Q diag(lambda) Q^T, in which
-  // Delta = s2 K is diagonal: S is held as Q^T S Q for the whole run, and
-  // each step's vectors change basis on the way in (z_ls) and out (gh, v),
-  // O(r^2) each. There the posterior's Y = R^-T Delta is lower triangular
-  // and P = Delta - Y^T Y a Gram of a triangular matrix: about a third of
-  // the two r^3 products each step takes in the original basis, at the
-  // price of one eigen-solve and two changes of basis of S per run. The
-  // rest of the step is basis-free (q, the log determinant, the step
-  // length, g^T g, g^T K g, the transport in the plane of gh: T = I + (cos
-  // - 1) gh gh^T is Q^T T Q with Q^T gh). Exact in exact arithmetic; the
-  // rounding differs from the original basis' by about r eps ||S||.
-
-  // Enter the basis: Q, Q^T and lambda from K (one thread: the
-  // eigen-solve of tridiagonal_eigen.hpp), then S <- Q^T S Q (symmetrized;
-  // F and Sp as scratch). False, nothing changed but the scratch, when the
-  // eigen-solve does not converge (only for a non-finite K).
-  KOKKOS_INLINE_FUNCTION bool enter_eigenbasis(const member_type& m, int b) const {
-    const int r = base.r;
-    auto Q = Kokkos::subview(dM, b, int(bm_Q), Kokkos::ALL(), Kokkos::ALL());
-    auto Qt = Kokkos::subview(dM, b, int(bm_Qt), Kokkos::ALL(), Kokkos::ALL());
-    const auto lambda = Kokkos::subview(dv, b, int(bv_lambda), Kokkos::ALL());
-    const auto work = Kokkos::subview(dv, b, int(bv_t), Kokkos::ALL());
-    for_each_entry(m, r, r, [&](const int a, const int c) { Q(a, c) = dM(b, bm_K, a, c); });
-    m.team_barrier();
-    int converged = 0;
-    Kokkos::single(
-        Kokkos::PerTeam(m), [&](int& ok) { ok = tridiagonal_ql_eigen(Q, lambda, work, r, true) ? 1 : 0; }, converged);
-    m.team_barrier();
-    if (!converged) return false;
-    for_each_entry(m, r, r, [&](const int a, const int c) { Qt(a, c) = Q(c, a); });
-    m.team_barrier();
-    change_basis_S(m, b, &Q(0, 0));
-    return true;
-  }
-
-  // Leave the basis at the run's end (or where a step broke down): S <- Q S
-  // Q^T, symmetrized.
-  KOKKOS_INLINE_FUNCTION void leave_eigenbasis(const member_type& m, int b) const {
-    change_basis_S(m, b, &dM(b, bm_Qt, 0, 0));
-  }
-
-  // S <- M^T S M for M = Q (entering) or Q^T (leaving), M row-major with
-  // rows of length r: F = S M (row a of F: the rows of M weighted by row a
-  // of S), then Sp = M^T F (row a: the rows of F weighted by column a of
-  // M), then S = (Sp + Sp^T) / 2. Each entry one running sum in increasing
-  // index.
-  KOKKOS_INLINE_FUNCTION void change_basis_S(const member_type& m, int b, const double* M) const {
-    const int r = base.r;
-    auto S = Kokkos::subview(dM, b, int(bm_S), Kokkos::ALL(), Kokkos::ALL());
-    auto F = Kokkos::subview(dM, b, int(bm_F), Kokkos::ALL(), Kokkos::ALL());
-    auto Sp = Kokkos::subview(dM, b, int(bm_Sp), Kokkos::ALL(), Kokkos::ALL());
-    team_share(m, r, [&](const int lo, const int hi) {
-      for (int a = lo; a < hi; ++a) rows_combination(r, r, &F(a, 0), &S(a, 0), 1, M, false);
-    });
-    m.team_barrier();
-    team_share(m, r, [&](const int lo, const int hi) {
-      for (int a = lo; a < hi; ++a) rows_combination(r, r, &Sp(a, 0), M + a, r, &F(0, 0), false);
-    });
-    m.team_barrier();
-    symmetrize(m, r, Sp, S);
-    m.team_barrier();
-  }
-
-  // x <- Q^T x (to_basis) or Q x, one running sum per entry (rows_times on
-  // the rows of Q or of Q^T); bv_t as scratch.
-  template <class V>
-  KOKKOS_INLINE_FUNCTION void change_basis(const member_type& m, int b, const V& x, bool to_basis) const {
-    const int r = base.r;
-    double* const t = &dv(b, bv_t, 0);
-    rows_times(m, r, r, &dM(b, to_basis ? bm_Q : bm_Qt, 0, 0), r, &x(0), t, false);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) { x(a) = t[a]; });
-    m.team_barrier();
-  }
-
   // Section 6's resolve rule: ||e||^2 of the explicit residual
   // e = U0 alpha + D beta of sample t (alpha, beta in dv), with D's columns
   // 0..T-1 formed as the GEMM kernels form them (x - mu0 in the scalar type)
@@ -488,11 +388,8 @@ struct BlockCoefficients {
   // ||y_t||^2 (unresolved, file comment) and was then recomputed from the
   // explicit residual (section 6's resolve rule, explicit_residual_norm2).
   // `preq`: section 4's quantities of the sample (n = 0 when the step
-  // breaks down before they are complete). `eigenbasis` (a shared-mask run
-  // under the observed rotation that enter_eigenbasis took into K's
-  // eigenbasis): S is Q^T S Q, and the r x r algebra from the posterior to
-  // the transport runs in that basis (Delta = s2 diag(lambda)).
-  KOKKOS_INLINE_FUNCTION int coef_step(const member_type& m, int b, int t, int mrows, bool eigenbasis, StepFlags& flags,
+  // breaks down before they are complete).
+  KOKKOS_INLINE_FUNCTION int coef_step(const member_type& m, int b, int t, int mrows, StepFlags& flags,
                                        PrequentialSample& preq) const {
     const int r = base.r, T = t;
     auto V = [&](int k) { return Kokkos::subview(dv, b, k, Kokkos::ALL()); };
@@ -560,34 +457,8 @@ struct BlockCoefficients {
 
     // Precision solve w = S^{-1} z; 7.7.2: the posterior (7.3 part 2) with
     // Delta = s2 K: R^T R = S + Delta, w = (S + Delta)^-1 z_ls, z = z_ls -
-    // Delta w, P = Delta - Y^T Y with Y = R^-T Delta. In K's eigenbasis
-    // Delta is diagonal, Y lower triangular.
-    const auto lambda = V(bv_lambda);
-    if (eigenbasis) {
-      change_basis(m, b, zls, true);
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {  // whole rows, then the diagonal
-        for (int e = 0; e < r; ++e) {
-          F(a, e) = S(a, e);
-          Y(a, e) = 0.0;
-          F2(a, e) = 0.0;
-        }
-        const double delta = s2_old * lambda(a);
-        F(a, a) = S(a, a) + delta;
-        Y(a, a) = delta;
-        F2(a, a) = delta;
-      });
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = zls(j); });
-      if (!cholesky_upper(m, F, r)) return breakdown_s_not_spd;
-      solve_upper(m, F, w, r);
-      for (int j = 0; j < r; ++j) preq.quad += zls(j) * w(j);
-      preq.logdet_sd = logdet_from_factor(r, &F(0, 0), long(F.stride(0)));
-      preq.logdet_c = dsc(b, 3);
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r),
-                           [&](const int j) { z(j) = zls(j) - s2_old * (lambda(j) * w(j)); });
-      lower_solve_columns<true>(
-          m, r, [&](const int i, const int k) { return F(k, i); }, Y);
-      plus_gram<true>(m, r, F2, -1.0, Y, P);
-    } else if (masked) {
+    // Delta w, P = Delta - Y^T Y with Y = R^-T Delta.
+    if (masked) {
       for_each_entry(m, r, r, [&](const int a, const int e) {
         F(a, e) = S(a, e) + s2_old * Km(a, e);
         Y(a, e) = s2_old * Km(a, e);
@@ -672,12 +543,7 @@ struct BlockCoefficients {
     const bool observed_rotation = masked && !geodesic;
     double gnorm = 0, ghKgh = 0;
     if (observed_rotation) {
-      if (eigenbasis) {
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) { v(a) = lambda(a) * g(a); });
-        m.team_barrier();
-      } else {
-        rows_times(m, r, r, &Km(0, 0), r, &g(0), &v(0), false);
-      }
+      rows_times(m, r, r, &Km(0, 0), r, &g(0), &v(0), false);
       double gg = 0, gKg = 0;
       for (int a = 0; a < r; ++a) {
         gg += g(a) * g(a);
@@ -698,10 +564,6 @@ struct BlockCoefficients {
                                                                        double(base.eta_U), s2_old, ghKgh, g, gh, u, Sp);
     const bool rotate = rot.rotate;
     const double theta = rot.theta, sn = rot.sn, cm1 = rot.cm1;
-    if (eigenbasis && rotate) {  // the rotation of the coefficients takes gh and v in the original basis
-      change_basis(m, b, gh, false);
-      change_basis(m, b, v, false);
-    }
     const double s2_new = (1 - double(base.eta_s)) * s2_old + double(base.eta_s) * rho2 / double(base.d - mrows - r);
 
     if (!step_update_is_finite<double>(m, r, Sp, rho2, q, gnorm, theta, s2_new)) return breakdown_nonfinite_update;

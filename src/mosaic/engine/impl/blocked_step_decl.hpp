@@ -53,11 +53,9 @@ struct BlockFunctor : BlockCoefficients<Base> {
   using Coefficients::dM;
   using Coefficients::dsc;
   using Coefficients::dv;
-  using Coefficients::enter_eigenbasis;
   using Coefficients::factor_age;
   using Coefficients::geodesic;
   using Coefficients::geodesic_sample_factors;
-  using Coefficients::leave_eigenbasis;
   using Coefficients::maintained;
   using Coefficients::missing_entries;
   using Coefficients::n;
@@ -220,11 +218,6 @@ struct BlockFunctor : BlockCoefficients<Base> {
     // nothing else (a skipped step leaves U, hence C, as it was). Under the
     // geodesic rotation C is formed again before every sample.
     bool skip_run = mrows > 0 && !shared_mask_factors(m, b, mrows);
-    // Under the observed rotation, where the engine takes it, the run's
-    // r x r algebra in K's eigenbasis (block_coefficients.hpp); the original
-    // basis if the eigen-solve fails.
-    const bool eigenbasis = Coefficients::shared_mask_eigenbasis && mrows > 0 && !skip_run && !geodesic &&
-                            !maintained && enter_eigenbasis(m, b);
     int done = 0, code = 0, skipped = 0;
     for (int t = 1; t <= nb; ++t) {
       if (t - 1 >= n_ok) {
@@ -243,7 +236,7 @@ struct BlockFunctor : BlockCoefficients<Base> {
       }
       StepFlags flags;
       PrequentialSample preq;
-      code = coef_step(m, b, t, mrows, eigenbasis, flags, preq);
+      code = coef_step(m, b, t, mrows, flags, preq);
       if (code != 0) break;
       Kokkos::single(Kokkos::PerTeam(m), [&]() {
         if (flags.clamped) dsc(b, 1) += 1.0;
@@ -254,7 +247,6 @@ struct BlockFunctor : BlockCoefficients<Base> {
       done = t;
     }
     m.team_barrier();
-    if (eigenbasis) leave_eigenbasis(m, b);
 
     // 4. The Cholesky-QR (on the coefficients) when the block completed and
     // one is due, then the state after the last completed step. Not after a
