@@ -14,7 +14,10 @@
 // With gemm vendor (the default where Kokkos Kernels has a vendor BLAS) a
 // second table breaks each blocked row into its phases (MosaicEngine's
 // BlockPhases: pack, products, coefficient steps, new bases), with the
-// GEMM phases' rate against the vendor rates of the same run.
+// GEMM phases' rate against the vendor rates of the same run; its gemm
+// column also says how the GEMMs were spread and where the coefficient
+// steps factor (team scratch or the work array,
+// MosaicEngine::factor_in_team_scratch).
 //
 // --panel-cols: columns of D per GEMM of the products with gemm vendor
 // (MosaicEngine::set_vendor_panel_cols; default the backend's tuning,
@@ -654,7 +657,8 @@ BlockRow bench_block(const Options& o, int d, int r, int k, const mosaic::Missin
     const auto rw = mosaic::transfer::to_host(sb.rewhitenings);
     for (int b = 0; b < B; ++b) row.rewhitenings += rw(b);
   } else if (eng.block_gemm_resolved() == mosaic::BlockGemm::vendor) {
-    row.gemm += eng.vendor_gemm_over_streams() ? " (one thread per stream)" : " (one GEMM at a time)";
+    row.gemm += eng.vendor_gemm_over_streams() ? " (one thread per stream" : " (one GEMM at a time";
+    row.gemm += eng.factor_in_team_scratch() ? ", factors in team scratch)" : ", factors in the work array)";
     row.phased = true;
     row.phases = eng.block_phases();
     row.seconds = t_engine;

@@ -945,3 +945,57 @@ void vendor_modes_agree(double tol) {
 }
 TEST(Blocked, VendorGemmModesAgreeDouble) { vendor_modes_agree<double>(1e-13); }
 TEST(Blocked, VendorGemmModesAgreeFloat) { vendor_modes_agree<float>(1e-5); }
+
+// The coefficient steps' factorizations (S, and S + gamma s2 I) in team
+// scratch or in their global work array (MosaicEngine::
+// set_factor_in_team_scratch): the same arithmetic in another place, so
+// the same bits, with every GEMM kernel, the dense and the maintained
+// solve (which factors only the regularized system per step), teams of
+// one thread (the host's one-thread solve) and of two (the cooperative
+// solve, as on devices), double and float (a Cholesky-QR at every block
+// end). A basis too large for the team scratch keeps the work array.
+template <class T>
+void factor_places_agree() {
+  const int d = 300, r = 9, k = 40, steps = 200, B = 3;
+  const std::vector<std::uint64_t> ids = {5, 6, 7};
+  SyntheticDriftSource<T, Exec> src(drifting_spec(d, r, 5), ids);
+  const int most_threads = is_host_space<Exec> ? std::min(2, Exec().concurrency()) : 2;
+  for (BlockGemm g : gemm_kernels())
+    for (PrecisionSolve solve : {PrecisionSolve::dense, PrecisionSolve::maintained})
+      for (int team = 1; team <= most_threads; ++team) {
+        std::vector<StreamBatch<T, Exec>> batches;
+        batches.reserve(2);
+        for (bool scratch : {true, false}) {
+          MosaicParams p = base_params(kAuto);
+          p.block_size = k;
+          p.precision_solve = solve;
+          batches.emplace_back(B, d, r, ids);
+          MosaicEngine<T, Exec> eng(p, B, d, r);
+          eng.set_block_gemm(g);
+          eng.set_team_size(team);
+          eng.set_factor_in_team_scratch(scratch);
+          EXPECT_EQ(eng.factor_in_team_scratch(), scratch);
+          eng.init_random(batches.back(), 99);
+          for (std::int64_t t = 0; t < steps; t += k) {
+            Kokkos::View<T***, Kokkos::LayoutRight, Mem> X("X", B, k, d);
+            src.generate_block(t, k, X);
+            eng.step_block(batches.back(), X);
+          }
+        }
+        const std::string what = std::string(to_string(g)) +
+                                 (solve == PrecisionSolve::dense ? " dense" : " maintained") + ", team size " +
+                                 std::to_string(team);
+        for (int b = 0; b < B; ++b) {
+          const auto a = batches[0].to_host(b), w = batches[1].to_host(b);
+          ASSERT_EQ(a.steps, steps) << what;
+          EXPECT_EQ(a.U, w.U) << what << ", stream " << b;
+          EXPECT_EQ(a.S, w.S) << what << ", stream " << b;
+          EXPECT_EQ(a.mu, w.mu) << what << ", stream " << b;
+          EXPECT_EQ(a.s2, w.s2) << what << ", stream " << b;
+        }
+      }
+  MosaicEngine<T, Exec> large(base_params(kAuto), 1, 4096, 400);
+  EXPECT_FALSE(large.factor_in_team_scratch()) << "a 400 x 400 factor in team scratch";
+}
+TEST(Blocked, FactorInTeamScratchGivesTheWorkArraysBitsDouble) { factor_places_agree<double>(); }
+TEST(Blocked, FactorInTeamScratchGivesTheWorkArraysBitsFloat) { factor_places_agree<float>(); }

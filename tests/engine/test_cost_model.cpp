@@ -94,11 +94,15 @@ TEST(CostModel, DeviceChainOfTheTeamFactorization) {
     for (int k = 0; k < r; ++k) solve += 2 * (3 + (r - k - 1));
     EXPECT_DOUBLE_EQ(mosaic::cost::device_solve_chain(r, 1), solve) << "r = " << r;
   }
-  // Wider teams shorten it; beyond r threads it no longer depends on the
-  // row lengths: 5 per pivot, 1 per (trailing row, pivot), 1 per pass.
+  // Wider teams shorten it. With r threads: 5 per pivot, 1 per later row of
+  // the panel, per pass a 64th of the n (n + 1) / 2 entries of the n trailing
+  // rows (spread in two dimensions) for each of its 4 pivots, 1 per pass.
   EXPECT_LT(mosaic::cost::device_factor_chain(64, 32), mosaic::cost::device_factor_chain(64, 8));
   double wide = 0;
-  for (int j0 = 0; j0 < 64; j0 += 4) wide += 4 * 5 + (1 + 2 + 3) + 4 * (64 - j0 - 4) + 1;
+  for (int j0 = 0; j0 < 64; j0 += 4) {
+    const int n = 64 - j0 - 4;
+    wide += 4 * 5 + (1 + 2 + 3) + 4 * ((n * (n + 1) / 2 + 63) / 64) + 1;
+  }
   EXPECT_DOUBLE_EQ(mosaic::cost::device_factor_chain(64, 64), wide - 1 * 1);  // the last pivot has no row left to scale
 }
 

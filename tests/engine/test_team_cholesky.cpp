@@ -9,7 +9,8 @@
 // the left-looking factorization and, at team size 1, the one-thread solve)
 // and the device's forms, which the CPU suite runs on host too. The posterior's other r x r routines
 // (team_loops.hpp: the triangular solve of r right-hand sides and
-// A + s Y^T Y) likewise against their plain loops.
+// A + s Y^T Y; impl/team_gram.hpp: a Gram of rows; impl/team_rows_times.hpp:
+// the steps' matrix-vector products) likewise against their plain loops.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/impl/team_gram.hpp"
+#include "mosaic/engine/impl/team_rows_times.hpp"
 #include "mosaic/engine/team_cholesky.hpp"
 #include "mosaic/engine/transfer.hpp"
 #include "mosaic/util/team_loops.hpp"
@@ -141,6 +143,21 @@ void gram_forms_on_one_team(const FloatRows& rows, const Mats& G, int r, int tea
             m, r, n, [&](const int k) { return &rows(k, 0); }, G0);
         mosaic::detail::device_gram_lower(
             m, r, n, [&](const int k, const int a) { return rows(k, a); }, G1);
+      });
+  Kokkos::fence();
+}
+
+// team_rows_times' two forms on one team: y(f) (+)= sum_{j < J} M(j, :) x(j)
+// over the first n entries of rows of leading dimension ld, by the host
+// form (f = 0) and the device form (f = 1), from y(f)'s initial values when
+// `accumulate`; on a device both run there.
+void rows_times_on_one_team(const Vecs& M, const Vecs& x, const Vecs& y, int n, int J, bool accumulate, int team_size) {
+  using policy = Kokkos::TeamPolicy<Exec>;
+  const int ld = M.extent_int(1);
+  Kokkos::parallel_for(
+      "test::rows_times", policy(1, team_size), KOKKOS_LAMBDA(const policy::member_type& m) {
+        mosaic::detail::host_rows_times(m, n, J, &M(0, 0), ld, &x(0, 0), &y(0, 0), accumulate);
+        mosaic::detail::cooperative_rows_times(m, n, J, &M(0, 0), ld, &x(0, 0), &y(1, 0), accumulate);
       });
   Kokkos::fence();
 }
@@ -367,6 +384,52 @@ TEST(TeamGram, BothFormsEqualThePlainLoopsAtEveryTeamSize) {
         }
     }
   }
+}
+
+// The coefficient steps' matrix-vector products (team_rows_times): the
+// host's register tiles (n = 32, 64, 100: whole tiles and a rest; others:
+// a share without one) and the device's register per result give the plain
+// loops' bits on teams of every size, each y(a) one running sum in
+// increasing j, from 0 or from y's value.
+TEST(TeamRowsTimes, BothFormsEqualThePlainLoopsAtEveryTeamSize) {
+  std::mt19937_64 gen(20261207);
+  std::normal_distribution<double> n01;
+  for (int n : {1, 5, 31, 32, 33, 64, 100})
+    for (int J : {0, 1, 7, 64})
+      for (bool accumulate : {false, true}) {
+        const int ld = n + 3;
+        Vecs M("M", J > 0 ? J : 1, ld), x("x", 1, J > 0 ? J : 1), y("y", 2, n);
+        auto hM = mosaic::transfer::to_host(M);
+        auto hx = mosaic::transfer::to_host(x);
+        for (int j = 0; j < J; ++j) {
+          hx(0, j) = n01(gen);
+          for (int a = 0; a < ld; ++a) hM(j, a) = a < n ? n01(gen) : std::numeric_limits<double>::quiet_NaN();
+        }
+        std::vector<double> y0(n);
+        for (double& v : y0) v = n01(gen);
+        mosaic::transfer::copy_from_host(M, hM);
+        mosaic::transfer::copy_from_host(x, hx);
+        for (int ts : team_sizes()) {
+          auto hy = mosaic::transfer::to_host(y);
+          for (int f = 0; f < 2; ++f)
+            for (int a = 0; a < n; ++a) hy(f, a) = y0[a];
+          mosaic::transfer::copy_from_host(y, hy);
+          rows_times_on_one_team(M, x, y, n, J, accumulate, ts);
+          hy = mosaic::transfer::to_host(y);
+          for (int a = 0; a < n; ++a) {
+            double want = accumulate ? y0[a] : 0.0;
+            for (int j = 0; j < J; ++j) want += hM(j, a) * hx(0, j);
+            const std::string where = "n = " + std::to_string(n) + ", J = " + std::to_string(J) +
+                                      (accumulate ? ", accumulating" : "") + ", team size " + std::to_string(ts) +
+                                      ", entry " + std::to_string(a);
+            for (int f = 0; f < 2; ++f) {
+              const char* form = f == 0 ? ", host form" : ", device form";
+              if (on_host) ASSERT_TRUE(same_bits(hy(f, a), want)) << where << form;
+              else ASSERT_NEAR(hy(f, a), want, 1e-10 * (1 + std::abs(want))) << where << form;
+            }
+          }
+        }
+      }
 }
 
 TEST(TeamCholesky, AFailedPivotIsSeenByEveryThread) {

@@ -335,6 +335,18 @@ class MosaicEngine {
   // threads, a BLAS that runs single-threaded inside a parallel region).
   void set_vendor_gemm_over_streams(bool on) { vendor_over_streams_ = on && vendor_over_streams_allowed_; }
 
+  // The blocked update's coefficient steps factor S and S + gamma s2 I in
+  // level-0 team scratch where r fits (impl/block_coefficients.hpp,
+  // factor_ld; on devices shared memory), else in their global work array.
+  // Off (a test's switch) keeps the work array at every r; the results are
+  // the same bit for bit.
+  void set_factor_in_team_scratch(bool on) { factor_scratch_ = on; }
+  bool factor_in_team_scratch() const {
+    using coefficients = detail::BlockCoefficients<functor_type>;
+    return factor_scratch_ &&
+           coefficients::factor_scratch_bytes(r_) <= std::size_t(decltype(team_policy())::scratch_size_max(0));
+  }
+
   // init: data from the first n0 samples of every stream (X: B x n0 x d),
   // on the execution space (init_data.hpp), a masked engine's streams whose
   // init samples have missing entries on the host (7.6). Returns one
@@ -601,6 +613,7 @@ class MosaicEngine {
   bool shared_runs_ = false;                               // 7.7.2's form is taken (allocate_masked_runs)
   detail::WhitenedBlockWork<Scalar, ExecSpace> whitened_;  // noise: diagonal, blocked (8.5)
   bool maintained_ = false, vendor_over_streams_allowed_ = false, vendor_over_streams_ = false, phase_timing_ = false;
+  bool factor_scratch_ = true;
   int panel_cols_ = Tuning<ExecSpace>::vendor_panel_cols;
   mutable BlockPhases phases_;
   // Phase timing (BlockPhases): the end of the last phase timed.
@@ -807,7 +820,8 @@ template <class Gemm>
 void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb, stream_counts stream_n,
                                                    stream_counts shared_missing, mean_view mean,
                                                    const detail::BlockGemmWork<Scalar, ExecSpace, Gemm>& work) const {
-  detail::BlockFunctor<functor_type, Gemm> f(blk_, work);
+  using F = detail::BlockFunctor<functor_type, Gemm>;
+  F f(blk_, work);
   f.stream_n = stream_n;
   f.shared_missing = shared_missing;
   f.saved_rows = runs_.shared_saved;
@@ -824,12 +838,15 @@ void MosaicEngine<Scalar, ExecSpace>::launch_block(batch_type& sb, block_view Xb
   f.solve_drift = sb.solve_drift;
   f.Xb = Xb;
   f.n = int(Xb.extent(1));
-  const auto pol = team_policy();
+  auto pol = team_policy();
+  if (factor_in_team_scratch()) {
+    f.factor_ld = F::factor_scratch_ld(r_);
+    pol.set_scratch_size(0, Kokkos::PerTeam(F::factor_scratch_bytes(r_)));
+  }
   if constexpr (!std::is_same_v<Gemm, gemm::Vendor>) {
     Kokkos::parallel_for("mosaic::step_block", work.with_scratch(pol), f);
   } else {
     // Pack and products, the coefficient steps (one launch), the new bases.
-    using F = decltype(f);
     f.with_w0 = blk_.reorth_at_block_end || f_.reorth_every > 0;
     f.time_phases = phase_timing_;
     f.panel_cols = panel_cols_;

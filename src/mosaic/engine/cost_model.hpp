@@ -137,10 +137,10 @@ struct PhaseSeconds {
 // The dependent chain of one team's r x r Cholesky factorization
 // (team_cholesky.hpp, CP pivots per pass) with T threads, in operations
 // of one thread: per pivot, its read and square root, its row's scaling
-// (ceil((r - j - 1) / T) divisions) and two barriers; the panel's later rows
-// and, per pass, each trailing row c (ceil((r - c) / T) entries per thread,
-// one subtraction per pivot of the pass), rows one after the other; a
-// barrier per pass.
+// (ceil((r - j - 1) / T) divisions) and two barriers; the panel's later rows;
+// per pass, a T-th of the trailing triangle's n (n + 1) / 2 entries (n = r -
+// j1 rows; one subtraction per entry and pivot of the pass); a barrier per
+// pass.
 inline double device_factor_chain(int r, int T) {
   constexpr int CP = detail::team_cholesky_pivots_per_pass;
   const auto share = [T](int n) { return double((n + T - 1) / T); };
@@ -151,7 +151,8 @@ inline double device_factor_chain(int r, int T) {
       ops += 4 + share(r - j - 1);
       for (int c = j + 1; c < j1; ++c) ops += share(r - c);
     }
-    for (int c = j1; c < r; ++c) ops += (j1 - j0) * share(r - c);
+    const int n = r - j1;
+    ops += (j1 - j0) * share(n * (n + 1) / 2);
     ops += 1;
   }
   return ops;

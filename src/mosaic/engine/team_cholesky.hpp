@@ -28,8 +28,8 @@
 // overwritten only after the barrier that follows the reads: the pivot's
 // diagonal, and a solve's previous entry, are written at the start of the
 // next round. On devices the dependent chain per factorization is r pivots
-// (two barriers each) plus, per pass of CP pivots, the trailing rows
-// (cost_model.hpp counts it).
+// (two barriers each) plus, per pass of CP pivots, a share of the trailing
+// triangle (cost_model.hpp counts it).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -146,7 +146,12 @@ KOKKOS_INLINE_FUNCTION bool team_cholesky_upper(const Member& m, double* A, long
 
 // team_cholesky_upper on devices: right-looking; the trailing rows take CP
 // pivots per pass (CP subtractions per load and store of an entry), each
-// entry still in increasing pivot order.
+// entry still in increasing pivot order. A pass's trailing triangle, the
+// entries (c, i) with j1 <= c <= i < r, is spread over the team in two
+// dimensions: rows paired as j1 + p with r - 1 - p (n + 1 entries together
+// for n trailing rows) make a rectangle whose entries consecutive threads
+// take in turn, so every thread gets about a T-th of the triangle instead
+// of one entry per row whatever the row's length.
 template <class Member>
 KOKKOS_INLINE_FUNCTION bool device_cholesky_upper(const Member& m, double* A, long ld, int r) {
   constexpr int CP = team_cholesky_pivots_per_pass;
@@ -154,26 +159,21 @@ KOKKOS_INLINE_FUNCTION bool device_cholesky_upper(const Member& m, double* A, lo
   for (int j0 = 0; j0 < r; j0 += CP) {
     const int j1 = j0 + CP < r ? j0 + CP : r;
     if (!team_cholesky_panel(m, A, ld, r, j0, j1)) return false;
-    const int nj = j1 - j0;
+    const int nj = j1 - j0, n = r - j1;
     const double* const p0 = A + j0 * ld;
-    for (int c = j1; c < r; ++c) {  // the trailing rows, CP pivots per pass
-      double* const ac = A + c * ld;
-      if (nj == CP) {  // a fixed trip count, unrolled (a loop to nj was clearly slower on host)
-        double l[CP];
-        for (int j = 0; j < CP; ++j) l[j] = p0[j * ld + c];
-        team_span(m, c, r, [&](const int i) {
-          double v = ac[i];
-          for (int j = 0; j < CP; ++j) v -= p0[j * ld + i] * l[j];
-          ac[i] = v;
-        });
+    team_span(m, 0, n * (n + 1) / 2, [&](const int e) {
+      const int p = e / (n + 1), q = e - p * (n + 1);
+      const bool upper_row = q < n - p;  // row j1 + p (n - p entries), else row r - 1 - p (p + 1 entries)
+      const int c = upper_row ? j1 + p : r - 1 - p;
+      const int i = upper_row ? c + q : c + q - (n - p);
+      double v = A[c * ld + i];
+      if (nj == CP) {  // a fixed trip count, unrolled
+        for (int j = 0; j < CP; ++j) v -= p0[j * ld + i] * p0[j * ld + c];
       } else {
-        for (int j = 0; j < nj; ++j) {
-          const double* const pj = p0 + j * ld;
-          const double lc = pj[c];
-          team_span(m, c, r, [&](const int i) { ac[i] -= pj[i] * lc; });
-        }
+        for (int j = 0; j < nj; ++j) v -= p0[j * ld + i] * p0[j * ld + c];
       }
-    }
+      A[c * ld + i] = v;
+    });
     m.team_barrier();
   }
   return true;

@@ -15,6 +15,7 @@
 #include "mosaic/engine/backend.hpp"
 #include "mosaic/engine/frame_rotation.hpp"
 #include "mosaic/engine/impl/team_gram.hpp"
+#include "mosaic/engine/impl/team_rows_times.hpp"
 #include "mosaic/engine/stream_batch.hpp"
 #include "mosaic/engine/team_cholesky.hpp"
 #include "mosaic/util/kokkos_compat.hpp"
@@ -125,37 +126,65 @@ struct BlockCoefficients {
   int refactor_every = 64;
 
   // y(a) (+)= sum_{j < J} M(j, a) x(j) for a < n, row j of M at Mp + j * ldm
-  // (unit stride): every y(a) is one running sum in increasing j, vectorized
-  // over a. On host spaces the sums run in tiles of rows_tile entries kept
-  // in registers while j runs (y loaded and stored once, not once per j).
-  // Ends with a team barrier.
-  static constexpr int rows_tile = 32;
+  // (unit stride), each y(a) one running sum in increasing j
+  // (impl/team_rows_times.hpp: register tiles on host spaces, a register
+  // per result on devices). Ends with a team barrier.
   KOKKOS_INLINE_FUNCTION static void rows_times(const member_type& m, int n, int J, const double* Mp, int ldm,
                                                 const double* x, double* y, bool accumulate) {
-    team_share(m, n, [&](const int lo, const int hi) {
-      int a0 = lo;
-      if constexpr (is_host_space<execution_space>) {
-        for (; a0 + rows_tile <= hi; a0 += rows_tile) {
-          double acc[rows_tile];
-          for (int w = 0; w < rows_tile; ++w) acc[w] = accumulate ? y[a0 + w] : 0.0;
-          for (int j = 0; j < J; ++j) {
-            const double xj = x[j];
-            const double* const row = Mp + long(j) * ldm + a0;
-            MOSAIC_SIMD_LOOP
-            for (int w = 0; w < rows_tile; ++w) acc[w] += row[w] * xj;
-          }
-          for (int w = 0; w < rows_tile; ++w) y[a0 + w] = acc[w];
-        }
-      }
-      if (!accumulate)
-        for (int a = a0; a < hi; ++a) y[a] = 0.0;
-      for (int j = 0; j < J; ++j) {
-        const double xj = x[j];
-        const double* row = Mp + long(j) * ldm;
-        for (int a = a0; a < hi; ++a) y[a] += row[a] * xj;
-      }
-    });
+    team_rows_times(m, n, J, Mp, ldm, x, y, accumulate);
+  }
+
+  // Where a step factors S and S + gamma s2 I (the dense precision solve and
+  // the regularized direction: shifted_solve): in level-0 team scratch when
+  // the launch grants it (factor_ld > 0, then factor_scratch_ld(r)), else
+  // in the work array dM(b, bm_F2). On devices team scratch is shared
+  // memory, so the factorization's and the solve's dependent rounds read and
+  // write it instead of global memory. Kokkos 3.4 and 4.6 grant about 40 KB
+  // per team on Cuda (r <= 71 with the odd leading dimension) and 32 KB on
+  // host spaces (r <= 63); a larger r keeps the work array (MosaicEngine::
+  // launch_block decides). The same bits either way.
+  int factor_ld = 0;
+  using scratch_doubles = Kokkos::View<double*, Kokkos::LayoutRight, typename execution_space::scratch_memory_space,
+                                       Kokkos::MemoryUnmanaged>;
+  // Odd on devices: the entries of a column (the backward substitution
+  // reads columns) then fall in different shared-memory banks.
+  KOKKOS_INLINE_FUNCTION static constexpr int factor_scratch_ld(int r) {
+    return is_host_space<execution_space> ? r : (r | 1);
+  }
+  // The factor and the solve's vector.
+  KOKKOS_INLINE_FUNCTION static constexpr std::size_t factor_scratch_doubles(int r) {
+    return std::size_t(r) * std::size_t(factor_scratch_ld(r)) + std::size_t(r);
+  }
+  static std::size_t factor_scratch_bytes(int r) { return scratch_doubles::shmem_size(factor_scratch_doubles(r)); }
+  // The team's factor workspace, taken once per launch by every thread of
+  // the team (the same memory for all); null when the launch has none.
+  KOKKOS_INLINE_FUNCTION double* factor_scratch(const member_type& m) const {
+    return factor_ld > 0 ? scratch_doubles(m.team_scratch(0), factor_scratch_doubles(base.r)).data() : nullptr;
+  }
+
+  // x = (A + shift I)^-1 y for stream b's symmetric r x r A (whole rows
+  // read): the Cholesky factor of A + shift I and the solve in the team's
+  // scratch (`scratch`, from factor_scratch), or in dM(b, bm_F2) and x
+  // itself. logdet, when given, receives log det(A + shift I). False at a
+  // failed pivot (x then unspecified). Ends with a team barrier.
+  template <class AM, class YV, class XV>
+  KOKKOS_INLINE_FUNCTION bool shifted_solve(const member_type& m, int b, double* scratch, const AM& A, double shift,
+                                            const YV& y, const XV& x, double* logdet) const {
+    const int r = base.r;
+    double* const R = scratch != nullptr ? scratch : &dM(b, bm_F2, 0, 0);
+    const long ld = scratch != nullptr ? long(factor_ld) : long(dM.stride(2));
+    double* const v = scratch != nullptr ? scratch + long(r) * ld : &x(0);
+    for_each_entry(m, r, r, [&](const int a, const int c) { R[a * ld + c] = a == c ? A(a, c) + shift : A(a, c); });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { v[j] = y(j); });
+    if (!team_cholesky_upper(m, R, ld, r)) return false;
+    team_cholesky_solve(m, R, ld, v, r);
+    if (logdet != nullptr) *logdet = logdet_from_factor(r, R, ld);
+    if (scratch != nullptr) {
+      m.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { x(j) = v[j]; });
+    }
     m.team_barrier();
+    return true;
   }
 
   // ---------------------------------------------------------------- small algebra
@@ -388,9 +417,10 @@ struct BlockCoefficients {
   // ||y_t||^2 (unresolved, file comment) and was then recomputed from the
   // explicit residual (section 6's resolve rule, explicit_residual_norm2).
   // `preq`: section 4's quantities of the sample (n = 0 when the step
-  // breaks down before they are complete).
-  KOKKOS_INLINE_FUNCTION int coef_step(const member_type& m, int b, int t, int mrows, StepFlags& flags,
-                                       PrequentialSample& preq) const {
+  // breaks down before they are complete). `factor_ws`: the team's factor
+  // workspace (factor_scratch; null: the work array).
+  KOKKOS_INLINE_FUNCTION int coef_step(const member_type& m, int b, int t, int mrows, double* factor_ws,
+                                       StepFlags& flags, PrequentialSample& preq) const {
     const int r = base.r, T = t;
     auto V = [&](int k) { return Kokkos::subview(dv, b, k, Kokkos::ALL()); };
     const auto c = V(bv_c), mv = V(bv_m), gc = V(bv_gc), hc = V(bv_hc), z = V(bv_z), w = V(bv_w), g = V(bv_g),
@@ -476,19 +506,14 @@ struct BlockCoefficients {
       for_each_entry(m, r, r, [&](const int a, const int e) { F2(a, e) = s2_old * Km(a, e); });
       m.team_barrier();
       plus_gram(m, r, F2, -1.0, Y, P);  // Delta symmetric: P exactly so
-    } else {
+    } else if (maintained) {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { w(j) = z(j); });
-      if (maintained) {
-        if (!ensure_factor(m, b)) return breakdown_s_not_spd;
-        auto R = Kokkos::subview(Rfac, b, Kokkos::ALL(), Kokkos::ALL());
-        solve_upper(m, R, w, r);
-        preq.logdet_sd = logdet_from_factor(r, &R(0, 0), long(R.stride(0)));
-      } else {
-        for_each_entry(m, r, r, [&](const int a, const int e) { F(a, e) = S(a, e); });
-        if (!cholesky_upper(m, F, r)) return breakdown_s_not_spd;
-        solve_upper(m, F, w, r);
-        preq.logdet_sd = logdet_from_factor(r, &F(0, 0), long(F.stride(0)));
-      }
+      if (!ensure_factor(m, b)) return breakdown_s_not_spd;
+      auto R = Kokkos::subview(Rfac, b, Kokkos::ALL(), Kokkos::ALL());
+      solve_upper(m, R, w, r);
+      preq.logdet_sd = logdet_from_factor(r, &R(0, 0), long(R.stride(0)));
+    } else if (!shifted_solve(m, b, factor_ws, S, 0.0, z, w, &preq.logdet_sd)) {
+      return breakdown_s_not_spd;
     }
     double q = 0;
     for (int j = 0; j < r; ++j) q += z(j) * w(j);
@@ -527,10 +552,7 @@ struct BlockCoefficients {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = w(j); });
       } else {
         const double shift = double(base.gamma) * s2_old;
-        copy_shift_diagonal(m, r, S, F2, shift);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { g(j) = z(j); });
-        if (!cholesky_upper(m, F2, r)) return breakdown_regularized_not_spd;
-        solve_upper(m, F2, g, r);
+        if (!shifted_solve(m, b, factor_ws, S, shift, z, g, nullptr)) return breakdown_regularized_not_spd;
       }
     } else {
       oja_direction<double>(

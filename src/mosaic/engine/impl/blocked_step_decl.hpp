@@ -218,6 +218,7 @@ struct BlockFunctor : BlockCoefficients<Base> {
     // nothing else (a skipped step leaves U, hence C, as it was). Under the
     // geodesic rotation C is formed again before every sample.
     bool skip_run = mrows > 0 && !shared_mask_factors(m, b, mrows);
+    double* const factor_ws = Coefficients::factor_scratch(m);
     int done = 0, code = 0, skipped = 0;
     for (int t = 1; t <= nb; ++t) {
       if (t - 1 >= n_ok) {
@@ -236,7 +237,7 @@ struct BlockFunctor : BlockCoefficients<Base> {
       }
       StepFlags flags;
       PrequentialSample preq;
-      code = coef_step(m, b, t, mrows, flags, preq);
+      code = coef_step(m, b, t, mrows, factor_ws, flags, preq);
       if (code != 0) break;
       Kokkos::single(Kokkos::PerTeam(m), [&]() {
         if (flags.clamped) dsc(b, 1) += 1.0;
