@@ -174,7 +174,8 @@ struct BlockCoefficients {
     double* const R = scratch != nullptr ? scratch : &dM(b, bm_F2, 0, 0);
     const long ld = scratch != nullptr ? long(factor_ld) : long(dM.stride(2));
     double* const v = scratch != nullptr ? scratch + long(r) * ld : &x(0);
-    for_each_entry(m, r, r, [&](const int a, const int c) { R[a * ld + c] = a == c ? A(a, c) + shift : A(a, c); });
+    copy_shift_diagonal(
+        m, r, A, [&](const int a, const int c) -> double& { return R[a * ld + c]; }, shift);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { v[j] = y(j); });
     if (!team_cholesky_upper(m, R, ld, r)) return false;
     team_cholesky_solve(m, R, ld, v, r);
