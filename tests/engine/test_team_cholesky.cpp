@@ -9,8 +9,9 @@
 // the left-looking factorization and, at team size 1, the one-thread solve)
 // and the device's forms, which the CPU suite runs on host too. The posterior's other r x r routines
 // (team_loops.hpp: the triangular solve of r right-hand sides and
-// A + s Y^T Y; impl/team_gram.hpp: a Gram of rows; impl/team_rows_times.hpp:
-// the steps' matrix-vector products) likewise against their plain loops.
+// A + s Y^T Y, the Cholesky-QR's S L and x R^-1; impl/team_gram.hpp: a Gram
+// of rows; impl/team_rows_times.hpp: the steps' matrix-vector products)
+// likewise against their plain loops.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -158,6 +159,34 @@ void rows_times_on_one_team(const Vecs& M, const Vecs& x, const Vecs& y, int n, 
       "test::rows_times", policy(1, team_size), KOKKOS_LAMBDA(const policy::member_type& m) {
         mosaic::detail::host_rows_times(m, n, J, &M(0, 0), ld, &x(0, 0), &y(0, 0), accumulate);
         mosaic::detail::cooperative_rows_times(m, n, J, &M(0, 0), ld, &x(0, 0), &y(1, 0), accumulate);
+      });
+  Kokkos::fence();
+}
+
+// times_lower and rows_times_inverse_upper on one team: in holds S and an
+// upper-triangular R; SL(f) = S L with L = R^T read as L(t, c) = R(c, t),
+// and the rows of X(f) (rows x r) become X R^-1, by the dispatched forms
+// (f = 0: on host spaces the register tiles and groups of
+// host_interleaved_rows rows) and the device's forms (f = 1: an entry and
+// a row per thread), and (f = 2) by groups of 3 rows; on a device all run
+// there.
+void triangular_forms_on_one_team(const Mats& in, const Mats& SL, const Mats& X, int r, int team_size) {
+  using policy = Kokkos::TeamPolicy<Exec>;
+  const int rows = X.extent_int(1);
+  Kokkos::parallel_for(
+      "test::triangular_forms", policy(1, team_size), KOKKOS_LAMBDA(const policy::member_type& m) {
+        const auto S = Kokkos::subview(in, 0, Kokkos::ALL(), Kokkos::ALL());
+        const auto lower = [&](const int t, const int c) { return in(1, c, t); };
+        const double* const R = &in(1, 0, 0);
+        const long ld = long(in.stride(1));
+        mosaic::detail::times_lower<double>(m, r, S, lower, Kokkos::subview(SL, 0, Kokkos::ALL(), Kokkos::ALL()));
+        mosaic::detail::device_times_lower<double>(m, r, S, lower,
+                                                   Kokkos::subview(SL, 1, Kokkos::ALL(), Kokkos::ALL()));
+        mosaic::detail::rows_times_inverse_upper(m, R, ld, r, rows, [&](const int p) { return &X(0, p, 0); });
+        mosaic::detail::rows_times_inverse_upper_in_groups<1>(m, R, ld, r, rows,
+                                                              [&](const int p) { return &X(1, p, 0); });
+        mosaic::detail::rows_times_inverse_upper_in_groups<3>(m, R, ld, r, rows,
+                                                              [&](const int p) { return &X(2, p, 0); });
       });
   Kokkos::fence();
 }
@@ -349,6 +378,74 @@ TEST(TeamLoops, SolveAndGramEqualThePlainLoopsAtEveryTeamSize) {
             }
           }
       }
+  }
+}
+
+// The Cholesky-QR's rotation of S (S L, frame_rotation.hpp) and its solve
+// of the coefficient rows (x R^-1, block_reorthonormalize.hpp; U L^-T in
+// the sequential kernel): every form gives the plain loops' bits on teams
+// of every size (r = 8 to 64: whole tiles; 1, 3, 7, 9, 13, 37: the short
+// edge tiles; row counts that leave a short last group).
+TEST(TeamLoops, TimesLowerAndRowSolveEqualThePlainLoopsAtEveryTeamSize) {
+  std::mt19937_64 gen(20261208);
+  std::normal_distribution<double> n01;
+  for (int r : {1, 2, 3, 7, 8, 9, 13, 16, 17, 37, 64}) {
+    const int rows = r + 13;
+    std::vector<double> S(std::size_t(r) * r), R(S.size()), X(std::size_t(rows) * r);
+    for (int i = 0; i < r; ++i)
+      for (int j = 0; j < r; ++j) {
+        S[i * r + j] = n01(gen);  // not symmetric: each entry its own S(a, t)
+        R[i * r + j] = j > i ? n01(gen) : j == i ? 1.5 + std::abs(n01(gen)) : std::nan("");  // lower: never read
+      }
+    for (double& v : X) v = n01(gen);
+    std::vector<double> product(S.size()), solved = X;
+    for (int a = 0; a < r; ++a)
+      for (int c = 0; c < r; ++c) {
+        double v = 0;
+        for (int t = c; t < r; ++t) v += S[a * r + t] * R[c * r + t];
+        product[a * r + c] = v;
+      }
+    for (int p = 0; p < rows; ++p)
+      for (int c = 0; c < r; ++c) {
+        double v = solved[p * r + c];
+        for (int q = 0; q < c; ++q) v -= solved[p * r + q] * R[q * r + c];
+        solved[p * r + c] = v / R[c * r + c];
+      }
+    for (int ts : team_sizes()) {
+      Mats in("in", 2, r, r), SL("SL", 2, r, r), Xs("X", 3, rows, r);
+      auto hin = mosaic::transfer::to_host(in);
+      auto hX = mosaic::transfer::to_host(Xs);
+      for (int i = 0; i < r; ++i)
+        for (int j = 0; j < r; ++j) {
+          hin(0, i, j) = S[i * r + j];
+          hin(1, i, j) = R[i * r + j];
+        }
+      for (int f = 0; f < 3; ++f)
+        for (int p = 0; p < rows; ++p)
+          for (int c = 0; c < r; ++c) hX(f, p, c) = X[p * r + c];
+      mosaic::transfer::copy_from_host(in, hin);
+      mosaic::transfer::copy_from_host(Xs, hX);
+      triangular_forms_on_one_team(in, SL, Xs, r, ts);
+      const auto hSL = mosaic::transfer::to_host(SL);
+      hX = mosaic::transfer::to_host(Xs);
+      const std::string where = "r = " + std::to_string(r) + ", team size " + std::to_string(ts);
+      for (int f = 0; f < 2; ++f)
+        for (int a = 0; a < r; ++a)
+          for (int c = 0; c < r; ++c) {
+            const double want = product[a * r + c];
+            if (on_host)
+              ASSERT_TRUE(same_bits(hSL(f, a, c), want)) << where << ", S L form " << f << " at " << a << ", " << c;
+            else ASSERT_NEAR(hSL(f, a, c), want, 1e-10 * (1 + std::abs(want))) << where << ", S L form " << f;
+          }
+      for (int f = 0; f < 3; ++f)
+        for (int p = 0; p < rows; ++p)
+          for (int c = 0; c < r; ++c) {
+            const double want = solved[p * r + c];
+            if (on_host)
+              ASSERT_TRUE(same_bits(hX(f, p, c), want)) << where << ", x R^-1 form " << f << " at " << p << ", " << c;
+            else ASSERT_NEAR(hX(f, p, c), want, 1e-10 * (1 + std::abs(want))) << where << ", x R^-1 form " << f;
+          }
+    }
   }
 }
 

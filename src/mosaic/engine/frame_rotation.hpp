@@ -98,12 +98,7 @@ KOKKOS_INLINE_FUNCTION bool step_update_is_finite(const Member& m, int r, const 
 template <class T, class Member, class LF, class SM, class WM>
 KOKKOS_INLINE_FUNCTION void rotate_S_by_factor(const Member& m, int r, const LF& L, const SM& S, const WM& SL,
                                                const WM& out) {
-  for_each_entry(m, r, r, [&](const int a, const int c) {
-    T s = 0;
-    for (int t = c; t < r; ++t) s += S(a, t) * L(t, c);
-    SL(a, c) = s;
-  });
-  m.team_barrier();
+  times_lower<T>(m, r, S, L, SL);
   // out's row a as a combination of SL's rows (unit stride), each entry
   // still one running sum in increasing t.
   Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {

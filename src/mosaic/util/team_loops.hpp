@@ -289,4 +289,122 @@ KOKKOS_INLINE_FUNCTION void plus_gram(const Member& m, int r, const AM& A, T s, 
   }
 }
 
+// Entry (a, c) of times_lower's S L as a plain sum: from 0, over t >= c in
+// increasing order (the entries of L above its diagonal are not read), the
+// arithmetic of every form.
+template <class T, class SM, class LowerEntry>
+KOKKOS_INLINE_FUNCTION T lower_product_entry(int r, const SM& S, const LowerEntry& L, int a, int c) {
+  T v = 0;
+  for (int t = c; t < r; ++t) v += S(a, t) * L(t, c);
+  return v;
+}
+
+// times_lower on devices (and the CPU suite's check of what a GPU runs):
+// one entry per thread.
+template <class T, class Member, class SM, class LowerEntry, class OM>
+KOKKOS_INLINE_FUNCTION void device_times_lower(const Member& m, int r, const SM& S, const LowerEntry& L,
+                                               const OM& out) {
+  for_each_entry(m, r, r, [&](const int a, const int c) { out(a, c) = lower_product_entry<T>(r, S, L, a, c); });
+  m.team_barrier();
+}
+
+// times_lower on host spaces: tiles of P rows x W columns spread over the
+// team's threads, whose P W running sums stay in registers while t runs
+// (one load of S(a, t) serves W sums, one of L(t, c) P sums). A column c
+// starts at t = c, so the tile's first W - 1 values of t reach only its
+// columns c <= t. Short edge tiles take plain sums.
+template <class T, class Member, class SM, class LowerEntry, class OM>
+KOKKOS_INLINE_FUNCTION void host_times_lower(const Member& m, int r, const SM& S, const LowerEntry& L, const OM& out) {
+  constexpr int P = host_tile_rows, W = host_tile_cols;
+  const int ts = m.team_size(), row_tiles = (r + P - 1) / P, col_tiles = (r + W - 1) / W;
+  for (int tile = m.team_rank(); tile < row_tiles * col_tiles; tile += ts) {
+    const int a0 = (tile / col_tiles) * P, c0 = (tile % col_tiles) * W;
+    const int na = r - a0 < P ? r - a0 : P, nc = r - c0 < W ? r - c0 : W;
+    if (na < P || nc < W) {
+      for (int p = 0; p < na; ++p)
+        for (int w = 0; w < nc; ++w) out(a0 + p, c0 + w) = lower_product_entry<T>(r, S, L, a0 + p, c0 + w);
+      continue;
+    }
+    T acc[P * W];
+    for (int e = 0; e < P * W; ++e) acc[e] = T(0);
+    // The products in the entries' own types, as the other forms.
+    using lower_type = std::decay_t<decltype(L(0, 0))>;
+    for (int t = c0; t < c0 + W - 1; ++t)  // the tile's triangle: columns c0 .. t only
+      for (int p = 0; p < P; ++p) {
+        const auto s = S(a0 + p, t);
+        for (int w = 0; c0 + w <= t; ++w) acc[p * W + w] += s * L(t, c0 + w);
+      }
+    for (int t = c0 + W - 1; t < r; ++t) {
+      lower_type l[W];
+      for (int w = 0; w < W; ++w) l[w] = L(t, c0 + w);
+      for (int p = 0; p < P; ++p) {
+        const auto s = S(a0 + p, t);
+        MOSAIC_SIMD_LOOP
+        for (int w = 0; w < W; ++w) acc[p * W + w] += s * l[w];
+      }
+    }
+    for (int p = 0; p < P; ++p)
+      for (int w = 0; w < W; ++w) out(a0 + p, c0 + w) = acc[p * W + w];
+  }
+  m.team_barrier();
+}
+
+// out = S L for an r x r S and the lower-triangular L (entry by entry as
+// L(t, c), t >= c: a lower factor, or the transpose of an upper one), each
+// entry one sum over t >= c in increasing order from 0, in every form (so
+// the bits do not depend on the form or the team size). Devices: one entry
+// per thread (device_times_lower); host spaces: register tiles
+// (host_times_lower). out must not alias S. Ends with a team barrier.
+template <class T, class Member, class SM, class LowerEntry, class OM>
+KOKKOS_INLINE_FUNCTION void times_lower(const Member& m, int r, const SM& S, const LowerEntry& L, const OM& out) {
+  using space = typename Member::execution_space;
+  if constexpr (Kokkos::SpaceAccessibility<space, Kokkos::HostSpace>::accessible) {
+    host_times_lower<T>(m, r, S, L, out);
+  } else {
+    device_times_lower<T>(m, r, S, L, out);
+  }
+}
+
+// Rows of rows_times_inverse_upper that a host thread solves together.
+inline constexpr int host_interleaved_rows = 8;
+
+// rows_times_inverse_upper with each thread taking G rows at a time and
+// applying every pivot to all of them (G = 1: a row per thread).
+template <int G, class T, class Member, class RowPtr>
+KOKKOS_INLINE_FUNCTION void rows_times_inverse_upper_in_groups(const Member& m, const T* R, long ld, int r, int rows,
+                                                               const RowPtr& row) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(m, (rows + G - 1) / G), [&](const int group) {
+    const int p0 = group * G, n = rows - p0 < G ? rows - p0 : G;
+    T* x[G];
+    for (int g = 0; g < n; ++g) x[g] = row(p0 + g);
+    for (int q = 0; q < r; ++q) {
+      const T* const Rq = R + q * ld;
+      for (int g = 0; g < n; ++g) {
+        T* const xg = x[g];
+        const T xq = xg[q] / Rq[q];
+        xg[q] = xq;
+        MOSAIC_SIMD_LOOP
+        for (int c = q + 1; c < r; ++c) xg[c] -= xq * Rq[c];
+      }
+    }
+  });
+  m.team_barrier();
+}
+
+// x <- x R^-1 for `rows` rows x = row(p) (r entries, unit stride) and the
+// upper-triangular R (row-major, leading dimension ld; its diagonal and
+// upper triangle are read): forward in the columns, right-looking along R's
+// rows; each x[c] receives its subtractions x[q] R(q, c) in increasing q,
+// then its division by R(c, c), in every form. The rows are independent:
+// on devices one row per thread; on host spaces each thread takes
+// host_interleaved_rows rows at a time, so that their chains of dependent
+// divisions overlap. Ends with a team barrier.
+template <class T, class Member, class RowPtr>
+KOKKOS_INLINE_FUNCTION void rows_times_inverse_upper(const Member& m, const T* R, long ld, int r, int rows,
+                                                     const RowPtr& row) {
+  using space = typename Member::execution_space;
+  constexpr int G = Kokkos::SpaceAccessibility<space, Kokkos::HostSpace>::accessible ? host_interleaved_rows : 1;
+  rows_times_inverse_upper_in_groups<G>(m, R, ld, r, rows, row);
+}
+
 }  // namespace mosaic::detail

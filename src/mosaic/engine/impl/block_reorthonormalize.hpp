@@ -66,20 +66,9 @@ KOKKOS_INLINE_FUNCTION bool BlockCoefficients<Base>::reorthonormalize_coefficien
     m.team_barrier();
   }
   if (!cholesky_upper(m, Gr, r)) return false;
-  // Rows x of A and B: x <- x R^-1 (x R = old x, forward in the columns),
-  // right-looking: once x[q] is final, subtract x[q] R(q, c) from every
-  // later x[c] along R's row q (unit stride); each x[c] still receives
-  // its subtractions in increasing q before its division.
-  auto solve_row = [&](double* x) {
-    for (int q = 0; q < r; ++q) {
-      const double xq = x[q] / Gr(q, q);
-      x[q] = xq;
-      const double* const Rq = &Gr(q, 0);
-      for (int c = q + 1; c < r; ++c) x[c] -= xq * Rq[c];
-    }
-  };
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r + K),
-                       [&](const int p) { solve_row(p < r ? &dA(b, p, 0) : &dB(b, p - r, 0)); });
+  // Rows x of A and B: x <- x R^-1 (x R = old x).
+  rows_times_inverse_upper(m, &Gr(0, 0), long(Gr.stride(0)), r, r + K,
+                           [&](const int p) { return p < r ? &dA(b, p, 0) : &dB(b, p - r, 0); });
   // S <- R S R^T = L^T S L with L = R^T.
   rotate_S_by_factor<double>(
       m, r, [&](const int t, const int c) { return Gr(c, t); }, S, T1, P);

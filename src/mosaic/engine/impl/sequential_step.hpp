@@ -499,22 +499,13 @@ struct StepFunctor {
     // U <- U L^-T row by row: u_a = (u_a - sum_{k < a} L(a, k) u_k) / L(a, a),
     // the subtractions in increasing k. Host spaces: right-looking over a
     // row (u_c -= L(c, a) u_a for c > a once u_a is final: the same
-    // operations in the same order), unit stride through Lt = L^T.
+    // operations in the same order), unit stride through Lt = L^T, several
+    // rows interleaved (rows_times_inverse_upper).
     if constexpr (is_host_space<execution_space>) {
       auto Lt = Kokkos::subview(wmat, b, 1, Kokkos::ALL(), Kokkos::ALL());
-      for_each_entry(m, r, r, [&](const int a, const int c) { Lt(a, c) = c > a ? L(c, a) : Scalar(0); });
+      for_each_entry(m, r, r, [&](const int a, const int c) { Lt(a, c) = c >= a ? L(c, a) : Scalar(0); });
       m.team_barrier();
-      team_share(m, d, [&](const int lo, const int hi) {
-        for (int i = lo; i < hi; ++i) {
-          Scalar* u = &Ub(i, 0);
-          for (int a = 0; a < r; ++a) {
-            const Scalar ua = u[a] / L(a, a);
-            u[a] = ua;
-            const Scalar* lt = &Lt(a, 0);
-            for (int c = a + 1; c < r; ++c) u[c] -= lt[c] * ua;
-          }
-        }
-      });
+      rows_times_inverse_upper(m, &Lt(0, 0), long(Lt.stride(0)), r, d, [&](const int i) { return &Ub(i, 0); });
     } else {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(m, d), [&](const int i) {
         for (int a = 0; a < r; ++a) {
