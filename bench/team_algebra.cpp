@@ -3,7 +3,10 @@
 // (team_cholesky.hpp, util/team_loops.hpp; the CPU suite checks the bits,
 // tests/engine/test_team_cholesky.cpp): the Cholesky factorization, the
 // triangular solve of r right-hand sides (Y = R^-T Delta) and A + s Y^T Y,
-// the posterior's two r^3 products of ALGORITHM.md 7.3 part 2. Not a test:
+// the posterior's two r^3 products of ALGORITHM.md 7.3 part 2, and the
+// Cholesky-QR's S L (L = R^T) and x R^-1 on 2r rows (the blocked update's
+// r + k coefficient rows at k = r; frame_rotation.hpp,
+// block_reorthonormalize.hpp). Not a test:
 // it times, on one thread of a one-thread team, in cache (each matrix of
 // r = 64 is 32 KiB), and prints us per call and the ratio of the forms; it
 // exits 1 if the forms' results differ in any entry.
@@ -29,12 +32,12 @@ using Member = Kokkos::TeamPolicy<Exec>::member_type;
 // us per call of each (the Cholesky's and the solve's with the copy of
 // their r x r input), and the results (the forms' must be the same bits).
 struct Timings {
-  double cholesky = 0, lower_solve = 0, plus_gram = 0;
-  std::vector<double> results;  // R's upper triangle, Y, then P
+  double cholesky = 0, lower_solve = 0, plus_gram = 0, times_lower = 0, row_solve = 0;
+  std::vector<double> results;  // R's upper triangle, Y, P, S L, then X R^-1
 };
 
 Timings time_forms(int r, int reps, bool device_forms) {
-  Matrix S("S", r, r), Delta("Delta", r, r), F("F", r, r), Y("Y", r, r), P("P", r, r);
+  Matrix S("S", r, r), Delta("Delta", r, r), F("F", r, r), Y("Y", r, r), P("P", r, r), SL("SL", r, r), X("X", 2 * r, r);
   for (int i = 0; i < r; ++i)
     for (int j = 0; j < r; ++j) {
       S(i, j) = (i == j ? double(r) : 0.0) + 1.0 / (1 + i + j);
@@ -65,16 +68,34 @@ Timings time_forms(int r, int reps, bool device_forms) {
       else mosaic::detail::plus_gram(m, r, Delta, -1.0, Y, P);
     }
     t.plus_gram = clock.seconds();
+    const auto upper_transposed = [&](const int i, const int k) { return F(k, i); };  // L = R^T
+    clock.reset();
+    for (int rep = 0; rep < reps; ++rep) {
+      if (device_forms) mosaic::detail::device_times_lower<double>(m, r, S, upper_transposed, SL);
+      else mosaic::detail::times_lower<double>(m, r, S, upper_transposed, SL);
+    }
+    t.times_lower = clock.seconds();
+    const auto row = [&](const int p) { return &X(p, 0); };
+    clock.reset();
+    for (int rep = 0; rep < reps; ++rep) {
+      for (int i = 0; i < 2 * r; ++i)
+        for (int j = 0; j < r; ++j) X(i, j) = Delta(i % r, j);
+      if (device_forms) mosaic::detail::rows_times_inverse_upper_in_groups<1>(m, F.data(), r, r, 2 * r, row);
+      else mosaic::detail::rows_times_inverse_upper(m, F.data(), long(r), r, 2 * r, row);
+    }
+    t.row_solve = clock.seconds();
   });
   for (int i = 0; i < r; ++i)
     for (int j = i; j < r; ++j) t.results.push_back(F(i, j));
-  for (const Matrix& M : {Y, P})
-    for (int i = 0; i < r; ++i)
+  for (const Matrix& M : {Y, P, SL, X})
+    for (int i = 0; i < int(M.extent(0)); ++i)
       for (int j = 0; j < r; ++j) t.results.push_back(M(i, j));
   const double per_call = 1e6 / reps;
   t.cholesky *= per_call;
   t.lower_solve *= per_call;
   t.plus_gram *= per_call;
+  t.times_lower *= per_call;
+  t.row_solve *= per_call;
   return t;
 }
 
@@ -98,9 +119,9 @@ int main(int argc, char** argv) {
       }
     if (rc == 0) {
       std::printf(
-          "# the coefficient steps' r x r routines on one host thread (%s), us per call (the Cholesky and the\n"
-          "# solve with the copy of their r x r input); host forms (the engine's on host) against the device\n"
-          "# forms run on host\n",
+          "# the coefficient steps' r x r routines on one host thread (%s), us per call (the Cholesky, the\n"
+          "# solve and the row solve with the copy of their input); host forms (the engine's on host) against\n"
+          "# the device forms run on host\n",
           Exec::name());
       std::printf("| r | routine | device form (us) | host form (us) | device / host | host GFLOP/s (model flops) |\n");
       std::printf("|---|---|---|---|---|---|\n");
@@ -112,14 +133,16 @@ int main(int argc, char** argv) {
           double dev, host, flops;
         } rows[] = {{"cholesky_upper", dev.cholesky, host.cholesky, r3 / 3},
                     {"lower_solve_columns", dev.lower_solve, host.lower_solve, r3},
-                    {"plus_gram", dev.plus_gram, host.plus_gram, 2 * r3}};
+                    {"plus_gram", dev.plus_gram, host.plus_gram, 2 * r3},
+                    {"times_lower", dev.times_lower, host.times_lower, r3},
+                    {"rows_times_inverse_upper (2r rows)", dev.row_solve, host.row_solve, 2 * r3}};
         for (const auto& row : rows)
           std::printf("| %d | %s | %.2f | %.2f | %.2fx | %.1f |\n", r, row.name, row.dev, row.host, row.dev / row.host,
                       row.flops / row.host / 1e3);
         for (std::size_t e = 0; e < dev.results.size(); ++e)
           if (dev.results[e] != host.results[e]) {
-            std::printf("# r = %d: the forms' results differ (entry %zu of R, Y, P: %.17g and %.17g)\n", r, e,
-                        dev.results[e], host.results[e]);
+            std::printf("# r = %d: the forms' results differ (entry %zu of R, Y, P, S L, X R^-1: %.17g and %.17g)\n", r,
+                        e, dev.results[e], host.results[e]);
             rc = 1;
             break;
           }
