@@ -24,7 +24,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -32,6 +31,7 @@
 
 #include "mosaic/engine/team_cholesky.hpp"
 #include "mosaic/util/team_loops.hpp"
+#include "order_args.hpp"
 
 namespace {
 
@@ -238,18 +238,10 @@ int main(int argc, char** argv) {
   Kokkos::initialize(argc, argv);
   int rc = 0;
   {
-    std::vector<int> rs;
-    int reps = 200;
-    for (int i = 1; i < argc; ++i) {
-      if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
-      else rs.push_back(std::atoi(argv[i]));
-    }
-    if (rs.empty()) rs = {32, 64, 128};
-    for (const int r : rs)
-      if (r < 1 || reps < 1) {
-        std::fprintf(stderr, "mosaic_stream_lanes: r and --reps must be positive (got r = %d, reps = %d)\n", r, reps);
-        rc = 2;
-      }
+    const OrderArgs args = parse_order_args(argc, argv, "mosaic_stream_lanes", 200);
+    const std::vector<int>& rs = args.orders;
+    const int reps = args.reps;
+    if (!args.valid) rc = 2;
     if (rc == 0) {
       std::printf(
           "# the Cholesky factorization and solve of L streams' r x r S on one host thread (%s), us per stream:\n"

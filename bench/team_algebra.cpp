@@ -13,14 +13,13 @@
 //
 //   OMP_NUM_THREADS=1 mosaic_team_algebra [--reps N] [r ...]   (default r: 32 64 128)
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include <Kokkos_Core.hpp>
 
 #include "mosaic/engine/team_cholesky.hpp"
 #include "mosaic/util/team_loops.hpp"
+#include "order_args.hpp"
 
 namespace {
 
@@ -75,7 +74,7 @@ Timings time_forms(int r, int reps, bool device_forms) {
       else mosaic::detail::times_lower<double>(m, r, S, upper_transposed, SL);
     }
     t.times_lower = clock.seconds();
-    const auto row = [&](const int p) { return &X(p, 0); };
+    const auto row = [&](const int p) { return X.data() + long(p) * r; };
     clock.reset();
     for (int rep = 0; rep < reps; ++rep) {
       for (int i = 0; i < 2 * r; ++i)
@@ -105,18 +104,10 @@ int main(int argc, char** argv) {
   Kokkos::initialize(argc, argv);
   int rc = 0;
   {
-    std::vector<int> rs;
-    int reps = 2000;
-    for (int i = 1; i < argc; ++i) {
-      if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
-      else rs.push_back(std::atoi(argv[i]));
-    }
-    if (rs.empty()) rs = {32, 64, 128};
-    for (const int r : rs)
-      if (r < 1 || reps < 1) {
-        std::fprintf(stderr, "mosaic_team_algebra: r and --reps must be positive (got r = %d, reps = %d)\n", r, reps);
-        rc = 2;
-      }
+    const OrderArgs args = parse_order_args(argc, argv, "mosaic_team_algebra", 2000);
+    const std::vector<int>& rs = args.orders;
+    const int reps = args.reps;
+    if (!args.valid) rc = 2;
     if (rc == 0) {
       std::printf(
           "# the coefficient steps' r x r routines on one host thread (%s), us per call (the Cholesky, the\n"
