@@ -9,7 +9,8 @@
 // the left-looking factorization and, at team size 1, the one-thread solve)
 // and the device's forms, which the CPU suite runs on host too. The posterior's other r x r routines
 // (team_loops.hpp: the triangular solve of r right-hand sides and
-// A + s Y^T Y, the Cholesky-QR's S L and x R^-1; impl/team_gram.hpp: a Gram
+// A + s Y^T Y, the Cholesky-QR's S L and x R^-1, the transport's S' gh;
+// impl/team_gram.hpp: a Gram
 // of rows; impl/team_rows_times.hpp: the steps' matrix-vector products)
 // likewise against their plain loops.
 #include <gtest/gtest.h>
@@ -187,6 +188,23 @@ void triangular_forms_on_one_team(const Mats& in, const Mats& SL, const Mats& X,
                                                               [&](const int p) { return &X(1, p, 0); });
         mosaic::detail::rows_times_inverse_upper_in_groups<3>(m, R, ld, r, rows,
                                                               [&](const int p) { return &X(2, p, 0); });
+      });
+  Kokkos::fence();
+}
+
+// rows_dot on one team: y(f) = M x over the first `cols` columns, by the
+// dispatched form (f = 0: on host spaces groups of host_interleaved_rows
+// rows), a row per thread (f = 1: the device's form) and groups of 3 rows
+// (f = 2); on a device all run there.
+void rows_dot_forms_on_one_team(const Vecs& M, const Vecs& x, const Vecs& y, int cols, int team_size) {
+  using policy = Kokkos::TeamPolicy<Exec>;
+  const int rows = M.extent_int(0);
+  Kokkos::parallel_for(
+      "test::rows_dot", policy(1, team_size), KOKKOS_LAMBDA(const policy::member_type& m) {
+        const auto xv = Kokkos::subview(x, 0, Kokkos::ALL());
+        mosaic::detail::rows_dot<double>(m, rows, cols, M, xv, Kokkos::subview(y, 0, Kokkos::ALL()));
+        mosaic::detail::rows_dot_in_groups<1, double>(m, rows, cols, M, xv, Kokkos::subview(y, 1, Kokkos::ALL()));
+        mosaic::detail::rows_dot_in_groups<3, double>(m, rows, cols, M, xv, Kokkos::subview(y, 2, Kokkos::ALL()));
       });
   Kokkos::fence();
 }
@@ -445,6 +463,43 @@ TEST(TeamLoops, TimesLowerAndRowSolveEqualThePlainLoopsAtEveryTeamSize) {
               ASSERT_TRUE(same_bits(hX(f, p, c), want)) << where << ", x R^-1 form " << f << " at " << p << ", " << c;
             else ASSERT_NEAR(hX(f, p, c), want, 1e-10 * (1 + std::abs(want))) << where << ", x R^-1 form " << f;
           }
+    }
+  }
+}
+
+// The transport's u = S' gh (frame_rotation.hpp): every form of rows_dot
+// gives the plain loops' bits on teams of every size, with row counts that
+// leave a short last group.
+TEST(TeamLoops, RowsDotEqualsThePlainLoopsAtEveryTeamSize) {
+  std::mt19937_64 gen(20261209);
+  std::normal_distribution<double> n01;
+  for (int rows : {1, 2, 7, 8, 9, 17, 64, 77}) {
+    const int cols = rows % 5 + 3 * rows / 2;
+    Vecs M("M", rows, cols), x("x", 1, cols), y("y", 3, rows);
+    auto hM = mosaic::transfer::to_host(M);
+    auto hx = mosaic::transfer::to_host(x);
+    for (int c = 0; c < cols; ++c) hx(0, c) = n01(gen);
+    std::vector<double> want(rows);
+    for (int a = 0; a < rows; ++a) {
+      double v = 0;
+      for (int c = 0; c < cols; ++c) {
+        hM(a, c) = n01(gen);
+        v += hM(a, c) * hx(0, c);
+      }
+      want[a] = v;
+    }
+    mosaic::transfer::copy_from_host(M, hM);
+    mosaic::transfer::copy_from_host(x, hx);
+    for (int ts : team_sizes()) {
+      rows_dot_forms_on_one_team(M, x, y, cols, ts);
+      const auto hy = mosaic::transfer::to_host(y);
+      for (int f = 0; f < 3; ++f)
+        for (int a = 0; a < rows; ++a) {
+          const std::string where = std::to_string(rows) + " rows, team size " + std::to_string(ts) + ", form " +
+                                    std::to_string(f) + ", row " + std::to_string(a);
+          if (on_host) ASSERT_TRUE(same_bits(hy(f, a), want[a])) << where;
+          else ASSERT_NEAR(hy(f, a), want[a], 1e-10 * (1 + std::abs(want[a]))) << where;
+        }
     }
   }
 }

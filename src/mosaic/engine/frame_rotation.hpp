@@ -60,11 +60,7 @@ KOKKOS_INLINE_FUNCTION FrameRotation<T> rotate_frame_transport_S(const Member& m
     out.cm1 = T(-2) * kmath::sin(out.theta / T(2)) * kmath::sin(out.theta / T(2));
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int j) { gh(j) = g(j) / gnorm; });
     m.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, r), [&](const int a) {
-      T s = 0;
-      for (int c = 0; c < r; ++c) s += Sp(a, c) * gh(c);
-      u(a) = s;
-    });
+    rows_dot<T>(m, r, r, Sp, gh, u);  // u = S' gh
     m.team_barrier();
     T bq = 0;
     for (int a = 0; a < r; ++a) bq += gh(a) * u(a);

@@ -365,8 +365,37 @@ KOKKOS_INLINE_FUNCTION void times_lower(const Member& m, int r, const SM& S, con
   }
 }
 
-// Rows of rows_times_inverse_upper that a host thread solves together.
+// Rows of rows_times_inverse_upper and rows_dot that a host thread takes together.
 inline constexpr int host_interleaved_rows = 8;
+
+// rows_dot with each thread taking G rows at a time, their sums
+// interleaved (G = 1: a row per thread).
+template <int G, class T, class Member, class MM, class XV, class YV>
+KOKKOS_INLINE_FUNCTION void rows_dot_in_groups(const Member& m, int rows, int cols, const MM& M, const XV& x,
+                                               const YV& y) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(m, (rows + G - 1) / G), [&](const int group) {
+    const int a0 = group * G, n = rows - a0 < G ? rows - a0 : G;
+    T acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = T(0);
+    for (int c = 0; c < cols; ++c) {
+      const auto xc = x(c);
+      for (int g = 0; g < n; ++g) acc[g] += M(a0 + g, c) * xc;
+    }
+    for (int g = 0; g < n; ++g) y(a0 + g) = acc[g];
+  });
+}
+
+// y(a) = sum_{c < cols} M(a, c) x(c) for a < rows, each one running sum in
+// increasing c from 0, in every form (the products in M's and x's types).
+// Each sum is a chain of dependent additions: on devices a row per thread;
+// on host spaces each thread takes host_interleaved_rows rows at a time and
+// interleaves their chains. y must not alias M or x. No barrier.
+template <class T, class Member, class MM, class XV, class YV>
+KOKKOS_INLINE_FUNCTION void rows_dot(const Member& m, int rows, int cols, const MM& M, const XV& x, const YV& y) {
+  using space = typename Member::execution_space;
+  constexpr int G = Kokkos::SpaceAccessibility<space, Kokkos::HostSpace>::accessible ? host_interleaved_rows : 1;
+  rows_dot_in_groups<G, T>(m, rows, cols, M, x, y);
+}
 
 // rows_times_inverse_upper with each thread taking G rows at a time and
 // applying every pivot to all of them (G = 1: a row per thread).
