@@ -6,7 +6,8 @@
 // the posterior's two r^3 products of ALGORITHM.md 7.3 part 2, and the
 // Cholesky-QR's S L (L = R^T) and x R^-1 on 2r rows (the blocked update's
 // r + k coefficient rows at k = r; frame_rotation.hpp,
-// block_reorthonormalize.hpp). Not a test:
+// block_reorthonormalize.hpp), and the transport's matrix-vector product
+// u = S' gh (rows_dot, frame_rotation.hpp). Not a test:
 // it times, on one thread of a one-thread team, in cache (each matrix of
 // r = 64 is 32 KiB), and prints us per call and the ratio of the forms; it
 // exits 1 if the forms' results differ in any entry.
@@ -31,12 +32,13 @@ using Member = Kokkos::TeamPolicy<Exec>::member_type;
 // us per call of each (the Cholesky's and the solve's with the copy of
 // their r x r input), and the results (the forms' must be the same bits).
 struct Timings {
-  double cholesky = 0, lower_solve = 0, plus_gram = 0, times_lower = 0, row_solve = 0;
-  std::vector<double> results;  // R's upper triangle, Y, P, S L, then X R^-1
+  double cholesky = 0, lower_solve = 0, plus_gram = 0, times_lower = 0, row_solve = 0, rows_dot = 0;
+  std::vector<double> results;  // R's upper triangle, Y, P, S L, X R^-1, then S z
 };
 
 Timings time_forms(int r, int reps, bool device_forms) {
   Matrix S("S", r, r), Delta("Delta", r, r), F("F", r, r), Y("Y", r, r), P("P", r, r), SL("SL", r, r), X("X", 2 * r, r);
+  Kokkos::View<double*, Kokkos::LayoutRight, Kokkos::HostSpace> Sz("Sz", r);
   for (int i = 0; i < r; ++i)
     for (int j = 0; j < r; ++j) {
       S(i, j) = (i == j ? double(r) : 0.0) + 1.0 / (1 + i + j);
@@ -83,18 +85,27 @@ Timings time_forms(int r, int reps, bool device_forms) {
       else mosaic::detail::rows_times_inverse_upper(m, F.data(), long(r), r, 2 * r, row);
     }
     t.row_solve = clock.seconds();
+    const auto z = Kokkos::subview(X, 0, Kokkos::ALL());  // the first row of X R^-1: any vector
+    clock.reset();
+    for (int rep = 0; rep < reps; ++rep) {
+      if (device_forms) mosaic::detail::rows_dot_in_groups<1, double>(m, r, r, S, z, Sz);
+      else mosaic::detail::rows_dot<double>(m, r, r, S, z, Sz);
+    }
+    t.rows_dot = clock.seconds();
   });
   for (int i = 0; i < r; ++i)
     for (int j = i; j < r; ++j) t.results.push_back(F(i, j));
   for (const Matrix& M : {Y, P, SL, X})
     for (int i = 0; i < int(M.extent(0)); ++i)
       for (int j = 0; j < r; ++j) t.results.push_back(M(i, j));
+  for (int i = 0; i < r; ++i) t.results.push_back(Sz(i));
   const double per_call = 1e6 / reps;
   t.cholesky *= per_call;
   t.lower_solve *= per_call;
   t.plus_gram *= per_call;
   t.times_lower *= per_call;
   t.row_solve *= per_call;
+  t.rows_dot *= per_call;
   return t;
 }
 
@@ -126,14 +137,16 @@ int main(int argc, char** argv) {
                     {"lower_solve_columns", dev.lower_solve, host.lower_solve, r3},
                     {"plus_gram", dev.plus_gram, host.plus_gram, 2 * r3},
                     {"times_lower", dev.times_lower, host.times_lower, r3},
-                    {"rows_times_inverse_upper (2r rows)", dev.row_solve, host.row_solve, 2 * r3}};
+                    {"rows_times_inverse_upper (2r rows)", dev.row_solve, host.row_solve, 2 * r3},
+                    {"rows_dot", dev.rows_dot, host.rows_dot, 2.0 * r * r}};
         for (const auto& row : rows)
           std::printf("| %d | %s | %.2f | %.2f | %.2fx | %.1f |\n", r, row.name, row.dev, row.host, row.dev / row.host,
                       row.flops / row.host / 1e3);
         for (std::size_t e = 0; e < dev.results.size(); ++e)
           if (dev.results[e] != host.results[e]) {
-            std::printf("# r = %d: the forms' results differ (entry %zu of R, Y, P, S L, X R^-1: %.17g and %.17g)\n", r,
-                        e, dev.results[e], host.results[e]);
+            std::printf(
+                "# r = %d: the forms' results differ (entry %zu of R, Y, P, S L, X R^-1, S z: %.17g and %.17g)\n", r, e,
+                dev.results[e], host.results[e]);
             rc = 1;
             break;
           }
