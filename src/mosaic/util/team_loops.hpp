@@ -377,9 +377,16 @@ KOKKOS_INLINE_FUNCTION void rows_dot_in_groups(const Member& m, int rows, int co
     const int a0 = group * G, n = rows - a0 < G ? rows - a0 : G;
     T acc[G];
     for (int g = 0; g < G; ++g) acc[g] = T(0);
-    for (int c = 0; c < cols; ++c) {
-      const auto xc = x(c);
-      for (int g = 0; g < n; ++g) acc[g] += M(a0 + g, c) * xc;
+    if (n == G) {  // a whole group: fixed trip counts, so the sums stay in registers
+      for (int c = 0; c < cols; ++c) {
+        const auto xc = x(c);
+        for (int g = 0; g < G; ++g) acc[g] += M(a0 + g, c) * xc;
+      }
+    } else {
+      for (int c = 0; c < cols; ++c) {
+        const auto xc = x(c);
+        for (int g = 0; g < n; ++g) acc[g] += M(a0 + g, c) * xc;
+      }
     }
     for (int g = 0; g < n; ++g) y(a0 + g) = acc[g];
   });
