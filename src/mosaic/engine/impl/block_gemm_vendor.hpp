@@ -9,6 +9,7 @@
 #include <climits>
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 
 #include <Kokkos_Core.hpp>
 
@@ -65,6 +66,23 @@ struct BlockGemmWork<Scalar, ExecSpace, gemm::Vendor> {
   KOKKOS_INLINE_FUNCTION matrix W(int b) const { return matrix(wW.data() + std::size_t(b) * ldy * r, ldy, r); }
 };
 
+// y(i) = x(i sx) - mu0(i) for i in [i0, i1), a non-finite difference
+// stored as 0; true when every difference was finite. Branch-free (v - v
+// is 0 exactly when v is finite) so that the loop vectorizes on host; the
+// caller passes a unit stride as a compile-time constant, since with a
+// run-time stride the loop does not vectorize.
+template <class Scalar, class Stride>
+KOKKOS_INLINE_FUNCTION bool centre_rows(const Scalar* x, Stride sx, const Scalar* mu0, Scalar* y, int i0, int i1) {
+  int nonfinite = 0;
+  for (int i = i0; i < i1; ++i) {
+    const Scalar v = x[i * sx] - mu0[i];
+    const bool finite = v - v == Scalar(0);
+    nonfinite |= int(!finite);
+    y[i] = finite ? v : Scalar(0);
+  }
+  return nonfinite == 0;
+}
+
 template <class Base, class Gemm>
 KOKKOS_INLINE_FUNCTION void BlockFunctor<Base, Gemm>::pack_rows(int b, int i0, int i1, int& bad_x, int& bad_y) const {
   const VendorWork& w = gw;
@@ -81,13 +99,8 @@ KOKKOS_INLINE_FUNCTION void BlockFunctor<Base, Gemm>::pack_rows(int b, int i0, i
   for (int t = 0; t < n; ++t) {
     const Scalar* const x = &Xb(b, t, 0);
     Scalar* const y = &Y(0, r + t);
-    bool finite = true;
-    for (int i = i0; i < i1; ++i) {
-      const Scalar v = x[i * sx] - mu0[i];
-      const bool f = kmath::isfinite(v);
-      finite = finite && f;
-      y[i] = f ? v : Scalar(0);
-    }
+    const bool finite = sx == 1 ? centre_rows(x, std::integral_constant<long, 1>(), mu0, y, i0, i1)
+                                : centre_rows(x, sx, mu0, y, i0, i1);
     if (finite) continue;  // else x - mu0 is non-finite somewhere: is x?
     if (t < bad_y) bad_y = t;
     for (int i = i0; i < i1 && t < bad_x; ++i)
