@@ -7,7 +7,10 @@
 // Cholesky-QR's S L (L = R^T) and x R^-1 on 2r rows (the blocked update's
 // r + k coefficient rows at k = r; frame_rotation.hpp,
 // block_reorthonormalize.hpp), and the transport's matrix-vector product
-// u = S' gh (rows_dot, frame_rotation.hpp). Not a test:
+// u = S' gh (rows_dot, frame_rotation.hpp), and the coefficient steps'
+// matrix-vector products y = sum_j M(j, :) x(j) over 2r rows of r entries
+// (rows_times, impl/team_rows_times.hpp: z = A^T G c + B^T H c and the
+// others, whose rows number r, the step index t or r + t). Not a test:
 // it times, on one thread of a one-thread team, in cache (each matrix of
 // r = 64 is 32 KiB), and prints us per call and the ratio of the forms; it
 // exits 1 if the forms' results differ in any entry.
@@ -18,6 +21,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "mosaic/engine/impl/team_rows_times.hpp"
 #include "mosaic/engine/team_cholesky.hpp"
 #include "mosaic/util/team_loops.hpp"
 #include "order_args.hpp"
@@ -32,13 +36,14 @@ using Member = Kokkos::TeamPolicy<Exec>::member_type;
 // us per call of each (the Cholesky's and the solve's with the copy of
 // their r x r input), and the results (the forms' must be the same bits).
 struct Timings {
-  double cholesky = 0, lower_solve = 0, plus_gram = 0, times_lower = 0, row_solve = 0, rows_dot = 0;
-  std::vector<double> results;  // R's upper triangle, Y, P, S L, X R^-1, then S z
+  double cholesky = 0, lower_solve = 0, plus_gram = 0, times_lower = 0, row_solve = 0, rows_dot = 0, rows_times = 0;
+  std::vector<double> results;  // R's upper triangle, Y, P, S L, X R^-1, then S z, then X^T x
 };
 
 Timings time_forms(int r, int reps, bool device_forms) {
   Matrix S("S", r, r), Delta("Delta", r, r), F("F", r, r), Y("Y", r, r), P("P", r, r), SL("SL", r, r), X("X", 2 * r, r);
-  Kokkos::View<double*, Kokkos::LayoutRight, Kokkos::HostSpace> Sz("Sz", r);
+  Kokkos::View<double*, Kokkos::LayoutRight, Kokkos::HostSpace> Sz("Sz", r), Xx("Xx", r), x("x", 2 * r);
+  for (int j = 0; j < 2 * r; ++j) x(j) = 1.0 / (1 + j);
   for (int i = 0; i < r; ++i)
     for (int j = 0; j < r; ++j) {
       S(i, j) = (i == j ? double(r) : 0.0) + 1.0 / (1 + i + j);
@@ -92,6 +97,12 @@ Timings time_forms(int r, int reps, bool device_forms) {
       else mosaic::detail::rows_dot<double>(m, r, r, S, z, Sz);
     }
     t.rows_dot = clock.seconds();
+    clock.reset();
+    for (int rep = 0; rep < reps; ++rep) {
+      if (device_forms) mosaic::detail::cooperative_rows_times(m, r, 2 * r, X.data(), r, x.data(), Xx.data(), false);
+      else mosaic::detail::host_rows_times(m, r, 2 * r, X.data(), r, x.data(), Xx.data(), false);
+    }
+    t.rows_times = clock.seconds();
   });
   for (int i = 0; i < r; ++i)
     for (int j = i; j < r; ++j) t.results.push_back(F(i, j));
@@ -99,6 +110,7 @@ Timings time_forms(int r, int reps, bool device_forms) {
     for (int i = 0; i < int(M.extent(0)); ++i)
       for (int j = 0; j < r; ++j) t.results.push_back(M(i, j));
   for (int i = 0; i < r; ++i) t.results.push_back(Sz(i));
+  for (int i = 0; i < r; ++i) t.results.push_back(Xx(i));
   const double per_call = 1e6 / reps;
   t.cholesky *= per_call;
   t.lower_solve *= per_call;
@@ -106,6 +118,7 @@ Timings time_forms(int r, int reps, bool device_forms) {
   t.times_lower *= per_call;
   t.row_solve *= per_call;
   t.rows_dot *= per_call;
+  t.rows_times *= per_call;
   return t;
 }
 
@@ -138,14 +151,15 @@ int main(int argc, char** argv) {
                     {"plus_gram", dev.plus_gram, host.plus_gram, 2 * r3},
                     {"times_lower", dev.times_lower, host.times_lower, r3},
                     {"rows_times_inverse_upper (2r rows)", dev.row_solve, host.row_solve, 2 * r3},
-                    {"rows_dot", dev.rows_dot, host.rows_dot, 2.0 * r * r}};
+                    {"rows_dot", dev.rows_dot, host.rows_dot, 2.0 * r * r},
+                    {"rows_times (2r rows)", dev.rows_times, host.rows_times, 4.0 * r * r}};
         for (const auto& row : rows)
           std::printf("| %d | %s | %.2f | %.2f | %.2fx | %.1f |\n", r, row.name, row.dev, row.host, row.dev / row.host,
                       row.flops / row.host / 1e3);
         for (std::size_t e = 0; e < dev.results.size(); ++e)
           if (dev.results[e] != host.results[e]) {
             std::printf(
-                "# r = %d: the forms' results differ (entry %zu of R, Y, P, S L, X R^-1, S z: %.17g and %.17g)\n", r, e,
+                "# r = %d: the forms' results differ (entry %zu of R, Y, P, S L, X R^-1, S z, X^T x: %.17g and %.17g)\n", r, e,
                 dev.results[e], host.results[e]);
             rc = 1;
             break;

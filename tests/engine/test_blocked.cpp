@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -720,6 +721,44 @@ INSTANTIATE_TEST_SUITE_P(Solves, MaintainedVsDense,
                                             ::testing::Values(CovarianceUpdate::exact, CovarianceUpdate::first_order)));
 
 // ---- breakdowns inside a block, kernels, team size ---------------------------
+
+// The vendor pack's centring loop (block_gemm_vendor.hpp), with the unit
+// stride given at compile time (the vectorized loop) and at run time: y =
+// x - mu0 on rows [i0, i1) only, a non-finite difference stored as 0 and
+// reported, whether x is non-finite or x - mu0 overflows.
+template <class T>
+void check_centre_rows() {
+  const T big = std::numeric_limits<T>::max(), inf = std::numeric_limits<T>::infinity();
+  const int n = 37, i0 = 3, i1 = 35;
+  for (const int bad : {-1, 4, 17, 34})  // -1: every entry finite
+    for (const T value : {std::numeric_limits<T>::quiet_NaN(), inf, -inf, big})
+      for (const long stride : {1L, 3L}) {
+        std::vector<T> mu0(n), x(std::size_t(n) * stride, T(-7)), y(n, T(42));
+        for (int i = 0; i < n; ++i) {
+          mu0[i] = T(0.25) * T(i) - T(3);
+          x[std::size_t(i) * stride] = T(1) / T(1 + i);
+        }
+        if (bad >= 0) {
+          x[std::size_t(bad) * stride] = value;
+          if (value == big) mu0[bad] = -big;  // x finite, x - mu0 overflows
+        }
+        const bool finite = stride == 1
+                                ? mosaic::detail::centre_rows(x.data(), std::integral_constant<long, 1>(),
+                                                              mu0.data(), y.data(), i0, i1)
+                                : mosaic::detail::centre_rows(x.data(), stride, mu0.data(), y.data(), i0, i1);
+        const std::string what = "bad " + std::to_string(bad) + " stride " + std::to_string(stride);
+        EXPECT_EQ(finite, bad < 0) << what;
+        for (int i = 0; i < n; ++i) {
+          const T expected = i < i0 || i >= i1 ? T(42) : i == bad ? T(0) : T(x[std::size_t(i) * stride] - mu0[i]);
+          EXPECT_EQ(y[i], expected) << what << " row " << i;
+        }
+      }
+}
+
+TEST(Blocked, PackCentringZeroesNonFiniteDifferencesAtEitherStride) {
+  check_centre_rows<float>();
+  check_centre_rows<double>();
+}
 
 // A non-finite entry (NaN, +Inf, -Inf) at step 437 (positions 5 and 37 of
 // blocks of 16 and 100), 448 (the first sample of a block of 16) or 447 (the
