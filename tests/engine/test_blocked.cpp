@@ -730,7 +730,7 @@ template <class T>
 void check_centre_rows() {
   const T big = std::numeric_limits<T>::max(), inf = std::numeric_limits<T>::infinity();
   const int n = 37, i0 = 3, i1 = 35;
-  for (const int bad : {-1, 4, 17, 34})  // -1: every entry finite
+  for (const int bad : {-1, 1, 4, 17, 34, 35})  // -1: every entry finite; 1 and 35 outside [i0, i1)
     for (const T value : {std::numeric_limits<T>::quiet_NaN(), inf, -inf, big})
       for (const long stride : {1L, 3L}) {
         std::vector<T> mu0(n), x(std::size_t(n) * stride, T(-7)), y(n, T(42));
@@ -747,7 +747,8 @@ void check_centre_rows() {
                                                               mu0.data(), y.data(), i0, i1)
                                 : mosaic::detail::centre_rows(x.data(), stride, mu0.data(), y.data(), i0, i1);
         const std::string what = "bad " + std::to_string(bad) + " stride " + std::to_string(stride);
-        EXPECT_EQ(finite, bad < 0) << what;
+        const bool inside = bad >= i0 && bad < i1;
+        EXPECT_EQ(finite, !inside) << what;
         for (int i = 0; i < n; ++i) {
           const T expected = i < i0 || i >= i1 ? T(42) : i == bad ? T(0) : T(x[std::size_t(i) * stride] - mu0[i]);
           EXPECT_EQ(y[i], expected) << what << " row " << i;
