@@ -159,8 +159,8 @@ int main(int argc, char** argv) {
         for (std::size_t e = 0; e < dev.results.size(); ++e)
           if (dev.results[e] != host.results[e]) {
             std::printf(
-                "# r = %d: the forms' results differ (entry %zu of R, Y, P, S L, X R^-1, S z, X^T x: %.17g and %.17g)\n", r, e,
-                dev.results[e], host.results[e]);
+                "# r = %d: the forms' results differ (entry %zu of R, Y, P, S L, X R^-1, S z, X^T x: %.17g and %.17g)\n",
+                r, e, dev.results[e], host.results[e]);
             rc = 1;
             break;
           }
