@@ -19,7 +19,6 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -742,9 +741,9 @@ void check_centre_rows() {
           x[std::size_t(bad) * stride] = value;
           if (value == big) mu0[bad] = -big;  // x finite, x - mu0 overflows
         }
-        const bool finite = stride == 1 ? mosaic::detail::centre_rows(x.data(), std::integral_constant<long, 1>(),
-                                                                      mu0.data(), y.data(), i0, i1)
-                                        : mosaic::detail::centre_rows(x.data(), stride, mu0.data(), y.data(), i0, i1);
+        const bool finite = stride == 1
+                                ? mosaic::detail::centre_rows<true>(x.data(), stride, mu0.data(), y.data(), i0, i1)
+                                : mosaic::detail::centre_rows<false>(x.data(), stride, mu0.data(), y.data(), i0, i1);
         const std::string what = "bad " + std::to_string(bad) + " stride " + std::to_string(stride);
         const bool inside = bad >= i0 && bad < i1;
         EXPECT_EQ(finite, !inside) << what;

@@ -9,7 +9,6 @@
 #include <climits>
 #include <cmath>
 #include <cstddef>
-#include <type_traits>
 
 #include <Kokkos_Core.hpp>
 
@@ -68,14 +67,15 @@ struct BlockGemmWork<Scalar, ExecSpace, gemm::Vendor> {
 
 // y(i) = x(i sx) - mu0(i) for i in [i0, i1), a non-finite difference
 // stored as 0; true when every difference was finite. Branch-free (v - v
-// is 0 exactly when v is finite) so that the loop vectorizes on host; the
-// caller passes a unit stride as a compile-time constant, since with a
-// run-time stride the loop does not vectorize.
-template <class Scalar, class Stride>
-KOKKOS_INLINE_FUNCTION bool centre_rows(const Scalar* x, Stride sx, const Scalar* mu0, Scalar* y, int i0, int i1) {
+// is 0 exactly when v is finite) so that the loop vectorizes on host;
+// callers take UnitStride = true where sx is 1, since with a run-time
+// stride the loop does not vectorize.
+template <bool UnitStride, class Scalar>
+KOKKOS_INLINE_FUNCTION bool centre_rows(const Scalar* x, long sx, const Scalar* mu0, Scalar* y, int i0, int i1) {
+  const long stride = UnitStride ? 1 : sx;
   int nonfinite = 0;
   for (int i = i0; i < i1; ++i) {
-    const Scalar v = x[i * sx] - mu0[i];
+    const Scalar v = x[i * stride] - mu0[i];
     const bool finite = v - v == Scalar(0);
     nonfinite |= int(!finite);
     y[i] = finite ? v : Scalar(0);
@@ -99,8 +99,7 @@ KOKKOS_INLINE_FUNCTION void BlockFunctor<Base, Gemm>::pack_rows(int b, int i0, i
   for (int t = 0; t < n; ++t) {
     const Scalar* const x = &Xb(b, t, 0);
     Scalar* const y = &Y(0, r + t);
-    const bool finite = sx == 1 ? centre_rows(x, std::integral_constant<long, 1>(), mu0, y, i0, i1)
-                                : centre_rows(x, sx, mu0, y, i0, i1);
+    const bool finite = sx == 1 ? centre_rows<true>(x, sx, mu0, y, i0, i1) : centre_rows<false>(x, sx, mu0, y, i0, i1);
     if (finite) continue;  // else x - mu0 is non-finite somewhere: is x?
     if (t < bad_y) bad_y = t;
     for (int i = i0; i < i1 && t < bad_x; ++i)
